@@ -1,0 +1,239 @@
+// The canonical dataset: the contract between all stages (bench -> ingest -> train -> eval).
+// One flat row per measured (problem, kernel config) pair, stored as zstd-compressed Parquet.
+// The column list below is the single source of truth: the Arrow schema, the reader's checks, the
+// row conversions and docs/dataset_schema.md are all generated from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/measurement.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+// Major versions are incompatible (readers refuse them); minor versions only add metadata.
+inline constexpr int kDatasetSchemaMajor = 1;
+inline constexpr int kDatasetSchemaMinor = 0;
+
+// X(name, type, group, description). Types: String, Int, Double, Bool. Every column is nullable:
+// a GEMM row has no conv columns, an AMD row no CUDA versions.
+#define KSELECT_DATASET_COLUMNS(X)                                                               \
+  /* identity */                                                                                 \
+  X(op_type, String, "identity", "operation: gemm, grouped_conv, gemm_universal (CK), ...")     \
+  X(provider, String, "identity", "kernel provider: cublaslt, tile, cudnn, ck_tile, ck_conv")   \
+  X(kernel_name, String, "identity", "human-readable kernel name (AMD rows: the name parsed)")   \
+  X(config_key, String, "identity", "canonical text of every typed config field; never parsed") \
+  X(problem_key, String, "identity", "canonical text of the problem (GroupKFold / join key)")   \
+  X(run_id, String, "identity", "collection run the row came from")                              \
+  X(timestamp, String, "identity", "when the row was measured (ISO 8601 UTC)")                  \
+  X(tool_version, String, "identity", "tool that measured the row (kselect x.y.z (git ...))")   \
+  /* GEMM problem */                                                                             \
+  X(m, Int, "gemm", "rows of A and C")                                                           \
+  X(n, Int, "gemm", "columns of B and C")                                                        \
+  X(k, Int, "gemm", "reduction dimension")                                                       \
+  X(batch, Int, "gemm", "batch count of the strided-batched GEMM (1 = plain)")                  \
+  X(layout, String, "gemm", "memory order of A, B, C as r/c letters, e.g. rcr; TN = rcc")       \
+  X(dtype, String, "problem", "input element type (A/B, or conv tensors): bf16, fp16, fp8, ...") \
+  X(dtype_a, String, "gemm", "element type of A")                                               \
+  X(dtype_b, String, "gemm", "element type of B")                                               \
+  X(dtype_c, String, "gemm", "element type of C/D")                                             \
+  X(compute_type, String, "problem", "accumulator type (fp32)")                                 \
+  X(alpha, Double, "gemm", "scale of the product")                                               \
+  X(beta, Double, "gemm", "scale of the input C")                                                \
+  /* convolution problem */                                                                      \
+  X(conv_direction, String, "conv", "fwd, bwd_data or bwd_weight")                              \
+  X(conv_layout, String, "conv", "tensor layout: nhwgc (channels last) or ngchw")               \
+  X(spatial_dims, Int, "conv", "2 or 3")                                                         \
+  X(conv_n, Int, "conv", "batch N")                                                              \
+  X(conv_c, Int, "conv", "input channels C (total over groups)")                                 \
+  X(conv_k, Int, "conv", "output channels K (total over groups)")                                \
+  X(conv_g, Int, "conv", "groups G")                                                             \
+  X(conv_di, Int, "conv", "input depth (1 for 2D)")                                              \
+  X(conv_hi, Int, "conv", "input height")                                                        \
+  X(conv_wi, Int, "conv", "input width")                                                         \
+  X(conv_z, Int, "conv", "filter depth (1 for 2D)")                                              \
+  X(conv_y, Int, "conv", "filter height")                                                        \
+  X(conv_x, Int, "conv", "filter width")                                                         \
+  X(stride_d, Int, "conv", "stride in depth")                                                    \
+  X(stride_h, Int, "conv", "stride in height")                                                   \
+  X(stride_w, Int, "conv", "stride in width")                                                    \
+  X(pad_d, Int, "conv", "padding in depth")                                                      \
+  X(pad_h, Int, "conv", "padding in height")                                                     \
+  X(pad_w, Int, "conv", "padding in width")                                                      \
+  X(dilation_d, Int, "conv", "dilation in depth")                                                \
+  X(dilation_h, Int, "conv", "dilation in height")                                               \
+  X(dilation_w, Int, "conv", "dilation in width")                                                \
+  /* measured figures */                                                                         \
+  X(measured_tflops, Double, "figures", "achieved TFLOP/s (2 flops per multiply-add)")          \
+  X(latency_ms, Double, "figures", "time per launch in milliseconds (the method's statistic)")  \
+  X(bandwidth_gb_s, Double, "figures", "minimum bytes moved / latency, GB/s")                   \
+  X(is_valid, Bool, "figures", "true only for finite positive figures of a completed run")      \
+  X(invalid_reason, String, "figures", "why is_valid is false (empty when valid)")              \
+  X(cv, Double, "figures", "coefficient of variation over the timed repeats")                   \
+  X(high_cv, Bool, "figures", "cv above 10 %: a noisy point")                                   \
+  X(samples, Int, "figures", "timed repeats behind the statistic")                              \
+  X(duplicates_merged, Int, "figures", "repeated measurements merged into this row (median)")   \
+  X(aborted, Bool, "figures", "stopped early: clearly slower than the best so far")             \
+  X(abort_bound_ms, Double, "figures", "for aborted rows: latency the kernel was known to exceed") \
+  X(peer_rank, Int, "figures", "rank in the peer heuristic's list (1 = its pick), null if unlisted") \
+  /* kernel config: fields shared by providers */                                               \
+  X(split_k, Int, "config", "split-K factor (1 = none)")                                         \
+  X(tile_m, Int, "config", "block tile rows")                                                    \
+  X(tile_n, Int, "config", "block tile columns")                                                 \
+  X(tile_k, Int, "config", "block tile depth")                                                   \
+  X(warp_m, Int, "config", "warps per block along M (CK warp_m; tile engine warps_m)")          \
+  X(warp_n, Int, "config", "warps per block along N")                                            \
+  X(warp_k, Int, "config", "warps per block along K")                                            \
+  X(stages, Int, "config", "pipeline stages")                                                    \
+  X(pipeline, String, "config", "pipeline (CK: compv3/compv4/mem; tile: multistage/...)")       \
+  X(scheduler, String, "config", "scheduler (CK: intrawave/interwave; tile: data_parallel/...)") \
+  X(epilogue, String, "config", "epilogue (CK: cshuffle/default; tile: direct/smem)")           \
+  X(pad_m, Bool, "config", "masking/padding along M (CK pad_m; tile mask_m)")                   \
+  X(pad_n, Bool, "config", "masking/padding along N")                                            \
+  X(pad_k, Bool, "config", "masking/padding along K")                                            \
+  X(persistent, Bool, "config", "persistent kernel")                                             \
+  X(cluster_m, Int, "config", "thread-block cluster size along M")                              \
+  X(cluster_n, Int, "config", "thread-block cluster size along N")                              \
+  X(cluster_k, Int, "config", "thread-block cluster size along K")                              \
+  X(swizzle, Int, "config", "raster swizzle (tile: width in tiles; cuBLASLt: CTA swizzling 0/1)") \
+  /* kernel config: provider-specific */                                                         \
+  X(warp_tile_m, Int, "ck_tile", "CK per-warp tile rows")                                        \
+  X(warp_tile_n, Int, "ck_tile", "CK per-warp tile columns")                                     \
+  X(warp_tile_k, Int, "ck_tile", "CK per-warp tile depth")                                       \
+  X(vec_a, Int, "ck_tile", "CK global vector width of A (0 = native)")                          \
+  X(vec_b, Int, "ck_tile", "CK global vector width of B (0 = native)")                          \
+  X(vec_c, Int, "ck_tile", "CK global vector width of C (0 = native)")                          \
+  X(double_smem_buffer, Bool, "ck_conv", "CK conv _dsb: double shared-memory buffer")           \
+  X(split_image, Bool, "ck_conv", "CK conv _si: split image")                                    \
+  X(instr_m, Int, "tile", "tile engine MMA instruction rows")                                    \
+  X(instr_n, Int, "tile", "tile engine MMA instruction columns")                                 \
+  X(instr_k, Int, "tile", "tile engine MMA instruction depth")                                   \
+  X(cublaslt_algo_id, Int, "cublaslt", "CUBLASLT_ALGO_CONFIG_ID")                                \
+  X(cublaslt_tile_id, Int, "cublaslt", "cublasLtMatmulTile_t id")                                \
+  X(cublaslt_stages_id, Int, "cublaslt", "cublasLtMatmulStages_t id")                            \
+  X(cublaslt_reduction_scheme, Int, "cublaslt", "cublasLtReductionScheme_t")                    \
+  X(cublaslt_custom_option, Int, "cublaslt", "CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION")              \
+  X(cublaslt_cluster_shape_id, Int, "cublaslt", "cublasLtClusterShape_t id")                    \
+  X(cublaslt_inner_shape_id, Int, "cublaslt", "cublasLtMatmulInnerShape_t id")                  \
+  X(stage_k, Int, "cublaslt", "K depth of one stage, decoded from the stages id")               \
+  X(cudnn_engine_id, Int, "cudnn", "cuDNN engine global index")                                  \
+  X(cudnn_knobs, String, "cudnn", "cuDNN knob settings as JSON [[knob_type, value], ...]")      \
+  /* method */                                                                                   \
+  X(method, String, "method", "measurement method name (kselect.bench, ck_tile.streaming_log)") \
+  X(timer, String, "method", "cuda_events, hip_events or unknown")                               \
+  X(statistic, String, "method", "median or mean over the timed repeats")                       \
+  X(warmup_iters, Int, "method", "warm-up launches before timing")                               \
+  X(repeats, Int, "method", "timed batches the statistic is taken over")                        \
+  X(iters_per_repeat, Int, "method", "launches per timed batch")                                 \
+  X(rotating_buffer_bytes, Int, "method", "input bytes rotated through to defeat L2 (0 = none)") \
+  X(sm_clock_min_mhz, Int, "method", "lowest SM clock seen while timing (0 = not sampled)")      \
+  X(sm_clock_max_mhz, Int, "method", "highest SM clock seen while timing (0 = not sampled)")     \
+  /* hardware profile */                                                                         \
+  X(arch, String, "hardware", "sm_90, gfx950, ...")                                              \
+  X(vendor, String, "hardware", "nvidia or amd")                                                 \
+  X(device_name, String, "hardware", "device name as the driver reports it")                     \
+  X(device_kind, String, "hardware", "lender's kind name (nvidia-h200) when known")             \
+  X(device_uuid, String, "hardware", "device UUID")                                              \
+  X(cc_major, Int, "hardware", "compute capability major")                                       \
+  X(cc_minor, Int, "hardware", "compute capability minor")                                       \
+  X(sm_count, Int, "hardware", "streaming multiprocessors")                                      \
+  X(sm_clock_mhz, Int, "hardware", "maximum SM clock")                                           \
+  X(mem_clock_mhz, Int, "hardware", "maximum memory clock")                                      \
+  X(mem_bus_width_bits, Int, "hardware", "memory bus width")                                     \
+  X(l2_bytes, Int, "hardware", "L2 cache size")                                                  \
+  X(smem_per_sm_bytes, Int, "hardware", "shared memory per SM")                                  \
+  X(smem_per_block_optin_bytes, Int, "hardware", "opt-in shared memory per block")              \
+  X(regs_per_sm, Int, "hardware", "32-bit registers per SM")                                     \
+  X(max_threads_per_sm, Int, "hardware", "resident threads per SM")                              \
+  X(global_mem_bytes, Int, "hardware", "device memory")                                          \
+  X(peak_mem_bandwidth_gb_s, Double, "hardware", "theoretical memory bandwidth")                 \
+  X(driver_version, Int, "hardware", "CUDA driver version (13000 = 13.0)")                       \
+  X(runtime_version, Int, "hardware", "CUDA runtime version")                                    \
+  X(cublaslt_version, Int, "hardware", "cuBLASLt version")                                       \
+  X(cudnn_version, Int, "hardware", "cuDNN version (0 = absent)")                                \
+  X(nvrtc_version, Int, "hardware", "NVRTC version")
+
+namespace dataset_types {
+using String = std::string;
+using Int = int64_t;
+using Double = double;
+using Bool = bool;
+}  // namespace dataset_types
+
+// One canonical row; std::nullopt is a Parquet null.
+struct DatasetRow {
+#define KSELECT_DECLARE_FIELD(name, type, group, doc) std::optional<dataset_types::type> name;
+  KSELECT_DATASET_COLUMNS(KSELECT_DECLARE_FIELD)
+#undef KSELECT_DECLARE_FIELD
+  bool operator==(const DatasetRow&) const = default;
+};
+
+enum class ColumnType { kString, kInt, kDouble, kBool };
+std::string_view ColumnTypeName(ColumnType type);  // "string", "int64", "double", "bool"
+
+struct ColumnSpec {
+  std::string_view name;
+  ColumnType type;
+  std::string_view group;
+  std::string_view description;
+};
+// Every column, in file order.
+const std::vector<ColumnSpec>& DatasetColumns();
+// docs/dataset_schema.md: one line per column (kept in sync by a test).
+std::string DatasetSchemaMarkdown();
+
+DatasetRow RowFromMeasurement(const Measurement& m, const RunInfo& run);
+// The inverse: rebuilds the typed problem and config from the row's typed columns.
+StatusOr<Measurement> MeasurementFromRow(const DatasetRow& row);
+// The hardware columns of a row as a profile.
+HardwareProfile HardwareFromRow(const DatasetRow& row);
+
+// Rows plus the file-level metadata (schema version, tool, sources, options, created_at).
+struct Dataset {
+  std::vector<DatasetRow> rows;
+  std::map<std::string, std::string> metadata;
+};
+
+// Writes zstd-compressed Parquet through a temporary file renamed on success: a failure leaves
+// neither a partial file nor a changed old one. Adds the schema-version metadata.
+Status WriteDataset(const Dataset& dataset, const std::string& path);
+// Refuses files of another schema major version, and files whose columns or column types differ
+// from DatasetColumns(), naming the column.
+StatusOr<Dataset> ReadDataset(const std::string& path);
+
+struct DatasetSummary {
+  int64_t rows = 0, valid_rows = 0, invalid_rows = 0, high_cv_rows = 0, aborted_rows = 0;
+  int64_t shapes = 0, configs = 0;
+  std::map<std::string, int64_t> providers, devices, runs, archs, dtype_layouts, op_types;
+  double median_cv = 0;
+};
+DatasetSummary SummarizeDataset(const Dataset& dataset);
+std::string SummaryToJson(const DatasetSummary& summary, const Dataset& dataset);
+std::string SummaryToText(const DatasetSummary& summary, const Dataset& dataset);
+
+// Concatenates datasets, merging repeated (run, problem, config) rows into their median. Refuses
+// (kFailedPrecondition) rows from more than one device kind/arch unless allow_mixed.
+StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed);
+
+// Keeps rows matching every set criterion.
+struct RowFilter {
+  std::optional<int64_t> m, n, k;
+  std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
+  bool valid_only = false;
+};
+Dataset FilterDataset(const Dataset& dataset, const RowFilter& filter);
+
+// Metadata keys written into every file.
+inline constexpr std::string_view kMetaSchemaVersion = "kselect.schema_version";
+inline constexpr std::string_view kMetaTool = "kselect.tool";
+inline constexpr std::string_view kMetaCreatedAt = "kselect.created_at";
+inline constexpr std::string_view kMetaSources = "kselect.sources";
+inline constexpr std::string_view kMetaOptions = "kselect.options";
+inline constexpr std::string_view kMetaRows = "kselect.rows";
+
+}  // namespace kselect

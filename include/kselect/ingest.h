@@ -1,0 +1,87 @@
+// Ingestion: turning benchmark output (kselect's streaming JSONL, AMD CK Tile logs and JSON, the
+// CK grouped-convolution CSV) into typed Measurements, ready for the canonical dataset.
+// Parsers never guess silently: malformed input is an error naming the source and line, except
+// where the documented AMD behaviour is to skip and resynchronise (truncated log blocks), which
+// is reported as a warning.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/measurement.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+enum class InputFormat {
+  kKselectJsonl,  // kselect bench's streaming JSONL (docs/formats.md)
+  kCkTileLog,     // CK Tile streaming benchmark log (shape headers + JSON blocks)
+  kCkTileJson,    // CK Tile JSON: one benchmark binary's output, or generate_benchmark_data.py's
+  kCkConvCsv,     // CK grouped-convolution benchmark CSV
+};
+// "kselect-jsonl", "ck-log", "ck-json", "ck-conv-csv".
+std::string_view InputFormatName(InputFormat format);
+StatusOr<InputFormat> ParseInputFormat(std::string_view name);
+// Guesses the format from the file's first bytes; an error if nothing matches.
+StatusOr<InputFormat> DetectInputFormat(std::string_view text, std::string_view source);
+
+struct IngestOptions {
+  std::string arch;         // AMD inputs: "gfx950" etc. (AMD logs do not say)
+  std::string device_kind;  // recorded in every row's hardware columns
+  std::string run_id;       // overrides the derived run id when non-empty
+  // CK conv CSV has no direction column: taken from the kernel name, else from here.
+  std::optional<ConvDirection> conv_direction;
+};
+
+struct IngestResult {
+  std::vector<Measurement> measurements;
+  std::vector<RunInfo> runs;           // one per run_id seen, in order of first appearance
+  std::vector<std::string> warnings;   // "file:line: skipped truncated JSON block" and the like
+  int64_t lines_read = 0;
+};
+
+// Each parser reads the whole text of one file; `source` names it in messages and in run ids.
+StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view source,
+                                         const IngestOptions& options);
+StatusOr<IngestResult> ParseCkTileLog(std::string_view text, std::string_view source,
+                                      const IngestOptions& options);
+StatusOr<IngestResult> ParseCkTileJson(std::string_view text, std::string_view source,
+                                       const IngestOptions& options);
+StatusOr<IngestResult> ParseCkConvCsv(std::string_view text, std::string_view source,
+                                      const IngestOptions& options);
+
+// A CK Tile GEMM kernel name (ck_tile_heuristics.md §1.5) with the dtype and layout it encodes.
+struct CkTileKernelName {
+  std::string op;      // "gemm_universal" or "gemm"
+  std::string dtype;   // "fp8", "fp16", ...
+  std::string layout;  // "rcr", ...
+  CkTileConfig config;
+};
+StatusOr<CkTileKernelName> ParseCkTileKernelName(std::string_view name);
+
+// A CK grouped-conv kernel name: grouped_conv_{variant}_{dtype}_{nd}d_{A}x{B}x{C}_{pipeline}...
+struct CkConvKernelName {
+  ConvDirection direction = ConvDirection::kForward;
+  std::string dtype;
+  int32_t spatial_dims = 2;
+  CkConvConfig config;
+};
+StatusOr<CkConvKernelName> ParseCkConvKernelName(std::string_view name);
+
+// Reads `path`, rejects empty files and non-UTF-8 bytes (naming line and column), detects the
+// format when `format` is unset, and parses.
+StatusOr<IngestResult> IngestFile(const std::string& path, std::optional<InputFormat> format,
+                                  const IngestOptions& options);
+
+// Merges repeated measurements of one (run, problem, config): a single row whose figures are the
+// medians of the valid repeats (invalid if none is valid), whose cv is the larger of the repeats'
+// own and the spread between them, and whose duplicates_merged counts them. Order is kept.
+std::vector<Measurement> MergeDuplicateMeasurements(std::vector<Measurement> measurements);
+
+// The key MergeDuplicateMeasurements groups by: run id, problem, config.
+std::string MeasurementKey(const Measurement& m);
+
+}  // namespace kselect

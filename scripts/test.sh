@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# kselect's single test command (README and .ci/run call this).
+#   scripts/test.sh            set-up (idempotent, builds), then every CTest test
+# Exits non-zero on any failure. Extra arguments are passed to ctest (e.g. -R parquet, -L unit).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+export BUILD_DIR
+die() { echo "test.sh: ERROR: $*" >&2; exit 1; }
+
+[ "${SETUP_SKIP_BUILD:-0}" = 1 ] && die "SETUP_SKIP_BUILD=1 is set, but the tests need a build; unset it"
+"$ROOT/scripts/setup.sh" || die "scripts/setup.sh failed (see above)"
+
+[ -f "$ROOT/CMakeLists.txt" ] || die "no top-level CMakeLists.txt: nothing to build or test yet"
+[ -f "$BUILD_DIR/CTestTestfile.cmake" ] || die "$BUILD_DIR has no CTest tests (does CMakeLists.txt call enable_testing()?)"
+
+echo
+echo "=== [ctest] $BUILD_DIR"
+# --no-tests=error: a test command that 'passes' with zero tests is a bug.
+ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2 "$@" || die "ctest reported failures (see above)"
+
+if [ -d "$BUILD_DIR/fuzz" ]; then
+  # TODO(fuzz hook): the next line is replaced by the smoke runs when scripts/fuzz.sh lands.
+  # fuzz smoke runs are added by scripts/fuzz.sh
+  :
+fi
+
+echo "test.sh: all tests passed"

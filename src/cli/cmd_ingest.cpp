@@ -1,0 +1,154 @@
+// kselect ingest: benchmark output (kselect JSONL, CK Tile logs/JSON, CK conv CSV) -> Parquet.
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/dataset_io.h"
+#include "core/text.h"
+#include "kselect/ingest.h"
+#include "kselect/version.h"
+
+namespace kselect::cli {
+namespace {
+
+struct IngestArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string format;
+  std::string arch;
+  std::string device_kind;
+  std::string run_id;
+  std::string conv_direction;
+  bool allow_mixed = false;
+  bool json = false;
+};
+
+int RunIngest(const IngestArgs& args) {
+  if (auto s = RequireArrow(); !s.ok()) return ReportError("ingest", s);
+  IngestOptions options;
+  options.arch = args.arch;
+  options.device_kind = args.device_kind;
+  options.run_id = args.run_id;
+  if (!args.conv_direction.empty()) {
+    auto direction = ParseConvDirection(args.conv_direction);
+    if (!direction.ok()) return ReportError("ingest", direction.status());
+    options.conv_direction = *direction;
+  }
+  std::optional<InputFormat> format;
+  if (!args.format.empty() && args.format != "auto") {
+    auto parsed = ParseInputFormat(args.format);
+    if (!parsed.ok()) return ReportError("ingest", parsed.status());
+    format = *parsed;
+  }
+
+  std::vector<Measurement> measurements;
+  std::map<std::string, RunInfo> runs;
+  nlohmann::json sources = nlohmann::json::array();
+  int64_t warnings = 0;
+  Progress progress("ingest", static_cast<int64_t>(args.inputs.size()));
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    const std::string& path = args.inputs[i];
+    auto result = IngestFile(path, format, options);
+    if (!result.ok()) return ReportError("ingest", result.status());
+    for (const std::string& warning : result->warnings) std::cerr << "warning: " << warning << "\n";
+    warnings += static_cast<int64_t>(result->warnings.size());
+    for (const RunInfo& run : result->runs) runs.try_emplace(run.run_id, run);
+    auto data = text::ReadFile(path);
+    sources.push_back({{"path", path},
+                       {"sha256", data.ok() ? text::Sha256Hex(*data) : ""},
+                       {"records", result->measurements.size()},
+                       {"warnings", result->warnings.size()}});
+    for (Measurement& m : result->measurements) measurements.push_back(std::move(m));
+    progress.Update(static_cast<int64_t>(i + 1));
+  }
+  progress.Finish();
+  if (measurements.empty()) {
+    return ReportError("ingest", ParseError("no measurements found in the input files"));
+  }
+
+  const size_t records = measurements.size();
+  measurements = MergeDuplicateMeasurements(std::move(measurements));
+  Dataset dataset;
+  std::set<std::string> devices;
+  for (const Measurement& m : measurements) {
+    const RunInfo& run = runs.at(m.run_id);
+    dataset.rows.push_back(RowFromMeasurement(m, run));
+    devices.insert(run.hardware.device_kind.empty()
+                       ? run.hardware.device_name + " " + run.hardware.arch
+                       : run.hardware.device_kind);
+  }
+  if (devices.size() > 1 && !args.allow_mixed) {
+    std::string list;
+    for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+    return ReportError("ingest", FailedPreconditionError(
+                                     "inputs come from more than one device (" + list +
+                                     "); pass --allow-mixed to write them into one dataset"));
+  }
+  dataset.metadata[std::string(kMetaSources)] = sources.dump();
+  dataset.metadata[std::string(kMetaOptions)] =
+      nlohmann::json{{"command", "ingest"},
+                     {"format", args.format.empty() ? "auto" : args.format},
+                     {"arch", args.arch},
+                     {"device_kind", args.device_kind},
+                     {"run_id", args.run_id},
+                     {"conv_direction", args.conv_direction},
+                     {"allow_mixed", args.allow_mixed}}
+          .dump();
+  if (auto s = WriteDatasetChecked(dataset, args.output); !s.ok()) return ReportError("ingest", s);
+
+  const DatasetSummary summary = SummarizeDataset(dataset);
+  const int64_t merged = static_cast<int64_t>(records) - summary.rows;
+  if (args.json) {
+    std::cout << nlohmann::json{{"output", args.output},
+                                {"records", records},
+                                {"rows", summary.rows},
+                                {"valid_rows", summary.valid_rows},
+                                {"invalid_rows", summary.invalid_rows},
+                                {"high_cv_rows", summary.high_cv_rows},
+                                {"duplicates_merged", merged},
+                                {"warnings", warnings},
+                                {"shapes", summary.shapes},
+                                {"configs", summary.configs}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << "wrote " << args.output << ": " << summary.rows << " rows (" << summary.valid_rows
+              << " valid, " << summary.invalid_rows << " invalid, " << summary.high_cv_rows
+              << " with CV > 10 %) from " << records << " records in " << args.inputs.size()
+              << " file(s); " << merged << " duplicates merged, " << warnings << " warnings; "
+              << summary.shapes << " shapes x " << summary.configs << " configs\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command IngestCommand() {
+  return {"ingest",
+          "turn benchmark output (kselect JSONL, CK Tile log/JSON, CK conv CSV) into a Parquet "
+          "dataset",
+          [](CLI::App& app) -> RunFunction {
+            auto args = std::make_shared<IngestArgs>();
+            app.add_option("inputs", args->inputs, "input files")->required()->check(
+                CLI::ExistingFile);
+            app.add_option("-o,--output", args->output, "output Parquet file")->required();
+            app.add_option("--format", args->format,
+                           "input format: auto, kselect-jsonl, ck-log, ck-json, ck-conv-csv")
+                ->default_val("auto");
+            app.add_option("--arch", args->arch, "architecture of AMD inputs (gfx950, ...)");
+            app.add_option("--device-kind", args->device_kind,
+                           "device kind to record when the input does not say");
+            app.add_option("--run-id", args->run_id, "override the run id of every row");
+            app.add_option("--conv-direction", args->conv_direction,
+                           "direction of CK conv CSV rows whose kernel name does not say");
+            app.add_flag("--allow-mixed", args->allow_mixed,
+                         "allow rows from several device kinds in one dataset");
+            app.add_flag("--json", args->json, "print a JSON summary");
+            return [args]() { return RunIngest(*args); };
+          }};
+}
+
+}  // namespace kselect::cli

@@ -1,0 +1,47 @@
+#include "kselect/measurement.h"
+
+#include <cmath>
+#include <string>
+
+namespace kselect {
+namespace {
+
+// Why a figure cannot be trusted, or "" when it is a finite positive number.
+std::string FigureProblem(std::string_view name, double value) {
+  if (std::isnan(value)) return std::string(name) + " is NaN";
+  if (std::isinf(value)) return std::string(name) + " is infinite";
+  if (value <= 0) return std::string(name) + " is not positive (" + std::to_string(value) + ")";
+  return "";
+}
+
+}  // namespace
+
+void Measurement::Validate() {
+  if (!is_valid && !invalid_reason.empty()) return;  // keep the recorded verdict
+  std::string reason = FigureProblem("latency_ms", latency_ms);
+  if (reason.empty()) reason = FigureProblem("tflops", tflops);
+  // Bandwidth may legitimately be unreported (0); it only condemns a row when it is garbage.
+  if (reason.empty() && (std::isnan(bandwidth_gb_s) || std::isinf(bandwidth_gb_s) ||
+                         bandwidth_gb_s < 0)) {
+    reason = FigureProblem("bandwidth_gb_s", bandwidth_gb_s);
+  }
+  if (reason.empty() && (std::isnan(cv) || std::isinf(cv) || cv < 0)) {
+    reason = "cv is not a finite non-negative number";
+  }
+  if (!reason.empty()) {
+    is_valid = false;
+    invalid_reason = reason;
+    return;
+  }
+  is_valid = true;
+  invalid_reason.clear();
+}
+
+void DeriveRates(Measurement& m) {
+  if (!(m.latency_ms > 0) || std::isinf(m.latency_ms)) return;
+  const double seconds = m.latency_ms * 1e-3;
+  if (m.tflops == 0) m.tflops = ProblemFlops(m.problem) / seconds / 1e12;
+  if (m.bandwidth_gb_s == 0) m.bandwidth_gb_s = ProblemMinBytes(m.problem) / seconds / 1e9;
+}
+
+}  // namespace kselect

@@ -1,0 +1,341 @@
+#include "core/text.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace kselect::text {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(separator, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::vector<std::string_view> SplitLines(std::string_view s) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\n', start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view line = s.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+StatusOr<int64_t> ParseInt64(std::string_view s) {
+  std::string_view t = Trim(s);
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec == std::errc::invalid_argument || ptr != t.data() + t.size()) {
+    return ParseError("'" + std::string(s) + "' is not an integer");
+  }
+  if (ec == std::errc::result_out_of_range) {
+    return ParseError("'" + std::string(s) + "' does not fit in a 64-bit integer");
+  }
+  return value;
+}
+
+StatusOr<double> ParseDouble(std::string_view s) {
+  std::string_view t = Trim(s);
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec == std::errc::invalid_argument || ptr != t.data() + t.size()) {
+    return ParseError("'" + std::string(s) + "' is not a number");
+  }
+  if (ec == std::errc::result_out_of_range) {
+    // Overflow reads as infinity, underflow as zero: validation then marks the row invalid.
+    value = (t.find_first_of("eE") != std::string_view::npos &&
+             t.find("e-") == std::string_view::npos && t.find("E-") == std::string_view::npos)
+                ? HUGE_VAL
+                : 0.0;
+    if (!t.empty() && t.front() == '-') value = -value;
+  }
+  return value;
+}
+
+StatusOr<bool> ParseBool(std::string_view s) {
+  const std::string t = ToLower(Trim(s));
+  if (t == "true" || t == "1") return true;
+  if (t == "false" || t == "0") return false;
+  return ParseError("'" + std::string(s) + "' is not a boolean (true/false)");
+}
+
+Status CheckUtf8(std::string_view data, std::string_view source) {
+  int64_t line = 1;
+  int64_t column = 1;
+  size_t i = 0;
+  while (i < data.size()) {
+    const auto c = static_cast<unsigned char>(data[i]);
+    size_t length = 0;
+    uint32_t min_code = 0;
+    if (c < 0x80) {
+      length = 1;
+    } else if ((c & 0xE0) == 0xC0) {
+      length = 2;
+      min_code = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      length = 3;
+      min_code = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      length = 4;
+      min_code = 0x10000;
+    }
+    bool valid = length > 0 && i + length <= data.size();
+    uint32_t code = length == 1 ? c : (c & (0xFF >> (length + 1)));
+    for (size_t j = 1; valid && j < length; ++j) {
+      const auto cont = static_cast<unsigned char>(data[i + j]);
+      if ((cont & 0xC0) != 0x80) valid = false;
+      code = (code << 6) | (cont & 0x3F);
+    }
+    if (valid && length > 1 && (code < min_code || code > 0x10FFFF ||
+                                (code >= 0xD800 && code <= 0xDFFF))) {
+      valid = false;
+    }
+    if (!valid) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02X", c);
+      return ParseError(std::string(source) + ":" + std::to_string(line) + ":" +
+                        std::to_string(column) + ": invalid UTF-8 byte " + hex);
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+  return Status::Ok();
+}
+
+std::string Where(std::string_view source, int64_t line) {
+  return std::string(source) + ":" + std::to_string(line);
+}
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return IoError(path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open for reading: " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return IoError(path + ": read failed");
+  return buffer.str();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return IoError(path + ": folder " + dir.string() + " does not exist");
+  std::random_device rd;
+  const fs::path temp =
+      dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+             std::to_string(rd()));
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return IoError(temp.string() + ": cannot open for writing: " + std::strerror(errno));
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(temp, ec);
+      return IoError(temp.string() + ": write failed");
+    }
+  }
+  fs::rename(temp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    return IoError(path + ": rename from temporary file failed: " + ec.message());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string ToHex(const uint8_t* bytes, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 15];
+  }
+  return out;
+}
+
+uint32_t RotateRight(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+uint32_t RotateLeft(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+// Pads a message the way MD5 and SHA-256 both do: 0x80, zeros, then the bit length (little-endian
+// for MD5, big-endian for SHA-256), to a multiple of 64 bytes.
+std::string PadMessage(std::string_view data, bool big_endian_length) {
+  std::string msg(data);
+  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  msg += static_cast<char>(0x80);
+  while (msg.size() % 64 != 56) msg += '\0';
+  for (int i = 0; i < 8; ++i) {
+    const int shift = big_endian_length ? (56 - 8 * i) : (8 * i);
+    msg += static_cast<char>((bits >> shift) & 0xFF);
+  }
+  return msg;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  static constexpr uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+      0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+      0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+      0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+      0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+      0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+      0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+      0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+      0xc67178f2};
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const std::string msg = PadMessage(data, true);
+  for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i) {
+      const auto* p = reinterpret_cast<const uint8_t*>(msg.data() + chunk + 4 * i);
+      w[i] = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+    }
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = RotateRight(w[i - 15], 7) ^ RotateRight(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = RotateRight(w[i - 2], 17) ^ RotateRight(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t s1 = RotateRight(e, 6) ^ RotateRight(e, 11) ^ RotateRight(e, 25);
+      const uint32_t ch = (e & f) ^ (~e & g);
+      const uint32_t t1 = hh + s1 + ch + k[i] + w[i];
+      const uint32_t s0 = RotateRight(a, 2) ^ RotateRight(a, 13) ^ RotateRight(a, 22);
+      const uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+      const uint32_t t2 = s0 + maj;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  }
+  uint8_t out[32];
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
+  }
+  return ToHex(out, 32);
+}
+
+std::string Md5Hex(std::string_view data) {
+  static constexpr int s[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+                                5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
+                                4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+                                6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
+  uint32_t k[64];
+  for (int i = 0; i < 64; ++i) {
+    k[i] = static_cast<uint32_t>(std::floor(std::fabs(std::sin(i + 1.0)) * 4294967296.0));
+  }
+  uint32_t a0 = 0x67452301, b0 = 0xefcdab89, c0 = 0x98badcfe, d0 = 0x10325476;
+  const std::string msg = PadMessage(data, false);
+  for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
+    uint32_t m[16];
+    for (int i = 0; i < 16; ++i) {
+      const auto* p = reinterpret_cast<const uint8_t*>(msg.data() + chunk + 4 * i);
+      m[i] = uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
+             (uint32_t{p[3]} << 24);
+    }
+    uint32_t a = a0, b = b0, c = c0, d = d0;
+    for (int i = 0; i < 64; ++i) {
+      uint32_t f;
+      int g;
+      if (i < 16) {
+        f = (b & c) | (~b & d);
+        g = i;
+      } else if (i < 32) {
+        f = (d & b) | (~d & c);
+        g = (5 * i + 1) % 16;
+      } else if (i < 48) {
+        f = b ^ c ^ d;
+        g = (3 * i + 5) % 16;
+      } else {
+        f = c ^ (b | ~d);
+        g = (7 * i) % 16;
+      }
+      f = f + a + k[i] + m[g];
+      a = d;
+      d = c;
+      c = b;
+      b = b + RotateLeft(f, s[i]);
+    }
+    a0 += a; b0 += b; c0 += c; d0 += d;
+  }
+  uint8_t out[16];
+  const uint32_t words[4] = {a0, b0, c0, d0};
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(words[i] >> (8 * j));
+  }
+  return ToHex(out, 16);
+}
+
+std::string UtcNowIso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+}  // namespace kselect::text

@@ -1,0 +1,45 @@
+// Small text helpers shared by the parsers: strict number parsing, splitting, UTF-8 checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/status.h"
+
+namespace kselect::text {
+
+std::string_view Trim(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+std::vector<std::string_view> Split(std::string_view s, char separator);
+// Splits on '\n', dropping one trailing '\r' per line; a final line without '\n' is kept.
+std::vector<std::string_view> SplitLines(std::string_view s);
+std::string ToLower(std::string_view s);
+
+// Whole-string decimal integer (optional sign), failing on junk, empty text or overflow.
+StatusOr<int64_t> ParseInt64(std::string_view s);
+// Whole-string floating point; "nan"/"inf" parse (callers decide what they mean).
+StatusOr<double> ParseDouble(std::string_view s);
+StatusOr<bool> ParseBool(std::string_view s);  // true/false/True/False/1/0
+
+// OK when `data` is valid UTF-8; otherwise a ParseError "source:line:column: invalid UTF-8 byte".
+Status CheckUtf8(std::string_view data, std::string_view source);
+
+// "source:line: message" — the shape of every parser error.
+std::string Where(std::string_view source, int64_t line);
+
+// Reads a whole file; kNotFound / kIoError with the path in the message.
+StatusOr<std::string> ReadFile(const std::string& path);
+// Writes `path` through a temporary file in the same folder and a rename, so a failure never
+// leaves a partial file under the final name.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// sha256 of bytes, lowercase hex (for fingerprints and run ids).
+std::string Sha256Hex(std::string_view data);
+// md5 of bytes, lowercase hex (CK Tile derives run ids from md5 of the log's file name).
+std::string Md5Hex(std::string_view data);
+// Current UTC time, ISO 8601 with seconds ("2026-11-22T00:31:33Z").
+std::string UtcNowIso8601();
+
+}  // namespace kselect::text

@@ -1,0 +1,45 @@
+#include <string>
+
+#include "kselect/dataset.h"
+
+namespace kselect {
+
+std::string_view ColumnTypeName(ColumnType type) {
+  switch (type) {
+    case ColumnType::kString: return "string";
+    case ColumnType::kInt: return "int64";
+    case ColumnType::kDouble: return "double";
+    case ColumnType::kBool: return "bool";
+  }
+  return "unknown";
+}
+
+const std::vector<ColumnSpec>& DatasetColumns() {
+  static const std::vector<ColumnSpec> columns = {
+#define KSELECT_COLUMN_SPEC(name, type, group, doc) {#name, ColumnType::k##type, group, doc},
+      KSELECT_DATASET_COLUMNS(KSELECT_COLUMN_SPEC)
+#undef KSELECT_COLUMN_SPEC
+  };
+  return columns;
+}
+
+std::string DatasetSchemaMarkdown() {
+  std::string out =
+      "# Canonical dataset schema\n\n"
+      "Generated from `KSELECT_DATASET_COLUMNS` in include/kselect/dataset.h by "
+      "`kselect data schema --markdown`; a test keeps this file in sync.\n\n"
+      "Schema version " + std::to_string(kDatasetSchemaMajor) + "." +
+      std::to_string(kDatasetSchemaMinor) +
+      ". Files are zstd-compressed Parquet. Every column is nullable (a GEMM row has no conv "
+      "columns). File metadata keys: `kselect.schema_version`, `kselect.tool`, "
+      "`kselect.created_at`, `kselect.rows`, `kselect.sources` (JSON: input files and their "
+      "sha256), `kselect.options` (JSON: the effective options of the command that wrote it).\n\n"
+      "| column | type | group | meaning |\n|---|---|---|---|\n";
+  for (const auto& c : DatasetColumns()) {
+    out += "| `" + std::string(c.name) + "` | " + std::string(ColumnTypeName(c.type)) + " | " +
+           std::string(c.group) + " | " + std::string(c.description) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace kselect

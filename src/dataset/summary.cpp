@@ -1,0 +1,158 @@
+// Dataset-level operations that need no Parquet: summaries, merging and filtering rows.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "kselect/dataset.h"
+#include "kselect/ingest.h"
+
+namespace kselect {
+namespace {
+
+std::string DeviceOf(const DatasetRow& row) {
+  if (row.device_kind && !row.device_kind->empty()) return *row.device_kind;
+  std::string device = row.device_name.value_or("");
+  if (row.arch) device += (device.empty() ? "" : " ") + *row.arch;
+  return device.empty() ? "unknown" : device;
+}
+
+RunInfo RunOf(const DatasetRow& row) {
+  RunInfo run;
+  run.run_id = row.run_id.value_or("");
+  run.tool = row.tool_version.value_or("");
+  run.hardware = HardwareFromRow(row);
+  return run;
+}
+
+}  // namespace
+
+DatasetSummary SummarizeDataset(const Dataset& dataset) {
+  DatasetSummary s;
+  std::set<std::string> shapes, configs;
+  std::vector<double> cvs;
+  for (const DatasetRow& row : dataset.rows) {
+    ++s.rows;
+    if (row.is_valid.value_or(false)) {
+      ++s.valid_rows;
+      if (row.cv) cvs.push_back(*row.cv);
+    } else {
+      ++s.invalid_rows;
+    }
+    if (row.high_cv.value_or(false)) ++s.high_cv_rows;
+    if (row.aborted.value_or(false)) ++s.aborted_rows;
+    shapes.insert(row.problem_key.value_or(""));
+    configs.insert(row.config_key.value_or(""));
+    ++s.providers[row.provider.value_or("unknown")];
+    ++s.devices[DeviceOf(row)];
+    ++s.runs[row.run_id.value_or("unknown")];
+    ++s.archs[row.arch.value_or("unknown")];
+    ++s.op_types[row.op_type.value_or("unknown")];
+    ++s.dtype_layouts[row.dtype.value_or("?") + " " + row.layout.value_or(
+                                                        row.conv_direction.value_or("?"))];
+  }
+  s.shapes = static_cast<int64_t>(shapes.size());
+  s.configs = static_cast<int64_t>(configs.size());
+  if (!cvs.empty()) {
+    std::nth_element(cvs.begin(), cvs.begin() + cvs.size() / 2, cvs.end());
+    s.median_cv = cvs[cvs.size() / 2];
+  }
+  return s;
+}
+
+std::string SummaryToJson(const DatasetSummary& s, const Dataset& dataset) {
+  nlohmann::json j = {{"rows", s.rows},
+                      {"valid_rows", s.valid_rows},
+                      {"invalid_rows", s.invalid_rows},
+                      {"high_cv_rows", s.high_cv_rows},
+                      {"aborted_rows", s.aborted_rows},
+                      {"shapes", s.shapes},
+                      {"configs", s.configs},
+                      {"median_cv", s.median_cv},
+                      {"providers", s.providers},
+                      {"devices", s.devices},
+                      {"runs", s.runs},
+                      {"archs", s.archs},
+                      {"op_types", s.op_types},
+                      {"dtype_layouts", s.dtype_layouts},
+                      {"metadata", dataset.metadata}};
+  return j.dump(2);
+}
+
+std::string SummaryToText(const DatasetSummary& s, const Dataset& dataset) {
+  auto counts = [](const std::map<std::string, int64_t>& m) {
+    std::string out;
+    for (const auto& [name, count] : m) {
+      out += (out.empty() ? "" : ", ") + name + " (" + std::to_string(count) + ")";
+    }
+    return out;
+  };
+  std::string out;
+  out += "rows        " + std::to_string(s.rows) + " (" + std::to_string(s.valid_rows) +
+         " valid, " + std::to_string(s.invalid_rows) + " invalid, " +
+         std::to_string(s.high_cv_rows) + " with CV > 10 %, " + std::to_string(s.aborted_rows) +
+         " aborted)\n";
+  out += "shapes      " + std::to_string(s.shapes) + "\n";
+  out += "configs     " + std::to_string(s.configs) + "\n";
+  out += "median CV   " + std::to_string(s.median_cv * 100.0) + " %\n";
+  out += "providers   " + counts(s.providers) + "\n";
+  out += "ops         " + counts(s.op_types) + "\n";
+  out += "dtype/layout " + counts(s.dtype_layouts) + "\n";
+  out += "devices     " + counts(s.devices) + "\n";
+  out += "archs       " + counts(s.archs) + "\n";
+  out += "runs        " + counts(s.runs) + "\n";
+  for (const auto& [key, value] : dataset.metadata) {
+    if (key.rfind("kselect.", 0) == 0) out += key + " = " + value + "\n";
+  }
+  return out;
+}
+
+StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed) {
+  std::set<std::string> devices;
+  for (const Dataset& d : inputs) {
+    for (const DatasetRow& row : d.rows) devices.insert(DeviceOf(row));
+  }
+  if (devices.size() > 1 && !allow_mixed) {
+    std::string list;
+    for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+    return FailedPreconditionError("the inputs come from more than one device (" + list +
+                                   "); one dataset should come from one device kind. Pass "
+                                   "--allow-mixed to merge anyway");
+  }
+  // Rows of one (run, problem, config) merge into their median, exactly as ingestion does.
+  std::vector<Measurement> measurements;
+  std::unordered_map<std::string, RunInfo> runs;
+  for (const Dataset& d : inputs) {
+    for (const DatasetRow& row : d.rows) {
+      KSELECT_ASSIGN_OR_RETURN(Measurement m, MeasurementFromRow(row));
+      runs.try_emplace(m.run_id, RunOf(row));
+      measurements.push_back(std::move(m));
+    }
+  }
+  Dataset out;
+  for (Measurement& m : MergeDuplicateMeasurements(std::move(measurements))) {
+    out.rows.push_back(RowFromMeasurement(m, runs.at(m.run_id)));
+  }
+  return out;
+}
+
+Dataset FilterDataset(const Dataset& dataset, const RowFilter& f) {
+  auto matches = [](const auto& wanted, const auto& value) {
+    return !wanted || (value && *value == *wanted);
+  };
+  Dataset out;
+  out.metadata = dataset.metadata;
+  for (const DatasetRow& row : dataset.rows) {
+    if (!matches(f.m, row.m) || !matches(f.n, row.n) || !matches(f.k, row.k)) continue;
+    if (!matches(f.provider, row.provider) || !matches(f.run_id, row.run_id)) continue;
+    if (!matches(f.dtype, row.dtype) || !matches(f.layout, row.layout)) continue;
+    if (!matches(f.op_type, row.op_type) || !matches(f.device_kind, row.device_kind)) continue;
+    if (!matches(f.arch, row.arch)) continue;
+    if (f.valid_only && !row.is_valid.value_or(false)) continue;
+    out.rows.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace kselect

@@ -1,0 +1,173 @@
+// HardwareProfile <-> JSON. The reader is strict: every field must be present with the right
+// type and no other keys are accepted, so a typo in a hand-edited profile is an error rather than
+// a silently defaulted field.
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.h"
+#include "kselect/hardware.h"
+
+namespace kselect {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormatName = "kselect.hardware_profile";
+constexpr int64_t kFormatVersion = 1;
+
+// The one list of (key, member) pairs: writer and reader both walk it, so they cannot drift.
+// `Profile` is HardwareProfile or const HardwareProfile.
+template <typename Profile, typename Visitor>
+void ForEachField(Profile& p, Visitor&& visit) {
+  visit("vendor", p.vendor);
+  visit("device_name", p.device_name);
+  visit("device_kind", p.device_kind);
+  visit("arch", p.arch);
+  visit("uuid", p.uuid);
+  visit("cc_major", p.cc_major);
+  visit("cc_minor", p.cc_minor);
+  visit("sm_count", p.sm_count);
+  visit("sm_clock_mhz", p.sm_clock_mhz);
+  visit("mem_clock_mhz", p.mem_clock_mhz);
+  visit("mem_bus_width_bits", p.mem_bus_width_bits);
+  visit("l2_bytes", p.l2_bytes);
+  visit("smem_per_sm_bytes", p.smem_per_sm_bytes);
+  visit("smem_per_block_optin_bytes", p.smem_per_block_optin_bytes);
+  visit("regs_per_sm", p.regs_per_sm);
+  visit("max_threads_per_sm", p.max_threads_per_sm);
+  visit("global_mem_bytes", p.global_mem_bytes);
+  visit("peak_mem_bandwidth_gb_s", p.peak_mem_bandwidth_gb_s);
+  visit("driver_version", p.driver_version);
+  visit("runtime_version", p.runtime_version);
+  visit("cublaslt_version", p.cublaslt_version);
+  visit("cudnn_version", p.cudnn_version);
+  visit("nvrtc_version", p.nvrtc_version);
+}
+
+std::string FieldError(std::string_view source, std::string_view key, std::string_view what) {
+  return std::string(source) + ": field \"" + std::string(key) + "\": " + std::string(what);
+}
+
+// Reads `value` into `out`, checking its JSON type and, for integers, the range of T.
+template <typename T>
+Status ReadField(const Json& value, std::string_view source, std::string_view key, T& out) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!value.is_string()) {
+      return ParseError(
+          FieldError(source, key, std::string("expected a string, got ") + value.type_name()));
+    }
+    out = value.get<std::string>();
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!value.is_number()) {
+      return ParseError(
+          FieldError(source, key, std::string("expected a number, got ") + value.type_name()));
+    }
+    out = value.get<double>();
+  } else {
+    static_assert(std::is_integral_v<T>, "unsupported field type");
+    if (!value.is_number_integer()) {
+      // 9.5 (or 9.0) is refused like a string: these fields count things.
+      return ParseError(FieldError(
+          source, key,
+          std::string("expected an integer, got ") +
+              (value.is_number_float() ? value.dump() : std::string(value.type_name()))));
+    }
+    const bool in_range =
+        value.is_number_unsigned()
+            ? value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+            : value.get<int64_t>() >= std::numeric_limits<T>::min() &&
+                  value.get<int64_t>() <= std::numeric_limits<T>::max();
+    if (!in_range) {
+      return ParseError(FieldError(source, key, "integer " + value.dump() + " is out of range"));
+    }
+    out = value.get<T>();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string HardwareProfileToJson(const HardwareProfile& profile, int indent) {
+  Json json;
+  json["format"] = kFormatName;
+  json["format_version"] = kFormatVersion;
+  ForEachField(profile, [&json](const char* key, const auto& value) { json[key] = value; });
+  return json.dump(indent);
+}
+
+StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::string_view source) {
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const Json::parse_error& error) {
+    // Keep nlohmann's "parse error at line L, column C: ..." and drop its "[json.exception...] "
+    // tag, which means nothing to a user.
+    std::string_view what = error.what();
+    if (const size_t tag_end = what.find("] ");
+        what.rfind("[json.exception", 0) == 0 && tag_end != std::string_view::npos) {
+      what.remove_prefix(tag_end + 2);
+    }
+    return ParseError(std::string(source) + ": " + std::string(what));
+  }
+  if (!json.is_object()) {
+    return ParseError(std::string(source) + ": expected a JSON object, got " + json.type_name());
+  }
+
+  const auto format = json.find("format");
+  if (format == json.end()) {
+    return ParseError(
+        FieldError(source, "format", "missing (expected \"" + std::string(kFormatName) + "\")"));
+  }
+  if (!format->is_string() || format->get<std::string>() != kFormatName) {
+    return SchemaMismatchError(std::string(source) + ": \"format\" is " + format->dump() +
+                               ", not \"" + kFormatName + "\"");
+  }
+  const auto version = json.find("format_version");
+  if (version == json.end()) return ParseError(FieldError(source, "format_version", "missing"));
+  if (!version->is_number_integer()) {
+    return ParseError(FieldError(source, "format_version",
+                                 std::string("expected an integer, got ") + version->type_name()));
+  }
+  if (version->get<int64_t>() != kFormatVersion) {
+    return SchemaMismatchError(std::string(source) + ": hardware profile format_version " +
+                               version->dump() + " is not supported (this kselect reads " +
+                               std::to_string(kFormatVersion) + ")");
+  }
+
+  HardwareProfile profile;
+  std::set<std::string, std::less<>> known = {"format", "format_version"};
+  Status status;
+  ForEachField(profile, [&](const char* key, auto& out) {
+    known.insert(key);
+    if (!status.ok()) return;
+    const auto it = json.find(key);
+    if (it == json.end()) {
+      status = ParseError(FieldError(source, key, "missing"));
+      return;
+    }
+    status = ReadField(*it, source, key, out);
+  });
+  KSELECT_RETURN_IF_ERROR(status);
+  for (const auto& [key, value] : json.items()) {
+    if (known.find(key) == known.end()) {
+      return ParseError(FieldError(source, key, "unknown field (a typo?)"));
+    }
+  }
+  return profile;
+}
+
+Status SaveHardwareProfile(const HardwareProfile& profile, const std::string& path) {
+  return text::WriteFileAtomically(path, HardwareProfileToJson(profile) + "\n");
+}
+
+StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path) {
+  KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path));
+  return HardwareProfileFromJson(contents, path);
+}
+
+}  // namespace kselect

@@ -1,0 +1,80 @@
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "kselect/ingest.h"
+
+namespace kselect {
+namespace {
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double CoefficientOfVariation(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  double mean = 0;
+  for (double v : values) mean += v;
+  mean /= static_cast<double>(values.size());
+  double var = 0;
+  for (double v : values) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(values.size() - 1);
+  return mean > 0 ? std::sqrt(var) / mean : 0;
+}
+
+Measurement MergeGroup(std::vector<Measurement*>& group) {
+  std::vector<const Measurement*> valid;
+  int32_t merged = 0;
+  for (const Measurement* m : group) {
+    merged += std::max(1, m->duplicates_merged);
+    if (m->is_valid) valid.push_back(m);
+  }
+  Measurement out = *group.front();
+  out.duplicates_merged = merged;
+  if (valid.empty()) return out;  // every repeat invalid: keep the first verdict
+  std::vector<double> latency, tflops, bandwidth;
+  double own_cv = 0;
+  int32_t samples = 0;
+  for (const Measurement* m : valid) {
+    latency.push_back(m->latency_ms);
+    tflops.push_back(m->tflops);
+    bandwidth.push_back(m->bandwidth_gb_s);
+    own_cv = std::max(own_cv, m->cv);
+    samples += m->samples;
+  }
+  out = *valid.front();
+  out.duplicates_merged = merged;
+  out.latency_ms = Median(latency);
+  out.tflops = Median(tflops);
+  out.bandwidth_gb_s = Median(bandwidth);
+  out.cv = std::max(own_cv, CoefficientOfVariation(latency));
+  out.samples = samples;
+  return out;
+}
+
+}  // namespace
+
+std::string MeasurementKey(const Measurement& m) {
+  return m.run_id + "|" + m.op_type + "|" + ProblemToString(m.problem) + "|" +
+         ConfigKey(m.config);
+}
+
+std::vector<Measurement> MergeDuplicateMeasurements(std::vector<Measurement> measurements) {
+  std::unordered_map<std::string, size_t> group_of;
+  std::vector<std::vector<Measurement*>> groups;
+  for (Measurement& m : measurements) {
+    auto [it, inserted] = group_of.try_emplace(MeasurementKey(m), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(&m);
+  }
+  std::vector<Measurement> out;
+  out.reserve(groups.size());
+  for (auto& group : groups) {
+    out.push_back(group.size() == 1 ? std::move(*group.front()) : MergeGroup(group));
+  }
+  return out;
+}
+
+}  // namespace kselect

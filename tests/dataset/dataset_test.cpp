@@ -1,0 +1,189 @@
+#include "kselect/dataset.h"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <gtest/gtest.h>
+#include <parquet/arrow/writer.h>
+
+#include <filesystem>
+
+#include "core/text.h"
+#include "kselect/ingest.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("kselect_dataset_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static Dataset FromFixture(const std::string& name) {
+    auto result = IngestFile(std::string(KSELECT_FIXTURE_DIR) + "/kselect/" + name, std::nullopt,
+                             IngestOptions{});
+    KSELECT_CHECK_MSG(result.ok(), result.status().ToString());
+    Dataset d;
+    for (const Measurement& m : MergeDuplicateMeasurements(result->measurements)) {
+      d.rows.push_back(RowFromMeasurement(m, result->runs.front()));
+    }
+    return d;
+  }
+
+  // Writes a Parquet file with arbitrary columns and metadata, as a foreign tool would.
+  void WriteRaw(const std::string& path, std::shared_ptr<arrow::Schema> schema,
+                std::vector<std::shared_ptr<arrow::Array>> arrays) {
+    auto table = arrow::Table::Make(schema, arrays);
+    auto sink = arrow::io::FileOutputStream::Open(path);
+    ASSERT_TRUE(sink.ok());
+    auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *sink, 1024,
+                                           parquet::default_writer_properties(), arrow_properties)
+                    .ok());
+    ASSERT_TRUE((*sink)->Close().ok());
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(DatasetTest, ParquetRoundTripKeepsEveryRowAndField) {
+  const Dataset original = FromFixture("bench_small.jsonl");
+  ASSERT_EQ(original.rows.size(), 8u);  // 9 records, one repeated pair merged
+  ASSERT_TRUE(WriteDataset(original, Path("small.parquet")).ok());
+  auto back = ReadDataset(Path("small.parquet"));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->rows.size(), original.rows.size());
+  for (size_t i = 0; i < original.rows.size(); ++i) {
+#define KSELECT_EXPECT_FIELD(name, type, group, doc) \
+  EXPECT_EQ(back->rows[i].name, original.rows[i].name) << "row " << i << " column " #name;
+    KSELECT_DATASET_COLUMNS(KSELECT_EXPECT_FIELD)
+#undef KSELECT_EXPECT_FIELD
+    EXPECT_EQ(back->rows[i], original.rows[i]) << "row " << i;
+  }
+  EXPECT_EQ(back->metadata.at(std::string(kMetaSchemaVersion)), "1.0");
+  EXPECT_EQ(back->metadata.at(std::string(kMetaRows)), "8");
+  EXPECT_FALSE(back->metadata.at(std::string(kMetaTool)).empty());
+
+  // Rows carry the typed config, the device and the method; the typed structs come back.
+  const DatasetRow& row = back->rows[0];
+  EXPECT_EQ(row.device_kind.value_or(""), "nvidia-h200");
+  EXPECT_EQ(row.rotating_buffer_bytes.value_or(0), 268435456);
+  EXPECT_EQ(row.duplicates_merged.value_or(0), 2);
+  EXPECT_DOUBLE_EQ(row.latency_ms.value_or(0), 0.013);
+  for (const DatasetRow& r : back->rows) {
+    auto m = MeasurementFromRow(r);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(ConfigKey(m->config), r.config_key.value_or(""));
+    EXPECT_EQ(ProblemToString(m->problem), r.problem_key.value_or(""));
+  }
+  EXPECT_TRUE(back->rows[1].high_cv.value_or(false));
+  // Only the temporary-free final file remains.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
+}
+
+TEST_F(DatasetTest, WriteIntoAMissingFolderFailsAndLeavesNothing) {
+  const Dataset d = FromFixture("bench_small.jsonl");
+  const Status s = WriteDataset(d, Path("no/such/dir/x.parquet"));
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_FALSE(fs::exists(Path("no")));
+}
+
+TEST_F(DatasetTest, RefusesOtherSchemaVersionsUnknownMissingAndMistypedColumns) {
+  const auto meta = [](const std::string& version) {
+    return arrow::key_value_metadata({"kselect.schema_version"}, {version});
+  };
+  arrow::Int64Builder ints;
+  ASSERT_TRUE(ints.Append(4).ok());
+  std::shared_ptr<arrow::Array> int_array;
+  ASSERT_TRUE(ints.Finish(&int_array).ok());
+  arrow::StringBuilder strings;
+  ASSERT_TRUE(strings.Append("4").ok());
+  std::shared_ptr<arrow::Array> string_array;
+  ASSERT_TRUE(strings.Finish(&string_array).ok());
+
+  WriteRaw(Path("v2.parquet"), arrow::schema({arrow::field("m", arrow::int64())}, meta("2.0")),
+           {int_array});
+  auto v2 = ReadDataset(Path("v2.parquet"));
+  EXPECT_EQ(v2.status().code(), StatusCode::kSchemaMismatch);
+  EXPECT_NE(v2.status().message().find("schema version 2.0"), std::string::npos);
+
+  WriteRaw(Path("foreign.parquet"), arrow::schema({arrow::field("m", arrow::int64())}),
+           {int_array});
+  EXPECT_NE(ReadDataset(Path("foreign.parquet")).status().message().find("not a kselect dataset"),
+            std::string::npos);
+
+  WriteRaw(Path("unknown.parquet"),
+           arrow::schema({arrow::field("mm", arrow::int64())}, meta("1.0")), {int_array});
+  EXPECT_NE(ReadDataset(Path("unknown.parquet")).status().message().find("unknown column 'mm'"),
+            std::string::npos);
+
+  WriteRaw(Path("typed.parquet"), arrow::schema({arrow::field("m", arrow::utf8())}, meta("1.0")),
+           {string_array});
+  EXPECT_NE(ReadDataset(Path("typed.parquet")).status().message().find("column 'm' has type string"),
+            std::string::npos);
+
+  WriteRaw(Path("missing.parquet"), arrow::schema({arrow::field("m", arrow::int64())}, meta("1.0")),
+           {int_array});
+  EXPECT_NE(ReadDataset(Path("missing.parquet")).status().message().find("is missing"),
+            std::string::npos);
+
+  ASSERT_TRUE(text::WriteFileAtomically(Path("text.parquet"), "m,n,k\n1,2,3\n").ok());
+  EXPECT_EQ(ReadDataset(Path("text.parquet")).status().code(), StatusCode::kParseError);
+  EXPECT_EQ(ReadDataset(Path("absent.parquet")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DatasetTest, MergeRefusesMixedDevicesAndMergesRepeats) {
+  const Dataset h200 = FromFixture("bench_small.jsonl");
+  const Dataset h100 = FromFixture("bench_h100.jsonl");
+  auto refused = MergeDatasets({h200, h100}, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("--allow-mixed"), std::string::npos);
+  auto mixed = MergeDatasets({h200, h100}, true);
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(mixed->rows.size(), h200.rows.size() + h100.rows.size());
+
+  // The same run merged twice: every (run, problem, config) appears once, counts add up.
+  auto twice = MergeDatasets({h200, h200}, false);
+  ASSERT_TRUE(twice.ok());
+  ASSERT_EQ(twice->rows.size(), h200.rows.size());
+  EXPECT_EQ(twice->rows[0].duplicates_merged.value_or(0), 4);
+  EXPECT_DOUBLE_EQ(twice->rows[0].latency_ms.value_or(0), h200.rows[0].latency_ms.value_or(-1));
+}
+
+TEST_F(DatasetTest, FilterAndSummary) {
+  const Dataset d = FromFixture("bench_small.jsonl");
+  RowFilter big;
+  big.m = 4096;
+  EXPECT_EQ(FilterDataset(d, big).rows.size(), 5u);
+  big.valid_only = true;
+  EXPECT_EQ(FilterDataset(d, big).rows.size(), 1u);
+  RowFilter cudnn;
+  cudnn.provider = "cudnn";
+  EXPECT_EQ(FilterDataset(d, cudnn).rows.size(), 1u);
+  RowFilter other_run;
+  other_run.run_id = "nope";
+  EXPECT_TRUE(FilterDataset(d, other_run).rows.empty());
+
+  const DatasetSummary s = SummarizeDataset(d);
+  EXPECT_EQ(s.rows, 8);
+  EXPECT_EQ(s.valid_rows, 4);
+  EXPECT_EQ(s.invalid_rows, 4);
+  EXPECT_EQ(s.high_cv_rows, 2);  // the noisy config, and the merged pair whose repeats disagree
+  EXPECT_EQ(s.aborted_rows, 1);
+  EXPECT_EQ(s.shapes, 3);
+  EXPECT_EQ(s.providers.at("cublaslt"), 6);
+  EXPECT_EQ(s.devices.at("nvidia-h200"), 8);
+}
+
+}  // namespace
+}  // namespace kselect

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Python users read kselect datasets directly: pyarrow sees the documented schema and metadata,
+pandas loads the rows with the values kselect wrote."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TYPES = {"string": pa.string(), "int64": pa.int64(), "double": pa.float64(), "bool": pa.bool_()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kselect", required=True)
+    ap.add_argument("--fixtures", required=True)
+    args = ap.parse_args()
+    spec = json.loads(subprocess.run([args.kselect, "data", "schema", "--json"], check=True,
+                                     capture_output=True, text=True).stdout)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "small.parquet")
+        subprocess.run([args.kselect, "ingest",
+                        os.path.join(args.fixtures, "kselect", "bench_small.jsonl"), "-o", out],
+                       check=True, capture_output=True)
+        schema = pq.read_schema(out)
+        expected = [(c["name"], TYPES[c["type"]]) for c in spec["columns"]]
+        actual = [(f.name, f.type) for f in schema]
+        assert actual == expected, f"schema differs:\n{actual}\nvs\n{expected}"
+        meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+        assert meta["kselect.schema_version"] == spec["schema_version"], meta
+        assert json.loads(meta["kselect.sources"])[0]["sha256"], meta
+        assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+
+        df = pd.read_parquet(out)
+        assert len(df) == 8, len(df)
+        assert int(df["is_valid"].sum()) == 4
+        first = df.iloc[0]
+        assert (first["m"], first["n"], first["k"]) == (1, 4096, 4096)
+        assert abs(first["latency_ms"] - 0.013) < 1e-12
+        assert first["duplicates_merged"] == 2
+        assert first["device_kind"] == "nvidia-h200" and first["arch"] == "sm_90"
+        assert df["provider"].value_counts()["cublaslt"] == 6
+        conv = df[df["provider"] == "cudnn"].iloc[0]
+        assert conv["conv_direction"] == "fwd" and conv["conv_hi"] == 56
+        assert pd.isna(conv["m"])  # a conv row has no GEMM dims
+        print(f"pandas {pd.__version__} / pyarrow {pa.__version__}: {len(df)} rows, "
+              f"{len(schema)} columns read as documented")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

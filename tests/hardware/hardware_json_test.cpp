@@ -1,0 +1,201 @@
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kselect/hardware.h"
+
+namespace kselect {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Every field set to a distinct, non-default value, so a field the codec drops shows up.
+HardwareProfile H200Profile() {
+  HardwareProfile p;
+  p.vendor = "nvidia";
+  p.device_name = "NVIDIA H200";
+  p.device_kind = "nvidia-h200";
+  p.arch = "sm_90";
+  p.uuid = "GPU-0123abcd-4567-89ef-0123-456789abcdef";
+  p.cc_major = 9;
+  p.cc_minor = 0;
+  p.sm_count = 132;
+  p.sm_clock_mhz = 1980;
+  p.mem_clock_mhz = 3201;
+  p.mem_bus_width_bits = 6144;
+  p.l2_bytes = 52428800;
+  p.smem_per_sm_bytes = 233472;
+  p.smem_per_block_optin_bytes = 232448;
+  p.regs_per_sm = 65536;
+  p.max_threads_per_sm = 2048;
+  p.global_mem_bytes = 150109716480LL;
+  p.peak_mem_bandwidth_gb_s = 4916.736;
+  p.driver_version = 13000;
+  p.runtime_version = 13000;
+  p.cublaslt_version = 130100;
+  p.cudnn_version = 91300;
+  p.nvrtc_version = 13000;
+  return p;
+}
+
+Json ProfileJson() {
+  return Json::parse(HardwareProfileToJson(H200Profile()));
+}
+
+Status Parse(const Json& json) {
+  return HardwareProfileFromJson(json.dump(), "profile.json").status();
+}
+
+TEST(HardwareJsonTest, RoundTripKeepsEveryField) {
+  const HardwareProfile original = H200Profile();
+  const std::string text = HardwareProfileToJson(original);
+  const StatusOr<HardwareProfile> parsed = HardwareProfileFromJson(text, "mem");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, original);
+  // Compact form too.
+  const StatusOr<HardwareProfile> compact =
+      HardwareProfileFromJson(HardwareProfileToJson(original, -1), "mem");
+  ASSERT_TRUE(compact.ok()) << compact.status().ToString();
+  EXPECT_EQ(*compact, original);
+}
+
+TEST(HardwareJsonTest, WritesFormatAndVersion) {
+  const Json json = ProfileJson();
+  EXPECT_EQ(json.at("format"), "kselect.hardware_profile");
+  EXPECT_EQ(json.at("format_version"), 1);
+  // 23 profile fields + format + format_version.
+  EXPECT_EQ(json.size(), 25u);
+}
+
+TEST(HardwareJsonTest, EveryMissingFieldIsNamed) {
+  const Json full = ProfileJson();
+  for (const auto& [key, value] : full.items()) {
+    Json json = full;
+    json.erase(key);
+    const Status status = Parse(json);
+    EXPECT_EQ(status.code(), StatusCode::kParseError) << key << ": " << status.ToString();
+    EXPECT_NE(status.message().find("\"" + key + "\""), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("profile.json"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("missing"), std::string::npos) << status.message();
+  }
+}
+
+TEST(HardwareJsonTest, WrongTypeIsNamed) {
+  Json json = ProfileJson();
+  json["sm_count"] = "132";
+  Status status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("\"sm_count\""), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("integer"), std::string::npos) << status.message();
+
+  json = ProfileJson();
+  json["device_name"] = 7;
+  status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("\"device_name\""), std::string::npos) << status.message();
+
+  json = ProfileJson();
+  json["peak_mem_bandwidth_gb_s"] = nullptr;
+  status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("\"peak_mem_bandwidth_gb_s\""), std::string::npos);
+
+  // A fraction where a count belongs, and an int32 field beyond its range.
+  json = ProfileJson();
+  json["cc_major"] = 9.5;
+  EXPECT_EQ(Parse(json).code(), StatusCode::kParseError);
+  json = ProfileJson();
+  json["regs_per_sm"] = 1LL << 40;
+  status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("out of range"), std::string::npos) << status.message();
+}
+
+TEST(HardwareJsonTest, WholeNumberIsAcceptedForBandwidth) {
+  Json json = ProfileJson();
+  json["peak_mem_bandwidth_gb_s"] = 4800;
+  const StatusOr<HardwareProfile> parsed = HardwareProfileFromJson(json.dump(), "mem");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->peak_mem_bandwidth_gb_s, 4800.0);
+}
+
+TEST(HardwareJsonTest, UnknownFieldIsAnError) {
+  Json json = ProfileJson();
+  json["sm_cuont"] = 132;
+  const Status status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("\"sm_cuont\""), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("unknown"), std::string::npos) << status.message();
+}
+
+TEST(HardwareJsonTest, OtherFormatVersionIsSchemaMismatch) {
+  Json json = ProfileJson();
+  json["format_version"] = 2;
+  Status status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kSchemaMismatch) << status.ToString();
+  EXPECT_NE(status.message().find("format_version 2"), std::string::npos) << status.message();
+
+  json = ProfileJson();
+  json["format"] = "kselect.model";
+  status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kSchemaMismatch) << status.ToString();
+  EXPECT_NE(status.message().find("kselect.model"), std::string::npos) << status.message();
+
+  json = ProfileJson();
+  json.erase("format");
+  status = Parse(json);
+  EXPECT_EQ(status.code(), StatusCode::kParseError) << status.ToString();
+  EXPECT_NE(status.message().find("\"format\""), std::string::npos) << status.message();
+}
+
+TEST(HardwareJsonTest, TruncatedOrNonObjectJsonIsParseError) {
+  const std::string text = HardwareProfileToJson(H200Profile());
+  Status status = HardwareProfileFromJson(text.substr(0, text.size() / 2), "cut.json").status();
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("cut.json"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("parse error"), std::string::npos) << status.message();
+
+  status = HardwareProfileFromJson("", "empty.json").status();
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+
+  status = HardwareProfileFromJson("[1, 2]", "array.json").status();
+  EXPECT_EQ(status.code(), StatusCode::kParseError);
+  EXPECT_NE(status.message().find("object"), std::string::npos) << status.message();
+}
+
+class HardwareFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kselect_hw_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(HardwareFileTest, SaveThenLoad) {
+  const std::string path = (dir_ / "h200.json").string();
+  ASSERT_TRUE(SaveHardwareProfile(H200Profile(), path).ok());
+  const StatusOr<HardwareProfile> loaded = LoadHardwareProfile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(*loaded, H200Profile());
+  // Only the final file remains: the temporary one was renamed over it.
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(HardwareFileTest, LoadMissingFileIsNotFound) {
+  const std::string path = (dir_ / "absent.json").string();
+  const StatusOr<HardwareProfile> loaded = LoadHardwareProfile(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kNotFound) << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find("absent.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kselect
