@@ -87,7 +87,10 @@ else
   rm -rf "$VENV"
   "$PY" -m venv "$VENV" || die "python3 -m venv failed (Debian python: apt-get install python3-venv)"
   # download into .deps/downloads (hash-checked, reusable offline), then install from there only
+  # offline first (wheels already in .deps/downloads), then PyPI
   "$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --require-hashes -d "$DL" --no-index --find-links "$DL" -r "$REQ" >/dev/null 2>&1 \
+  || "$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
       --require-hashes -d "$DL" -r "$REQ" \
     || die "pip download of $REQ failed (network to PyPI? hash mismatch means the pins need updating)"
   "$VPY" -m pip install -q --disable-pip-version-check --no-index --find-links "$DL" \
@@ -199,9 +202,9 @@ fi
 step lightgbm "LightGBM C API -> $DEPS/lightgbm"
 LGB="$DEPS/lightgbm"
 LGB_SDIST_SHA="$(sed -n 's/^#[[:space:]]*LIGHTGBM_SDIST[[:space:]].*sha256=\([0-9a-f]\{64\}\).*/\1/p' "$LGB_REQ")"
-LGB_SDIST_URL="$(sed -n 's/^#[[:space:]]*LIGHTGBM_SDIST_URL[[:space:]]\+\([^[:space:]]\+\).*/\1/p' "$LGB_REQ")"
-LGB_SDIST_NAME="$(basename "${LGB_SDIST_URL:-x}")"
-[ -n "$LGB_SDIST_SHA" ] && [ -n "$LGB_SDIST_URL" ] || die "could not parse the LIGHTGBM_SDIST pins in $LGB_REQ"
+LGB_SDIST_NAME="$(sed -n 's/^#[[:space:]]*LIGHTGBM_SDIST[[:space:]]\+\([^[:space:]]\+\).*/\1/p' "$LGB_REQ")"
+LGB_SDIST_VERSION="$(echo "$LGB_SDIST_NAME" | sed -n 's/^lightgbm-\(.*\)\.tar\.gz$/\1/p')"
+[ -n "$LGB_SDIST_SHA" ] && [ -n "$LGB_SDIST_VERSION" ] || die "could not parse the LIGHTGBM_SDIST pin in $LGB_REQ"
 LGB_MODE=wheel; [ "${LIGHTGBM_FROM_SOURCE:-0}" = 1 ] && LGB_MODE=source
 LGB_STAMP_WANT="$(sha256_of "$LGB_REQ") $LGB_MODE"
 
@@ -209,12 +212,12 @@ fetch_sdist() {
   local f="$DL/$LGB_SDIST_NAME"
   if [ ! -f "$f" ] || [ "$(sha256_of "$f")" != "$LGB_SDIST_SHA" ]; then
     rm -f "$f.part"
-    if command -v curl >/dev/null 2>&1; then
-      curl -fsSL --retry 3 -o "$f.part" "$LGB_SDIST_URL" || die "download failed: $LGB_SDIST_URL"
-    else
-      "$PY" -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
-        "$LGB_SDIST_URL" "$f.part" || die "download failed: $LGB_SDIST_URL"
-    fi
+    local tmp; tmp="$(mktemp -d)"
+    "$VPY" -m pip download -q --disable-pip-version-check --no-deps --no-binary lightgbm \
+        -d "$tmp" "lightgbm==$LGB_SDIST_VERSION" \
+      || die "pip could not download the lightgbm $LGB_SDIST_VERSION source distribution"
+    mv "$tmp/$LGB_SDIST_NAME" "$f.part" || die "pip did not produce $LGB_SDIST_NAME"
+    rm -rf "$tmp"
     [ "$(sha256_of "$f.part")" = "$LGB_SDIST_SHA" ] \
       || die "sha256 mismatch for $LGB_SDIST_NAME (expected $LGB_SDIST_SHA); refusing to use it"
     mv "$f.part" "$f"
@@ -225,6 +228,8 @@ fetch_sdist() {
 
 lgb_from_wheel() {
   "$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --require-hashes -d "$DL" --no-index --find-links "$DL" -r "$LGB_REQ" >/dev/null 2>&1 \
+  || "$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
       --require-hashes -d "$DL" -r "$LGB_REQ" || return 1
   local whl; whl="$(ls "$DL"/lightgbm-*manylinux*x86_64*.whl 2>/dev/null | head -n1)"
   [ -n "$whl" ] || return 1

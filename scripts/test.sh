@@ -20,10 +20,13 @@ echo "=== [ctest] $BUILD_DIR"
 # --no-tests=error: a test command that 'passes' with zero tests is a bug.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2 "$@" || die "ctest reported failures (see above)"
 
-if [ -d "$BUILD_DIR/fuzz" ]; then
-  # TODO(fuzz hook): the next line is replaced by the smoke runs when scripts/fuzz.sh lands.
-  # fuzz smoke runs are added by scripts/fuzz.sh
-  :
+# Every parser's libFuzzer target, briefly (KSELECT_FUZZ_SECONDS per target; 0 skips). Longer
+# runs on demand: scripts/fuzz.sh 600
+FUZZ_SECONDS="${KSELECT_FUZZ_SECONDS:-10}"
+if [ "$FUZZ_SECONDS" != 0 ]; then
+  echo
+  echo "=== [fuzz] ${FUZZ_SECONDS}s per parser"
+  "$ROOT/scripts/fuzz.sh" "$FUZZ_SECONDS" || die "fuzzing found a crash (see above)"
 fi
 
 echo "test.sh: all tests passed"

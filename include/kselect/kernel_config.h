@@ -97,6 +97,7 @@ struct CkTileConfig {
   bool pad_m = false, pad_n = false, pad_k = false;
   bool persistent = false;
   int32_t vec_a = 0, vec_b = 0, vec_c = 0;
+  int32_t split_k = 1;  // from the benchmark's problem record (CK names do not carry it)
 
   bool operator==(const CkTileConfig&) const = default;
 };

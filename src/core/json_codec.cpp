@@ -289,7 +289,8 @@ json KernelConfigToJson(const KernelConfig& config) {
                   {"epilogue", c.epilogue},
                   {"pad", {c.pad_m, c.pad_n, c.pad_k}},
                   {"persistent", c.persistent},
-                  {"vec", {c.vec_a, c.vec_b, c.vec_c}}};
+                  {"vec", {c.vec_a, c.vec_b, c.vec_c}},
+                  {"split_k", c.split_k}};
     }
     json operator()(const CkConvConfig& c) const {
       return json{{"provider", "ck_conv"},
@@ -407,6 +408,7 @@ StatusOr<KernelConfig> KernelConfigFromJson(const json& j, const std::string& pa
       ReadArray<bool, 3>(r, "pad", {&c.pad_m, &c.pad_n, &c.pad_k});
       c.persistent = r.BoolOr("persistent", false);
       ReadArray<int32_t, 3>(r, "vec", {&c.vec_a, &c.vec_b, &c.vec_c});
+      c.split_k = I32(r, "split_k", 1);
       KSELECT_RETURN_IF_ERROR(r.Finish());
       return KernelConfig(c);
     }

@@ -99,6 +99,7 @@ Provider ProviderOf(const KernelConfig& config) {
 int32_t SplitKOf(const KernelConfig& config) {
   if (const auto* c = std::get_if<CublasLtConfig>(&config)) return c->split_k;
   if (const auto* c = std::get_if<TileConfig>(&config)) return c->split_k;
+  if (const auto* c = std::get_if<CkTileConfig>(&config)) return c->split_k;
   return 1;
 }
 
@@ -153,6 +154,7 @@ std::string ConfigKey(const KernelConfig& config) {
           .Add("pad_k", c.pad_k)
           .Add("persistent", c.persistent)
           .AddText("vec", Dims(c.vec_a, c.vec_b, c.vec_c))
+          .Add("splitk", c.split_k)
           .Take();
     }
     std::string operator()(const CkConvConfig& c) const {

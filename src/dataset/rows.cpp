@@ -124,7 +124,7 @@ void FillConfig(const CkTileConfig& c, DatasetRow& row) {
   row.vec_a = c.vec_a;
   row.vec_b = c.vec_b;
   row.vec_c = c.vec_c;
-  if (!row.split_k) row.split_k = 1;
+  row.split_k = c.split_k;
 }
 
 void FillConfig(const CkConvConfig& c, DatasetRow& row) {
@@ -330,6 +330,7 @@ StatusOr<KernelConfig> ConfigFromRow(const DatasetRow& row) {
       c.vec_a = I32(row.vec_a);
       c.vec_b = I32(row.vec_b);
       c.vec_c = I32(row.vec_c);
+      c.split_k = I32(row.split_k, 1);
       return KernelConfig(c);
     }
     case Provider::kCkConv: {

@@ -104,7 +104,7 @@ StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::st
   Json json;
   try {
     json = Json::parse(text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse_error, or out_of_range for 2e99999
     // Keep nlohmann's "parse error at line L, column C: ..." and drop its "[json.exception...] "
     // tag, which means nothing to a user.
     std::string_view what = error.what();

@@ -77,7 +77,7 @@ struct ObjectContext {
 // Converts one benchmark binary's output object into a Measurement (problem, config, figures;
 // is_valid set, method/run id left to the caller). Problem fields come from "problem", falling
 // back to the header, then to the kernel name for dtype and layout; a dtype or layout that
-// disagrees with the kernel name is an error. Notes (split_k != 1) go to `warnings`.
+// disagrees with the kernel name is an error. Notes go to `warnings`.
 StatusOr<Measurement> ConvertBenchmarkObject(const Json& object, const ObjectContext& context,
                                              std::vector<std::string>& warnings);
 

@@ -227,9 +227,10 @@ StatusOr<Measurement> ConvertBenchmarkObject(const Json& object, const ObjectCon
   const std::string& where = context.where;
   auto fail = [&](const Status& status) { return ParseError(where + ": " + status.message()); };
   auto path = [&](std::string_view key) { return Joined(context.path, key); };
-  if (!object.is_object())
-    return fail(
-        TypeError(context.path.empty() ? "(top level)" : context.path, "an object", object));
+  if (!object.is_object()) {
+    const std::string object_path = context.path.empty() ? "(top level)" : context.path;
+    return fail(TypeError(object_path, "an object", object));
+  }
 
   const Json* name_value = Member(object, "name");
   if (name_value == nullptr) return fail(ParseError(path("name") + ": missing kernel name"));
@@ -276,15 +277,15 @@ StatusOr<Measurement> ConvertBenchmarkObject(const Json& object, const ObjectCon
     }
   }
 
+  int32_t split_k_value = 1;
   if (const Json* split = problem_member("split_k")) {
     StatusOr<int64_t> split_k = JsonInt(*split, Joined(problem_path, "split_k"));
     if (!split_k.ok()) return fail(split_k.status());
-    if (*split_k != 1) {
-      // CkTileConfig has no split-K field; the row is kept but the factor is not recorded.
-      warnings.push_back(where + ": " + Joined(problem_path, "split_k") + "=" +
-                         std::to_string(*split_k) +
-                         " is not recorded (CK Tile configs carry no split-K factor)");
+    if (*split_k < 1 || *split_k > (int64_t{1} << 20)) {
+      return fail(ParseError(Joined(problem_path, "split_k") + ": " + std::to_string(*split_k) +
+                             " is not a valid split-K factor"));
     }
+    split_k_value = static_cast<int32_t>(*split_k);
   }
 
   // Element types: problem.dtype_a, else the header, else the kernel name.
@@ -365,6 +366,7 @@ StatusOr<Measurement> ConvertBenchmarkObject(const Json& object, const ObjectCon
   m.op_type = parsed_name->op;
   m.problem = problem;
   CkTileConfig config = parsed_name->config;
+  config.split_k = split_k_value;
   ApplyMemPadFix(config);
   m.config = config;
   m.kernel_name = *name;

@@ -140,7 +140,7 @@ StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view
     json record;
     try {
       record = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 2e99999
       const bool torn_tail = i + 1 == lines.size() && !ends_with_newline;
       return ParseError(where + ": " +
                         (torn_tail ? "truncated final record (the run was interrupted while "

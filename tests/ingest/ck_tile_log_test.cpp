@@ -257,7 +257,7 @@ TEST(CkTileLog, WrongTypesAndInconsistentFieldsAreErrors) {
   }
 }
 
-TEST(CkTileLog, SplitKOtherThanOneIsWarned) {
+TEST(CkTileLog, SplitKIsRecordedInTheConfig) {
   const std::string text =
       "Shape 1: M=64 N=64 K=64 dtype=fp16 layout=rcr\n"
       "{\"name\": \"gemm_universal_fp16_rcr_compv3_cshuffle_intrawave_False_False_False_False_"
@@ -265,8 +265,13 @@ TEST(CkTileLog, SplitKOtherThanOneIsWarned) {
       "{\"latency(ms)\": 1, \"tflops(TFlops)\": 1}}\n";
   StatusOr<IngestResult> result = ParseCkTileLog(text, "sk.log", GfxOptions());
   ASSERT_TRUE(result.ok()) << result.status().ToString();
-  ASSERT_EQ(result->warnings.size(), 1u);
-  EXPECT_TRUE(Contains(result->warnings[0], "split_k=4"));
+  EXPECT_TRUE(result->warnings.empty());
+  ASSERT_EQ(result->measurements.size(), 1u);
+  EXPECT_EQ(SplitKOf(result->measurements[0].config), 4);
+  std::string zero = text;
+  const std::string four = "\"split_k\": 4";
+  zero.replace(zero.find(four), four.size(), "\"split_k\": 0");
+  EXPECT_FALSE(ParseCkTileLog(zero, "sk.log", GfxOptions()).ok());
 }
 
 TEST(CkTileLog, RejectsEmptyNonLogAndInvalidUtf8) {
