@@ -26,7 +26,8 @@ std::string SyntheticJsonl(int64_t records) {
   std::string out = run.dump() + "\n";
   for (int64_t i = 0; i < records; ++i) {
     GemmProblem p{.m = 1 + i % 97, .n = 4096, .k = 128 * (1 + i % 31)};
-    CublasLtConfig c{.algo_id = 66, .tile_id = static_cast<int32_t>(i % 40),
+    CublasLtConfig c{.algo_id = 66,
+                     .tile_id = static_cast<int32_t>(i % 40),
                      .stages_id = static_cast<int32_t>(i % 7)};
     nlohmann::json m = {{"type", "measurement"},
                         {"run_id", "bench"},

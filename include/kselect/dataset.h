@@ -20,6 +20,7 @@ namespace kselect {
 inline constexpr int kDatasetSchemaMajor = 1;
 inline constexpr int kDatasetSchemaMinor = 0;
 
+// clang-format off
 // X(name, type, group, description). Types: String, Int, Double, Bool. Every column is nullable:
 // a GEMM row has no conv columns, an AMD row no CUDA versions.
 #define KSELECT_DATASET_COLUMNS(X)                                                               \
@@ -157,6 +158,7 @@ inline constexpr int kDatasetSchemaMinor = 0;
   X(cublaslt_version, Int, "hardware", "cuBLASLt version")                                       \
   X(cudnn_version, Int, "hardware", "cuDNN version (0 = absent)")                                \
   X(nvrtc_version, Int, "hardware", "NVRTC version")
+// clang-format on
 
 namespace dataset_types {
 using String = std::string;

@@ -18,8 +18,8 @@ struct HardwareProfile {
   std::string uuid;
   int32_t cc_major = 0, cc_minor = 0;
   int32_t sm_count = 0;
-  int32_t sm_clock_mhz = 0;      // maximum SM clock
-  int32_t mem_clock_mhz = 0;     // maximum memory clock
+  int32_t sm_clock_mhz = 0;   // maximum SM clock
+  int32_t mem_clock_mhz = 0;  // maximum memory clock
   int32_t mem_bus_width_bits = 0;
   int64_t l2_bytes = 0;
   int64_t smem_per_sm_bytes = 0;

@@ -38,8 +38,8 @@ struct IngestOptions {
 
 struct IngestResult {
   std::vector<Measurement> measurements;
-  std::vector<RunInfo> runs;           // one per run_id seen, in order of first appearance
-  std::vector<std::string> warnings;   // "file:line: skipped truncated JSON block" and the like
+  std::vector<RunInfo> runs;          // one per run_id seen, in order of first appearance
+  std::vector<std::string> warnings;  // "file:line: skipped truncated JSON block" and the like
   int64_t lines_read = 0;
 };
 

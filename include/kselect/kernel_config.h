@@ -47,13 +47,13 @@ struct CublasLtConfig {
 
 // Tile-engine pipelines.
 enum class TilePipeline {
-  kMultistage,          // Ampere-style cp.async + ldmatrix + mma.sync ring
-  kWarpSpecialized,     // Hopper TMA producer warp + wgmma consumer warpgroups
-  kSmallM,              // memory-bound decode kernels (M <= 16), vectorised loads
+  kMultistage,       // Ampere-style cp.async + ldmatrix + mma.sync ring
+  kWarpSpecialized,  // Hopper TMA producer warp + wgmma consumer warpgroups
+  kSmallM,           // memory-bound decode kernels (M <= 16), vectorised loads
 };
 enum class TileScheduler { kDataParallel, kPersistent };
 enum class TileEpilogue { kDirect, kSharedStaged };
-std::string_view TilePipelineName(TilePipeline p);  // "multistage", "warp_specialized", "small_m"
+std::string_view TilePipelineName(TilePipeline p);    // "multistage", "warp_specialized", "small_m"
 std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent"
 std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem"
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name);
@@ -63,7 +63,7 @@ StatusOr<TileEpilogue> ParseTileEpilogue(std::string_view name);
 // A kselect tile-engine GEMM kernel: every field that changes the generated source.
 struct TileConfig {
   int32_t tile_m = 128, tile_n = 128, tile_k = 32;
-  int32_t warps_m = 2, warps_n = 2, warps_k = 1;  // warps (or warpgroups for wgmma) per block
+  int32_t warps_m = 2, warps_n = 2, warps_k = 1;    // warps (or warpgroups for wgmma) per block
   int32_t instr_m = 16, instr_n = 8, instr_k = 16;  // MMA instruction shape
   int32_t stages = 3;
   TilePipeline pipeline = TilePipeline::kMultistage;

@@ -14,14 +14,14 @@ namespace kselect {
 
 // How a figure was measured (METHOD.md: warm-up, events, median of batches, rotated buffers).
 struct MeasurementMethod {
-  std::string name;               // "kselect.bench", "ck_tile.streaming_log", ...
-  std::string timer;              // "cuda_events", "hip_events", "unknown"
-  std::string statistic;          // "median", "mean"
+  std::string name;       // "kselect.bench", "ck_tile.streaming_log", ...
+  std::string timer;      // "cuda_events", "hip_events", "unknown"
+  std::string statistic;  // "median", "mean"
   int32_t warmup_iters = 0;
-  int32_t repeats = 0;            // timed batches the statistic is taken over
-  int32_t iters_per_repeat = 0;   // launches per timed batch
+  int32_t repeats = 0;                // timed batches the statistic is taken over
+  int32_t iters_per_repeat = 0;       // launches per timed batch
   int64_t rotating_buffer_bytes = 0;  // input bytes rotated through to defeat L2 (0 = none)
-  int32_t sm_clock_min_mhz = 0;   // SM clocks seen during the timing (0 = not sampled)
+  int32_t sm_clock_min_mhz = 0;       // SM clocks seen during the timing (0 = not sampled)
   int32_t sm_clock_max_mhz = 0;
 
   bool operator==(const MeasurementMethod&) const = default;
@@ -30,8 +30,8 @@ struct MeasurementMethod {
 // A collection run: who measured, where, and with what. Every row of a run shares it.
 struct RunInfo {
   std::string run_id;
-  std::string tool;          // "kselect 0.1.0 (git abc123)", or the AMD tool the log came from
-  std::string started_at;    // ISO 8601 UTC
+  std::string tool;        // "kselect 0.1.0 (git abc123)", or the AMD tool the log came from
+  std::string started_at;  // ISO 8601 UTC
   HardwareProfile hardware;
   MeasurementMethod method;  // the run's default method; a measurement may override it
 };
@@ -45,12 +45,13 @@ struct Measurement {
   double tflops = 0;
   double bandwidth_gb_s = 0;
   bool is_valid = false;
-  std::string invalid_reason;    // why is_valid is false ("" when valid)
-  double cv = 0;                 // coefficient of variation over the repeats (0 = unknown)
-  int32_t samples = 0;           // repeats behind the statistic
-  int32_t duplicates_merged = 1; // measurements of this (run, problem, config) merged into this one
-  bool aborted = false;          // stopped early: clearly slower than the best so far
-  double abort_bound_ms = 0;     // when aborted: the latency it was known to exceed
+  std::string invalid_reason;  // why is_valid is false ("" when valid)
+  double cv = 0;               // coefficient of variation over the repeats (0 = unknown)
+  int32_t samples = 0;         // repeats behind the statistic
+  int32_t duplicates_merged =
+      1;                      // measurements of this (run, problem, config) merged into this one
+  bool aborted = false;       // stopped early: clearly slower than the best so far
+  double abort_bound_ms = 0;  // when aborted: the latency it was known to exceed
   std::optional<int32_t> peer_rank;  // rank in the peer heuristic's list (1 = its pick), if listed
   MeasurementMethod method;
   std::string run_id;

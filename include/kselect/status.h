@@ -14,14 +14,14 @@ namespace kselect {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller passed something impossible (a negative dim, an unknown name)
-  kParseError,         // malformed input text: the message names the file and line or column
-  kSchemaMismatch,     // a file of another schema or feature-spec version
-  kNotFound,           // a file or key that does not exist
-  kIoError,            // reading or writing failed
-  kUnavailable,        // the resource is absent here (no GPU, no driver, library built without it)
-  kCannotImplement,    // a kernel config cannot run this problem
-  kFailedPrecondition, // the operation is refused in the current state (mixed devices, ...)
+  kInvalidArgument,     // the caller passed something impossible (a negative dim, an unknown name)
+  kParseError,          // malformed input text: the message names the file and line or column
+  kSchemaMismatch,      // a file of another schema or feature-spec version
+  kNotFound,            // a file or key that does not exist
+  kIoError,             // reading or writing failed
+  kUnavailable,         // the resource is absent here (no GPU, no driver, library built without it)
+  kCannotImplement,     // a kernel config cannot run this problem
+  kFailedPrecondition,  // the operation is refused in the current state (mixed devices, ...)
   kTimeout,
   kInternal,
 };
@@ -50,21 +50,33 @@ class [[nodiscard]] Status {
 inline Status InvalidArgumentError(std::string m) {
   return {StatusCode::kInvalidArgument, std::move(m)};
 }
-inline Status ParseError(std::string m) { return {StatusCode::kParseError, std::move(m)}; }
+inline Status ParseError(std::string m) {
+  return {StatusCode::kParseError, std::move(m)};
+}
 inline Status SchemaMismatchError(std::string m) {
   return {StatusCode::kSchemaMismatch, std::move(m)};
 }
-inline Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
-inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
-inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status NotFoundError(std::string m) {
+  return {StatusCode::kNotFound, std::move(m)};
+}
+inline Status IoError(std::string m) {
+  return {StatusCode::kIoError, std::move(m)};
+}
+inline Status UnavailableError(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
+}
 inline Status CannotImplementError(std::string m) {
   return {StatusCode::kCannotImplement, std::move(m)};
 }
 inline Status FailedPreconditionError(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
-inline Status TimeoutError(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
-inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status TimeoutError(std::string m) {
+  return {StatusCode::kTimeout, std::move(m)};
+}
+inline Status InternalError(std::string m) {
+  return {StatusCode::kInternal, std::move(m)};
+}
 
 // Thrown by KSELECT_CHECK: a bug in kselect or in a caller, never an input problem.
 class CheckFailure : public std::logic_error {
@@ -79,7 +91,7 @@ class CheckFailure : public std::logic_error {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   StatusOr(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(state_).ok()) {
       ThrowCheckFailure(__FILE__, __LINE__, "!status.ok()", "StatusOr built from an OK status");
@@ -119,19 +131,19 @@ class [[nodiscard]] StatusOr {
 
 }  // namespace kselect
 
-#define KSELECT_CHECK(cond)                                           \
-  do {                                                                \
+#define KSELECT_CHECK(cond)                                                   \
+  do {                                                                        \
     if (!(cond)) ::kselect::ThrowCheckFailure(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 
-#define KSELECT_CHECK_MSG(cond, detail)                                     \
-  do {                                                                      \
+#define KSELECT_CHECK_MSG(cond, detail)                                             \
+  do {                                                                              \
     if (!(cond)) ::kselect::ThrowCheckFailure(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)
 
-#define KSELECT_RETURN_IF_ERROR(expr)                   \
-  do {                                                  \
-    ::kselect::Status kselect_status_tmp_ = (expr);     \
+#define KSELECT_RETURN_IF_ERROR(expr)                          \
+  do {                                                         \
+    ::kselect::Status kselect_status_tmp_ = (expr);            \
     if (!kselect_status_tmp_.ok()) return kselect_status_tmp_; \
   } while (0)
 

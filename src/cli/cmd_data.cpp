@@ -76,8 +76,8 @@ int RunFilter(const DataArgs& args) {
   filter.arch = args.arch;
   filter.valid_only = args.valid_only;
   Dataset out = FilterDataset(*dataset, filter);
-  nlohmann::json options = {{"command", "data filter"}, {"input", args.filter_input},
-                            {"valid_only", args.valid_only}};
+  nlohmann::json options = {
+      {"command", "data filter"}, {"input", args.filter_input}, {"valid_only", args.valid_only}};
   auto add = [&options](const char* name, const auto& value) {
     if (value) options[name] = *value;
   };
@@ -108,8 +108,10 @@ int RunSchema(const DataArgs& args) {
   } else if (args.json) {
     nlohmann::json columns = nlohmann::json::array();
     for (const auto& c : DatasetColumns()) {
-      columns.push_back({{"name", c.name}, {"type", ColumnTypeName(c.type)},
-                         {"group", c.group}, {"description", c.description}});
+      columns.push_back({{"name", c.name},
+                         {"type", ColumnTypeName(c.type)},
+                         {"group", c.group},
+                         {"description", c.description}});
     }
     std::cout << nlohmann::json{{"schema_version", std::to_string(kDatasetSchemaMajor) + "." +
                                                        std::to_string(kDatasetSchemaMinor)},

@@ -83,20 +83,19 @@ int RunIngest(const IngestArgs& args) {
   if (devices.size() > 1 && !args.allow_mixed) {
     std::string list;
     for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
-    return ReportError("ingest", FailedPreconditionError(
-                                     "inputs come from more than one device (" + list +
-                                     "); pass --allow-mixed to write them into one dataset"));
+    return ReportError(
+        "ingest", FailedPreconditionError("inputs come from more than one device (" + list +
+                                          "); pass --allow-mixed to write them into one dataset"));
   }
   dataset.metadata[std::string(kMetaSources)] = sources.dump();
-  dataset.metadata[std::string(kMetaOptions)] =
-      nlohmann::json{{"command", "ingest"},
-                     {"format", args.format.empty() ? "auto" : args.format},
-                     {"arch", args.arch},
-                     {"device_kind", args.device_kind},
-                     {"run_id", args.run_id},
-                     {"conv_direction", args.conv_direction},
-                     {"allow_mixed", args.allow_mixed}}
-          .dump();
+  dataset.metadata[std::string(kMetaOptions)] = nlohmann::json{
+      {"command", "ingest"},
+      {"format", args.format.empty() ? "auto" : args.format},
+      {"arch", args.arch},
+      {"device_kind", args.device_kind},
+      {"run_id", args.run_id},
+      {"conv_direction", args.conv_direction},
+      {"allow_mixed", args.allow_mixed}}.dump();
   if (auto s = WriteDatasetChecked(dataset, args.output); !s.ok()) return ReportError("ingest", s);
 
   const DatasetSummary summary = SummarizeDataset(dataset);
@@ -127,28 +126,28 @@ int RunIngest(const IngestArgs& args) {
 }  // namespace
 
 Command IngestCommand() {
-  return {"ingest",
-          "turn benchmark output (kselect JSONL, CK Tile log/JSON, CK conv CSV) into a Parquet "
-          "dataset",
-          [](CLI::App& app) -> RunFunction {
-            auto args = std::make_shared<IngestArgs>();
-            app.add_option("inputs", args->inputs, "input files")->required()->check(
-                CLI::ExistingFile);
-            app.add_option("-o,--output", args->output, "output Parquet file")->required();
-            app.add_option("--format", args->format,
-                           "input format: auto, kselect-jsonl, ck-log, ck-json, ck-conv-csv")
-                ->default_val("auto");
-            app.add_option("--arch", args->arch, "architecture of AMD inputs (gfx950, ...)");
-            app.add_option("--device-kind", args->device_kind,
-                           "device kind to record when the input does not say");
-            app.add_option("--run-id", args->run_id, "override the run id of every row");
-            app.add_option("--conv-direction", args->conv_direction,
-                           "direction of CK conv CSV rows whose kernel name does not say");
-            app.add_flag("--allow-mixed", args->allow_mixed,
-                         "allow rows from several device kinds in one dataset");
-            app.add_flag("--json", args->json, "print a JSON summary");
-            return [args]() { return RunIngest(*args); };
-          }};
+  return {
+      "ingest",
+      "turn benchmark output (kselect JSONL, CK Tile log/JSON, CK conv CSV) into a Parquet "
+      "dataset",
+      [](CLI::App& app) -> RunFunction {
+        auto args = std::make_shared<IngestArgs>();
+        app.add_option("inputs", args->inputs, "input files")->required()->check(CLI::ExistingFile);
+        app.add_option("-o,--output", args->output, "output Parquet file")->required();
+        app.add_option("--format", args->format,
+                       "input format: auto, kselect-jsonl, ck-log, ck-json, ck-conv-csv")
+            ->default_val("auto");
+        app.add_option("--arch", args->arch, "architecture of AMD inputs (gfx950, ...)");
+        app.add_option("--device-kind", args->device_kind,
+                       "device kind to record when the input does not say");
+        app.add_option("--run-id", args->run_id, "override the run id of every row");
+        app.add_option("--conv-direction", args->conv_direction,
+                       "direction of CK conv CSV rows whose kernel name does not say");
+        app.add_flag("--allow-mixed", args->allow_mixed,
+                     "allow rows from several device kinds in one dataset");
+        app.add_flag("--json", args->json, "print a JSON summary");
+        return [args]() { return RunIngest(*args); };
+      }};
 }
 
 }  // namespace kselect::cli

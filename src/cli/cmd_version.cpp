@@ -14,8 +14,8 @@ Command VersionCommand() {
             auto json = std::make_shared<bool>(false);
             app.add_flag("--json", *json, "print JSON");
             return [json]() {
-              const std::string schema = std::to_string(kDatasetSchemaMajor) + "." +
-                                         std::to_string(kDatasetSchemaMinor);
+              const std::string schema =
+                  std::to_string(kDatasetSchemaMajor) + "." + std::to_string(kDatasetSchemaMinor);
               if (*json) {
                 std::cout << nlohmann::json{{"version", ToolVersion()},
                                             {"git", GitRevision()},

@@ -20,13 +20,19 @@ inline Status RequireArrow() {
 
 #ifndef KSELECT_WITH_ARROW
 // The GPU-side build links no Parquet code; these keep the CLI linkable and fail clearly.
-inline Status WriteDatasetChecked(const Dataset&, const std::string&) { return RequireArrow(); }
-inline StatusOr<Dataset> ReadDatasetChecked(const std::string&) { return RequireArrow(); }
+inline Status WriteDatasetChecked(const Dataset&, const std::string&) {
+  return RequireArrow();
+}
+inline StatusOr<Dataset> ReadDatasetChecked(const std::string&) {
+  return RequireArrow();
+}
 #else
 inline Status WriteDatasetChecked(const Dataset& d, const std::string& path) {
   return WriteDataset(d, path);
 }
-inline StatusOr<Dataset> ReadDatasetChecked(const std::string& path) { return ReadDataset(path); }
+inline StatusOr<Dataset> ReadDatasetChecked(const std::string& path) {
+  return ReadDataset(path);
+}
 #endif
 
 }  // namespace kselect::cli

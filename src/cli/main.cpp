@@ -8,14 +8,15 @@
 
 int main(int argc, char** argv) {
   using namespace kselect::cli;
-  CLI::App app{"kselect: ML-based GPU kernel selection and tuning for NVIDIA Hopper.\n"
-               "Exit codes: 0 ok, 1 failure, 2 usage error."};
+  CLI::App app{
+      "kselect: ML-based GPU kernel selection and tuning for NVIDIA Hopper.\n"
+      "Exit codes: 0 ok, 1 failure, 2 usage error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", kselect::ToolDescription());
   std::string footer = "\nPlanned (not available yet):\n";
   for (const PlannedCommand& planned : PlannedCommands()) {
-    footer += "  " + std::string(planned.name) + std::string(12 - std::string(planned.name).size(), ' ') +
-              planned.summary + "\n";
+    footer += "  " + std::string(planned.name) +
+              std::string(12 - std::string(planned.name).size(), ' ') + planned.summary + "\n";
   }
   app.footer(footer);
 

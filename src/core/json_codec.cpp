@@ -10,7 +10,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string TypeName(const json& j) { return j.type_name(); }
+std::string TypeName(const json& j) {
+  return j.type_name();
+}
 
 }  // namespace
 
@@ -249,15 +251,22 @@ StatusOr<Problem> ProblemFromJson(const json& j, const std::string& path) {
 json KernelConfigToJson(const KernelConfig& config) {
   struct Visitor {
     json operator()(const CublasLtConfig& c) const {
-      return json{{"provider", "cublaslt"},     {"algo_id", c.algo_id},
-                  {"tile_id", c.tile_id},       {"stages_id", c.stages_id},
-                  {"split_k", c.split_k},       {"reduction_scheme", c.reduction_scheme},
-                  {"swizzle", c.swizzle},       {"custom_option", c.custom_option},
+      return json{{"provider", "cublaslt"},
+                  {"algo_id", c.algo_id},
+                  {"tile_id", c.tile_id},
+                  {"stages_id", c.stages_id},
+                  {"split_k", c.split_k},
+                  {"reduction_scheme", c.reduction_scheme},
+                  {"swizzle", c.swizzle},
+                  {"custom_option", c.custom_option},
                   {"cluster_shape_id", c.cluster_shape_id},
                   {"inner_shape_id", c.inner_shape_id},
-                  {"tile_m", c.tile_m},         {"tile_n", c.tile_n},
-                  {"stage_k", c.stage_k},       {"stages", c.stages},
-                  {"cluster_m", c.cluster_m},   {"cluster_n", c.cluster_n},
+                  {"tile_m", c.tile_m},
+                  {"tile_n", c.tile_n},
+                  {"stage_k", c.stage_k},
+                  {"stages", c.stages},
+                  {"cluster_m", c.cluster_m},
+                  {"cluster_n", c.cluster_n},
                   {"cluster_k", c.cluster_k}};
     }
     json operator()(const TileConfig& c) const {
@@ -316,8 +325,7 @@ void ReadArray(ObjectReader& r, std::string_view key, std::array<T*, N> out) {
     if constexpr (std::is_same_v<T, bool>) {
       ok = (*v)[i].is_boolean();
     } else {
-      ok = (*v)[i].is_number_integer() &&
-           (*v)[i].get<int64_t>() >= std::numeric_limits<T>::min() &&
+      ok = (*v)[i].is_number_integer() && (*v)[i].get<int64_t>() >= std::numeric_limits<T>::min() &&
            (*v)[i].get<int64_t>() <= std::numeric_limits<T>::max();
     }
   }

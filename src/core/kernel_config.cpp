@@ -29,16 +29,16 @@ struct NameTable {
 };
 
 constexpr NameTable<Provider, 5> kProviders{{{{Provider::kCublasLt, "cublaslt"},
-                                               {Provider::kTile, "tile"},
-                                               {Provider::kCudnn, "cudnn"},
-                                               {Provider::kCkTile, "ck_tile"},
-                                               {Provider::kCkConv, "ck_conv"}}}};
-constexpr NameTable<TilePipeline, 3> kPipelines{{{{TilePipeline::kMultistage, "multistage"},
-                                                  {TilePipeline::kWarpSpecialized,
-                                                   "warp_specialized"},
-                                                  {TilePipeline::kSmallM, "small_m"}}}};
-constexpr NameTable<TileScheduler, 2> kSchedulers{
-    {{{TileScheduler::kDataParallel, "data_parallel"}, {TileScheduler::kPersistent, "persistent"}}}};
+                                              {Provider::kTile, "tile"},
+                                              {Provider::kCudnn, "cudnn"},
+                                              {Provider::kCkTile, "ck_tile"},
+                                              {Provider::kCkConv, "ck_conv"}}}};
+constexpr NameTable<TilePipeline, 3> kPipelines{
+    {{{TilePipeline::kMultistage, "multistage"},
+      {TilePipeline::kWarpSpecialized, "warp_specialized"},
+      {TilePipeline::kSmallM, "small_m"}}}};
+constexpr NameTable<TileScheduler, 2> kSchedulers{{{{TileScheduler::kDataParallel, "data_parallel"},
+                                                    {TileScheduler::kPersistent, "persistent"}}}};
 constexpr NameTable<TileEpilogue, 2> kEpilogues{
     {{{TileEpilogue::kDirect, "direct"}, {TileEpilogue::kSharedStaged, "smem"}}}};
 
@@ -70,11 +70,21 @@ std::string Dims(int64_t a, int64_t b, int64_t c) {
 
 }  // namespace
 
-std::string_view ProviderName(Provider provider) { return kProviders.Name(provider); }
-StatusOr<Provider> ParseProvider(std::string_view name) { return kProviders.Parse(name, "provider"); }
-std::string_view TilePipelineName(TilePipeline p) { return kPipelines.Name(p); }
-std::string_view TileSchedulerName(TileScheduler s) { return kSchedulers.Name(s); }
-std::string_view TileEpilogueName(TileEpilogue e) { return kEpilogues.Name(e); }
+std::string_view ProviderName(Provider provider) {
+  return kProviders.Name(provider);
+}
+StatusOr<Provider> ParseProvider(std::string_view name) {
+  return kProviders.Parse(name, "provider");
+}
+std::string_view TilePipelineName(TilePipeline p) {
+  return kPipelines.Name(p);
+}
+std::string_view TileSchedulerName(TileScheduler s) {
+  return kSchedulers.Name(s);
+}
+std::string_view TileEpilogueName(TileEpilogue e) {
+  return kEpilogues.Name(e);
+}
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name) {
   return kPipelines.Parse(name, "tile pipeline");
 }
@@ -187,7 +197,8 @@ std::string DescribeConfig(const KernelConfig& config) {
     std::string operator()(const TileConfig& c) const {
       return "tile " + std::string(TilePipelineName(c.pipeline)) + " " +
              Dims(c.tile_m, c.tile_n, c.tile_k) + " w" + Dims(c.warps_m, c.warps_n, c.warps_k) +
-             " s" + std::to_string(c.stages) + (c.split_k > 1 ? " splitk" + std::to_string(c.split_k) : "");
+             " s" + std::to_string(c.stages) +
+             (c.split_k > 1 ? " splitk" + std::to_string(c.split_k) : "");
     }
     std::string operator()(const CudnnConfig& c) const {
       return "cudnn engine" + std::to_string(c.engine_id) + " knobs" +

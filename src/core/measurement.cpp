@@ -21,8 +21,8 @@ void Measurement::Validate() {
   std::string reason = FigureProblem("latency_ms", latency_ms);
   if (reason.empty()) reason = FigureProblem("tflops", tflops);
   // Bandwidth may legitimately be unreported (0); it only condemns a row when it is garbage.
-  if (reason.empty() && (std::isnan(bandwidth_gb_s) || std::isinf(bandwidth_gb_s) ||
-                         bandwidth_gb_s < 0)) {
+  if (reason.empty() &&
+      (std::isnan(bandwidth_gb_s) || std::isinf(bandwidth_gb_s) || bandwidth_gb_s < 0)) {
     reason = FigureProblem("bandwidth_gb_s", bandwidth_gb_s);
   }
   if (reason.empty() && (std::isnan(cv) || std::isinf(cv) || cv < 0)) {

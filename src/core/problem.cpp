@@ -151,8 +151,7 @@ double GemmProblem::MinBytes() const {
 }
 
 std::string GemmProblem::ToString() const {
-  std::string s = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
-                  std::to_string(k);
+  std::string s = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
   if (batch != 1) s += " batch=" + std::to_string(batch);
   s += " layout=" + layout.ToString() + " a=" + std::string(DataTypeName(dtype_a)) +
        " b=" + std::string(DataTypeName(dtype_b)) + " c=" + std::string(DataTypeName(dtype_c)) +
@@ -162,9 +161,12 @@ std::string GemmProblem::ToString() const {
 
 std::string_view ConvDirectionName(ConvDirection direction) {
   switch (direction) {
-    case ConvDirection::kForward: return "fwd";
-    case ConvDirection::kBackwardData: return "bwd_data";
-    case ConvDirection::kBackwardWeight: return "bwd_weight";
+    case ConvDirection::kForward:
+      return "fwd";
+    case ConvDirection::kBackwardData:
+      return "bwd_data";
+    case ConvDirection::kBackwardWeight:
+      return "bwd_weight";
   }
   return "unknown";
 }
@@ -195,16 +197,30 @@ StatusOr<ConvLayout> ParseConvLayout(std::string_view name) {
 int64_t ConvProblem::Do() const {
   return Is3d() ? OutputSize(di, z, stride_d, pad_d, dilation_d) : 1;
 }
-int64_t ConvProblem::Ho() const { return OutputSize(hi, y, stride_h, pad_h, dilation_h); }
-int64_t ConvProblem::Wo() const { return OutputSize(wi, x, stride_w, pad_w, dilation_w); }
+int64_t ConvProblem::Ho() const {
+  return OutputSize(hi, y, stride_h, pad_h, dilation_h);
+}
+int64_t ConvProblem::Wo() const {
+  return OutputSize(wi, x, stride_w, pad_w, dilation_w);
+}
 
 Status ConvProblem::Validate() const {
-  const std::pair<std::string_view, int64_t> positive[] = {
-      {"N", n},         {"C", c},         {"K", k},         {"G", g},
-      {"Di", di},       {"Hi", hi},       {"Wi", wi},       {"Z", z},
-      {"Y", y},         {"X", x},         {"stride_d", stride_d}, {"stride_h", stride_h},
-      {"stride_w", stride_w}, {"dilation_d", dilation_d}, {"dilation_h", dilation_h},
-      {"dilation_w", dilation_w}};
+  const std::pair<std::string_view, int64_t> positive[] = {{"N", n},
+                                                           {"C", c},
+                                                           {"K", k},
+                                                           {"G", g},
+                                                           {"Di", di},
+                                                           {"Hi", hi},
+                                                           {"Wi", wi},
+                                                           {"Z", z},
+                                                           {"Y", y},
+                                                           {"X", x},
+                                                           {"stride_d", stride_d},
+                                                           {"stride_h", stride_h},
+                                                           {"stride_w", stride_w},
+                                                           {"dilation_d", dilation_d},
+                                                           {"dilation_h", dilation_h},
+                                                           {"dilation_w", dilation_w}};
   for (const auto& [name, value] : positive) KSELECT_RETURN_IF_ERROR(CheckPositive(name, value));
   if (pad_d < 0 || pad_h < 0 || pad_w < 0) {
     return InvalidArgumentError("convolution padding must not be negative: " + ToString());
@@ -213,8 +229,10 @@ Status ConvProblem::Validate() const {
     return InvalidArgumentError("C and K must be divisible by G: " + ToString());
   }
   if (Do() <= 0 || Ho() <= 0 || Wo() <= 0) {
-    return InvalidArgumentError("convolution has an empty output (filter larger than padded "
-                                "input): " + ToString());
+    return InvalidArgumentError(
+        "convolution has an empty output (filter larger than padded "
+        "input): " +
+        ToString());
   }
   // Element counts must fit: the largest tensor is one of input, output or weights.
   const double largest = std::max({static_cast<double>(n) * c * di * hi * wi,
@@ -247,15 +265,15 @@ std::string ConvProblem::ToString() const {
   if (Is3d()) {
     out += " DiHiWi=" + s(di) + "x" + s(hi) + "x" + s(wi) + " ZYX=" + s(z) + "x" + s(y) + "x" +
            s(x) + " stride=" + s(stride_d) + "x" + s(stride_h) + "x" + s(stride_w) +
-           " pad=" + s(pad_d) + "x" + s(pad_h) + "x" + s(pad_w) + " dil=" + s(dilation_d) +
-           "x" + s(dilation_h) + "x" + s(dilation_w);
+           " pad=" + s(pad_d) + "x" + s(pad_h) + "x" + s(pad_w) + " dil=" + s(dilation_d) + "x" +
+           s(dilation_h) + "x" + s(dilation_w);
   } else {
-    out += " HiWi=" + s(hi) + "x" + s(wi) + " YX=" + s(y) + "x" + s(x) + " stride=" +
-           s(stride_h) + "x" + s(stride_w) + " pad=" + s(pad_h) + "x" + s(pad_w) +
-           " dil=" + s(dilation_h) + "x" + s(dilation_w);
+    out += " HiWi=" + s(hi) + "x" + s(wi) + " YX=" + s(y) + "x" + s(x) + " stride=" + s(stride_h) +
+           "x" + s(stride_w) + " pad=" + s(pad_h) + "x" + s(pad_w) + " dil=" + s(dilation_h) + "x" +
+           s(dilation_w);
   }
-  out += " layout=" + std::string(ConvLayoutName(layout)) + " dtype=" +
-         std::string(DataTypeName(dtype));
+  out += " layout=" + std::string(ConvLayoutName(layout)) +
+         " dtype=" + std::string(DataTypeName(dtype));
   return out;
 }
 

@@ -127,8 +127,8 @@ Status CheckUtf8(std::string_view data, std::string_view source) {
       if ((cont & 0xC0) != 0x80) valid = false;
       code = (code << 6) | (cont & 0x3F);
     }
-    if (valid && length > 1 && (code < min_code || code > 0x10FFFF ||
-                                (code >= 0xD800 && code <= 0xDFFF))) {
+    if (valid && length > 1 &&
+        (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))) {
       valid = false;
     }
     if (!valid) {
@@ -169,11 +169,11 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return IoError(path + ": folder " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir, ec))
+    return IoError(path + ": folder " + dir.string() + " does not exist");
   std::random_device rd;
-  const fs::path temp =
-      dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-             std::to_string(rd()));
+  const fs::path temp = dir / ("." + target.filename().string() + ".tmp." +
+                               std::to_string(::getpid()) + "." + std::to_string(rd()));
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) return IoError(temp.string() + ": cannot open for writing: " + std::strerror(errno));
@@ -207,8 +207,12 @@ std::string ToHex(const uint8_t* bytes, size_t n) {
   return out;
 }
 
-uint32_t RotateRight(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-uint32_t RotateLeft(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+uint32_t RotateRight(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
+uint32_t RotateLeft(uint32_t x, int n) {
+  return (x << n) | (x >> (32 - n));
+}
 
 // Pads a message the way MD5 and SHA-256 both do: 0x80, zeros, then the bit length (little-endian
 // for MD5, big-endian for SHA-256), to a multiple of 64 bytes.
@@ -269,7 +273,14 @@ std::string Sha256Hex(std::string_view data) {
       b = a;
       a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
   uint8_t out[32];
   for (int i = 0; i < 8; ++i) {
@@ -293,8 +304,8 @@ std::string Md5Hex(std::string_view data) {
     uint32_t m[16];
     for (int i = 0; i < 16; ++i) {
       const auto* p = reinterpret_cast<const uint8_t*>(msg.data() + chunk + 4 * i);
-      m[i] = uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
-             (uint32_t{p[3]} << 24);
+      m[i] =
+          uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
     }
     uint32_t a = a0, b = b0, c = c0, d = d0;
     for (int i = 0; i < 64; ++i) {
@@ -319,7 +330,10 @@ std::string Md5Hex(std::string_view data) {
       c = b;
       b = b + RotateLeft(f, s[i]);
     }
-    a0 += a; b0 += b; c0 += c; d0 += d;
+    a0 += a;
+    b0 += b;
+    c0 += c;
+    d0 += d;
   }
   uint8_t out[16];
   const uint32_t words[4] = {a0, b0, c0, d0};

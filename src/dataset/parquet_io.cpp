@@ -39,10 +39,14 @@ const std::vector<ColumnAccess>& Accessors() {
 
 std::shared_ptr<arrow::DataType> ArrowTypeOf(ColumnType type) {
   switch (type) {
-    case ColumnType::kString: return arrow::utf8();
-    case ColumnType::kInt: return arrow::int64();
-    case ColumnType::kDouble: return arrow::float64();
-    case ColumnType::kBool: return arrow::boolean();
+    case ColumnType::kString:
+      return arrow::utf8();
+    case ColumnType::kInt:
+      return arrow::int64();
+    case ColumnType::kDouble:
+      return arrow::float64();
+    case ColumnType::kBool:
+      return arrow::boolean();
   }
   return arrow::null();
 }
@@ -120,10 +124,10 @@ Status WriteTableTo(const arrow::Table& table, const std::string& path) {
                         ->compression_level(9)
                         ->build();
   auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  KSELECT_RETURN_IF_ERROR(FromArrow(
-      parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, 64 * 1024,
-                                 properties, arrow_properties),
-      path));
+  KSELECT_RETURN_IF_ERROR(
+      FromArrow(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *sink, 64 * 1024,
+                                           properties, arrow_properties),
+                path));
   return FromArrow((*sink)->Close(), path);
 }
 
@@ -142,7 +146,8 @@ Status WriteDataset(const Dataset& dataset, const std::string& path) {
   for (const ColumnAccess& column : Accessors()) {
     fields.push_back(arrow::field(std::string(column.name), ArrowTypeOf(column.type), true));
     auto array = BuildColumn(column, dataset.rows);
-    if (!array.ok()) return FromArrow(array.status(), path + ": column " + std::string(column.name));
+    if (!array.ok())
+      return FromArrow(array.status(), path + ": column " + std::string(column.name));
     arrays.push_back(*array);
   }
   std::map<std::string, std::string> metadata = dataset.metadata;
@@ -192,7 +197,8 @@ StatusOr<Dataset> ReadDataset(const std::string& path) {
       return ParseError(path + ": not a readable Parquet file: " + reader.status().ToString());
     }
     auto read = (*reader)->ReadTable();
-    if (!read.ok()) return ParseError(path + ": cannot read the table: " + read.status().ToString());
+    if (!read.ok())
+      return ParseError(path + ": cannot read the table: " + read.status().ToString());
     table = *read;
   } catch (const parquet::ParquetException& e) {
     return ParseError(path + ": not a readable Parquet file: " + e.what());

@@ -183,8 +183,8 @@ StatusOr<DataType> DataTypeColumn(const std::optional<std::string>& v, std::stri
                                   DataType fallback) {
   if (!v) return fallback;
   auto parsed = ParseDataType(*v);
-  if (!parsed.ok()) return SchemaMismatchError("column " + std::string(column) + ": " +
-                                               parsed.status().message());
+  if (!parsed.ok())
+    return SchemaMismatchError("column " + std::string(column) + ": " + parsed.status().message());
   return *parsed;
 }
 
@@ -215,7 +215,8 @@ StatusOr<Problem> ProblemFromRow(const DatasetRow& row) {
     p.dilation_h = Or<int64_t>(row.dilation_h, 1);
     p.dilation_w = Or<int64_t>(row.dilation_w, 1);
     KSELECT_ASSIGN_OR_RETURN(p.dtype, DataTypeColumn(row.dtype, "dtype", p.dtype));
-    KSELECT_ASSIGN_OR_RETURN(p.compute, DataTypeColumn(row.compute_type, "compute_type", p.compute));
+    KSELECT_ASSIGN_OR_RETURN(p.compute,
+                             DataTypeColumn(row.compute_type, "compute_type", p.compute));
     return Problem(p);
   }
   if (!row.m || !row.n || !row.k) {
@@ -231,10 +232,10 @@ StatusOr<Problem> ProblemFromRow(const DatasetRow& row) {
     if (!layout.ok()) return SchemaMismatchError("column layout: " + layout.status().message());
     p.layout = *layout;
   }
-  KSELECT_ASSIGN_OR_RETURN(p.dtype_a, DataTypeColumn(row.dtype_a ? row.dtype_a : row.dtype,
-                                                     "dtype_a", p.dtype_a));
-  KSELECT_ASSIGN_OR_RETURN(p.dtype_b, DataTypeColumn(row.dtype_b ? row.dtype_b : row.dtype,
-                                                     "dtype_b", p.dtype_b));
+  KSELECT_ASSIGN_OR_RETURN(
+      p.dtype_a, DataTypeColumn(row.dtype_a ? row.dtype_a : row.dtype, "dtype_a", p.dtype_a));
+  KSELECT_ASSIGN_OR_RETURN(
+      p.dtype_b, DataTypeColumn(row.dtype_b ? row.dtype_b : row.dtype, "dtype_b", p.dtype_b));
   KSELECT_ASSIGN_OR_RETURN(p.dtype_c, DataTypeColumn(row.dtype_c, "dtype_c", p.dtype_a));
   KSELECT_ASSIGN_OR_RETURN(p.compute, DataTypeColumn(row.compute_type, "compute_type", p.compute));
   p.alpha = Or(row.alpha, 1.0);
@@ -279,8 +280,7 @@ StatusOr<KernelConfig> ConfigFromRow(const DatasetRow& row) {
       c.instr_k = I32(row.instr_k);
       c.stages = I32(row.stages);
       KSELECT_ASSIGN_OR_RETURN(c.pipeline, ParseTilePipeline(Or<std::string>(row.pipeline, "")));
-      KSELECT_ASSIGN_OR_RETURN(c.scheduler,
-                               ParseTileScheduler(Or<std::string>(row.scheduler, "")));
+      KSELECT_ASSIGN_OR_RETURN(c.scheduler, ParseTileScheduler(Or<std::string>(row.scheduler, "")));
       KSELECT_ASSIGN_OR_RETURN(c.epilogue, ParseTileEpilogue(Or<std::string>(row.epilogue, "")));
       c.mask_m = Or(row.pad_m, true);
       c.mask_n = Or(row.pad_n, true);

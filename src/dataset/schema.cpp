@@ -6,10 +6,14 @@ namespace kselect {
 
 std::string_view ColumnTypeName(ColumnType type) {
   switch (type) {
-    case ColumnType::kString: return "string";
-    case ColumnType::kInt: return "int64";
-    case ColumnType::kDouble: return "double";
-    case ColumnType::kBool: return "bool";
+    case ColumnType::kString:
+      return "string";
+    case ColumnType::kInt:
+      return "int64";
+    case ColumnType::kDouble:
+      return "double";
+    case ColumnType::kBool:
+      return "bool";
   }
   return "unknown";
 }
@@ -28,8 +32,8 @@ std::string DatasetSchemaMarkdown() {
       "# Canonical dataset schema\n\n"
       "Generated from `KSELECT_DATASET_COLUMNS` in include/kselect/dataset.h by "
       "`kselect data schema --markdown`; a test keeps this file in sync.\n\n"
-      "Schema version " + std::to_string(kDatasetSchemaMajor) + "." +
-      std::to_string(kDatasetSchemaMinor) +
+      "Schema version " +
+      std::to_string(kDatasetSchemaMajor) + "." + std::to_string(kDatasetSchemaMinor) +
       ". Files are zstd-compressed Parquet. Every column is nullable (a GEMM row has no conv "
       "columns). File metadata keys: `kselect.schema_version`, `kselect.tool`, "
       "`kselect.created_at`, `kselect.rows`, `kselect.sources` (JSON: input files and their "

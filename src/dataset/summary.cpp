@@ -49,8 +49,8 @@ DatasetSummary SummarizeDataset(const Dataset& dataset) {
     ++s.runs[row.run_id.value_or("unknown")];
     ++s.archs[row.arch.value_or("unknown")];
     ++s.op_types[row.op_type.value_or("unknown")];
-    ++s.dtype_layouts[row.dtype.value_or("?") + " " + row.layout.value_or(
-                                                        row.conv_direction.value_or("?"))];
+    ++s.dtype_layouts[row.dtype.value_or("?") + " " +
+                      row.layout.value_or(row.conv_direction.value_or("?"))];
   }
   s.shapes = static_cast<int64_t>(shapes.size());
   s.configs = static_cast<int64_t>(configs.size());

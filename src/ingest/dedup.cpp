@@ -57,8 +57,7 @@ Measurement MergeGroup(std::vector<Measurement*>& group) {
 }  // namespace
 
 std::string MeasurementKey(const Measurement& m) {
-  return m.run_id + "|" + m.op_type + "|" + ProblemToString(m.problem) + "|" +
-         ConfigKey(m.config);
+  return m.run_id + "|" + m.op_type + "|" + ProblemToString(m.problem) + "|" + ConfigKey(m.config);
 }
 
 std::vector<Measurement> MergeDuplicateMeasurements(std::vector<Measurement> measurements) {

@@ -31,7 +31,9 @@ const FormatEntry& EntryOf(InputFormat format) {
 
 }  // namespace
 
-std::string_view InputFormatName(InputFormat format) { return EntryOf(format).name; }
+std::string_view InputFormatName(InputFormat format) {
+  return EntryOf(format).name;
+}
 
 StatusOr<InputFormat> ParseInputFormat(std::string_view name) {
   for (const auto& e : kFormats) {
@@ -45,9 +47,10 @@ StatusOr<InputFormat> DetectInputFormat(std::string_view data, std::string_view 
   const std::string_view trimmed = text::Trim(data);
   if (trimmed.empty()) return ParseError(std::string(source) + ": file is empty");
   const std::string_view first_line = text::Trim(trimmed.substr(0, trimmed.find('\n')));
-  const bool kselect_record = first_line.find("\"type\":\"run\"") != std::string_view::npos ||
-                              first_line.find("\"type\":\"measurement\"") != std::string_view::npos ||
-                              first_line.find("kselect.bench.jsonl") != std::string_view::npos;
+  const bool kselect_record =
+      first_line.find("\"type\":\"run\"") != std::string_view::npos ||
+      first_line.find("\"type\":\"measurement\"") != std::string_view::npos ||
+      first_line.find("kselect.bench.jsonl") != std::string_view::npos;
   if (first_line.front() == '{' && kselect_record) {
     return InputFormat::kKselectJsonl;
   }

@@ -8,10 +8,21 @@ namespace kselect {
 namespace {
 
 std::vector<KernelConfig> OneOfEach() {
-  CublasLtConfig lt{.algo_id = 66, .tile_id = 20, .stages_id = 35, .split_k = 2,
-                    .reduction_scheme = 1, .swizzle = 1, .custom_option = 3,
-                    .cluster_shape_id = 2, .tile_m = 128, .tile_n = 128, .stage_k = 64,
-                    .stages = 3, .cluster_m = 2, .cluster_n = 1, .cluster_k = 1};
+  CublasLtConfig lt{.algo_id = 66,
+                    .tile_id = 20,
+                    .stages_id = 35,
+                    .split_k = 2,
+                    .reduction_scheme = 1,
+                    .swizzle = 1,
+                    .custom_option = 3,
+                    .cluster_shape_id = 2,
+                    .tile_m = 128,
+                    .tile_n = 128,
+                    .stage_k = 64,
+                    .stages = 3,
+                    .cluster_m = 2,
+                    .cluster_n = 1,
+                    .cluster_k = 1};
   TileConfig tile;
   tile.pipeline = TilePipeline::kWarpSpecialized;
   tile.scheduler = TileScheduler::kPersistent;
@@ -19,12 +30,27 @@ std::vector<KernelConfig> OneOfEach() {
   tile.mask_k = false;
   tile.cluster_m = 2;
   CudnnConfig cudnn{.engine_id = 7, .knobs = {{1, 4}, {3, -1}}};
-  CkTileConfig ck{.tile_m = 256, .tile_n = 128, .tile_k = 64, .warp_m = 2, .warp_n = 2,
-                  .warp_k = 1, .warp_tile_m = 32, .warp_tile_n = 32, .warp_tile_k = 16,
-                  .pipeline = "compv4", .scheduler = "intrawave", .epilogue = "cshuffle",
-                  .pad_m = true, .persistent = true, .vec_a = 8};
-  CkConvConfig conv{.tile_m = 64, .tile_n = 64, .tile_k = 32, .pipeline = "compv3",
-                    .scheduler = "intrawave", .double_smem_buffer = true};
+  CkTileConfig ck{.tile_m = 256,
+                  .tile_n = 128,
+                  .tile_k = 64,
+                  .warp_m = 2,
+                  .warp_n = 2,
+                  .warp_k = 1,
+                  .warp_tile_m = 32,
+                  .warp_tile_n = 32,
+                  .warp_tile_k = 16,
+                  .pipeline = "compv4",
+                  .scheduler = "intrawave",
+                  .epilogue = "cshuffle",
+                  .pad_m = true,
+                  .persistent = true,
+                  .vec_a = 8};
+  CkConvConfig conv{.tile_m = 64,
+                    .tile_n = 64,
+                    .tile_k = 32,
+                    .pipeline = "compv3",
+                    .scheduler = "intrawave",
+                    .double_smem_buffer = true};
   return {lt, tile, cudnn, ck, conv};
 }
 
@@ -81,8 +107,18 @@ TEST(KernelConfigTest, ProblemJsonRoundTrip) {
   GemmProblem g{.m = 1, .n = 4096, .k = 14336, .batch = 2};
   g.layout = *GemmLayoutFromBlasOps("TN");
   g.beta = 0.5;
-  ConvProblem c{.n = 4, .c = 32, .k = 64, .g = 1, .di = 4, .hi = 9, .wi = 9, .z = 3, .y = 3,
-                .x = 3, .pad_d = 1, .direction = ConvDirection::kBackwardWeight};
+  ConvProblem c{.n = 4,
+                .c = 32,
+                .k = 64,
+                .g = 1,
+                .di = 4,
+                .hi = 9,
+                .wi = 9,
+                .z = 3,
+                .y = 3,
+                .x = 3,
+                .pad_d = 1,
+                .direction = ConvDirection::kBackwardWeight};
   for (const Problem& p : {Problem(g), Problem(c)}) {
     auto back = json_codec::ProblemFromJson(json_codec::ProblemToJson(p), "problem");
     ASSERT_TRUE(back.ok()) << back.status().ToString();

@@ -18,7 +18,8 @@ TEST(ProblemTest, GemmFlopsAndBytes) {
 TEST(ProblemTest, ImpossibleGemmShapesAreRejected) {
   EXPECT_FALSE((GemmProblem{.m = 0, .n = 1, .k = 1}).Validate().ok());
   EXPECT_FALSE((GemmProblem{.m = 4, .n = -1, .k = 1}).Validate().ok());
-  const Status overflow = GemmProblem{.m = int64_t{1} << 40, .n = int64_t{1} << 40, .k = 1}.Validate();
+  const Status overflow =
+      GemmProblem{.m = int64_t{1} << 40, .n = int64_t{1} << 40, .k = 1}.Validate();
   EXPECT_EQ(overflow.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(overflow.message().find("overflows"), std::string::npos);
 }
@@ -50,8 +51,16 @@ TEST(ProblemTest, DataTypeNames) {
 }
 
 TEST(ProblemTest, ConvOutputSizesAndFlops) {
-  ConvProblem p{.n = 2, .c = 64, .k = 128, .g = 2, .hi = 56, .wi = 56, .y = 3, .x = 3,
-                .pad_h = 1, .pad_w = 1};
+  ConvProblem p{.n = 2,
+                .c = 64,
+                .k = 128,
+                .g = 2,
+                .hi = 56,
+                .wi = 56,
+                .y = 3,
+                .x = 3,
+                .pad_h = 1,
+                .pad_w = 1};
   ASSERT_TRUE(p.Validate().ok());
   EXPECT_FALSE(p.Is3d());
   EXPECT_EQ(p.Ho(), 56);

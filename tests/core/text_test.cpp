@@ -52,7 +52,8 @@ TEST(TextTest, SplitLinesHandlesCrlfAndNoFinalNewline) {
 }
 
 TEST(TextTest, AtomicWriteLeavesNoPartialFile) {
-  const auto dir = std::filesystem::temp_directory_path() / ("kselect_text_" + Md5Hex(UtcNowIso8601()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kselect_text_" + Md5Hex(UtcNowIso8601()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "out.txt").string();
   ASSERT_TRUE(WriteFileAtomically(path, "first").ok());

@@ -128,8 +128,9 @@ TEST_F(DatasetTest, RefusesOtherSchemaVersionsUnknownMissingAndMistypedColumns) 
 
   WriteRaw(Path("typed.parquet"), arrow::schema({arrow::field("m", arrow::utf8())}, meta("1.0")),
            {string_array});
-  EXPECT_NE(ReadDataset(Path("typed.parquet")).status().message().find("column 'm' has type string"),
-            std::string::npos);
+  EXPECT_NE(
+      ReadDataset(Path("typed.parquet")).status().message().find("column 'm' has type string"),
+      std::string::npos);
 
   WriteRaw(Path("missing.parquet"), arrow::schema({arrow::field("m", arrow::int64())}, meta("1.0")),
            {int_array});

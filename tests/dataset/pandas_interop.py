@@ -50,6 +50,25 @@ def main():
         assert pd.isna(conv["m"])  # a conv row has no GEMM dims
         print(f"pandas {pd.__version__} / pyarrow {pa.__version__}: {len(df)} rows, "
               f"{len(schema)} columns read as documented")
+
+        # An AMD CK Tile streaming log lands in the same documented schema.
+        ck = os.path.join(tmp, "ck.parquet")
+        subprocess.run([args.kselect, "ingest", os.path.join(args.fixtures, "ck", "tile_good.log"),
+                        "--arch", "gfx950", "-o", ck], check=True, capture_output=True)
+        ck_schema = pq.read_schema(ck)
+        assert [(f.name, f.type) for f in ck_schema] == expected, "CK dataset schema differs"
+        ck_df = pd.read_parquet(ck)
+        assert set(ck_df["provider"]) == {"ck_tile"}, set(ck_df["provider"])
+        assert set(ck_df["arch"]) == {"gfx950"} and set(ck_df["vendor"]) == {"amd"}
+        first = ck_df.iloc[0]
+        assert (first["m"], first["n"], first["k"]) == (1024, 2048, 512)
+        assert (first["tile_m"], first["tile_n"], first["tile_k"]) == (128, 128, 128)
+        assert (first["warp_m"], first["warp_n"], first["warp_tile_k"]) == (1, 4, 128)
+        assert first["dtype"] == "fp8" and first["layout"] == "rcr" and first["pipeline"] == "compv3"
+        mem = ck_df[ck_df["pipeline"] == "mem"]
+        assert len(mem) > 0 and mem["pad_m"].all() and mem["pad_k"].all(), "_mem pad fix missing"
+        assert (~ck_df["is_valid"]).sum() >= 1, "zero-performance rows must be kept as invalid"
+        print(f"CK Tile log: {len(ck_df)} rows read as documented")
     return 0
 
 

@@ -17,10 +17,17 @@ TEST(SchemaDocTest, DocsListEveryColumnOfTheCode) {
 TEST(SchemaDocTest, ColumnNamesAreUniqueAndIncludeTheSeedColumns) {
   std::set<std::string_view> names;
   for (const auto& c : DatasetColumns()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
-  for (const char* seed : {"op_type", "dtype", "layout", "arch", "kernel_name", "m", "n", "k",
-                           "split_k", "measured_tflops", "latency_ms", "bandwidth_gb_s",
-                           "is_valid", "tile_m", "warp_m", "warp_tile_m", "pipeline",
-                           "scheduler", "epilogue", "pad_m", "persistent", "run_id"}) {
+  for (const char* seed : {"op_type",     "dtype",
+                           "layout",      "arch",
+                           "kernel_name", "m",
+                           "n",           "k",
+                           "split_k",     "measured_tflops",
+                           "latency_ms",  "bandwidth_gb_s",
+                           "is_valid",    "tile_m",
+                           "warp_m",      "warp_tile_m",
+                           "pipeline",    "scheduler",
+                           "epilogue",    "pad_m",
+                           "persistent",  "run_id"}) {
     EXPECT_TRUE(names.contains(seed)) << seed;
   }
 }

@@ -42,7 +42,7 @@ TEST(KselectJsonlTest, ParsesRunsAndEveryMeasurementKind) {
   EXPECT_NE(result->measurements[3].invalid_reason.find("NaN"), std::string::npos);
   EXPECT_FALSE(result->measurements[4].is_valid);  // latency -1
   EXPECT_NE(result->measurements[4].invalid_reason.find("not positive"), std::string::npos);
-  EXPECT_TRUE(result->measurements[5].is_valid);   // tile engine config
+  EXPECT_TRUE(result->measurements[5].is_valid);  // tile engine config
   EXPECT_EQ(ProviderOf(result->measurements[5].config), Provider::kTile);
   EXPECT_TRUE(std::holds_alternative<ConvProblem>(result->measurements[6].problem));
   EXPECT_EQ(std::get<CudnnConfig>(result->measurements[6].config).knobs.size(), 2u);
@@ -66,6 +66,8 @@ struct BadCase {
   const char* message_part;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.file; }
+
 class KselectJsonlBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(KselectJsonlBadInputTest, FailsWithFileLineAndReason) {
@@ -83,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
     Fixtures, KselectJsonlBadInputTest,
     ::testing::Values(
         BadCase{"bench_truncated.jsonl", StatusCode::kParseError, ":4: truncated final record"},
-        BadCase{"bench_bad_type.jsonl", StatusCode::kParseError, ":2.problem.m: expected an integer"},
+        BadCase{"bench_bad_type.jsonl", StatusCode::kParseError,
+                ":2.problem.m: expected an integer"},
         BadCase{"bench_no_run.jsonl", StatusCode::kParseError, "has no run record"},
         BadCase{"bench_bad_version.jsonl", StatusCode::kSchemaMismatch, "format_version 2"},
         BadCase{"bench_impossible_shape.jsonl", StatusCode::kParseError, "m must be positive"},
@@ -111,7 +114,8 @@ TEST(KselectJsonlTest, EmptyAndNonUtf8FilesAreRejected) {
 TEST(KselectJsonlTest, FormatDetection) {
   EXPECT_EQ(*DetectInputFormat("{\"type\":\"run\",\"format\":\"kselect.bench.jsonl\"}", "x"),
             InputFormat::kKselectJsonl);
-  EXPECT_EQ(*DetectInputFormat("{\"name\": \"gemm_universal_fp8\"}", "x"), InputFormat::kCkTileJson);
+  EXPECT_EQ(*DetectInputFormat("{\"name\": \"gemm_universal_fp8\"}", "x"),
+            InputFormat::kCkTileJson);
   EXPECT_EQ(*DetectInputFormat("CK Tile Wide Coverage Benchmark Batch 1\n", "x"),
             InputFormat::kCkTileLog);
   EXPECT_EQ(*DetectInputFormat("kernel,problem_idx,N,C\n", "x"), InputFormat::kCkConvCsv);
