@@ -176,18 +176,6 @@ std::string_view ColumnName(Column c) {
   return kColumns[static_cast<size_t>(c)].name;
 }
 
-std::string_view DirectionToken(ConvDirection d) {
-  switch (d) {
-    case ConvDirection::kForward:
-      return "fwd";
-    case ConvDirection::kBackwardData:
-      return "bwd_data";
-    case ConvDirection::kBackwardWeight:
-      return "bwd_weight";
-  }
-  return "fwd";
-}
-
 // The kernel name's config and direction. A name without a variant token
 // ("grouped_conv_bf16_2d_...") takes the direction from the options.
 StatusOr<CkConvKernelName> KernelFromName(const std::string& name, const IngestOptions& options,
@@ -196,9 +184,9 @@ StatusOr<CkConvKernelName> KernelFromName(const std::string& name, const IngestO
   if (parsed.ok()) {
     if (options.conv_direction.has_value() && *options.conv_direction != parsed->direction) {
       return ParseError(where + ": kernel '" + name + "' is " +
-                        std::string(DirectionToken(parsed->direction)) +
+                        std::string(ConvDirectionName(parsed->direction)) +
                         " but the conv direction option says " +
-                        std::string(DirectionToken(*options.conv_direction)));
+                        std::string(ConvDirectionName(*options.conv_direction)));
     }
     return parsed;
   }
@@ -213,7 +201,7 @@ StatusOr<CkConvKernelName> KernelFromName(const std::string& name, const IngestO
                           "direction was given");
       }
       const std::string with_direction = std::string(kPrefix) +
-                                         std::string(DirectionToken(*options.conv_direction)) +
+                                         std::string(ConvDirectionName(*options.conv_direction)) +
                                          "_" + std::string(rest);
       StatusOr<CkConvKernelName> retry = ParseCkConvKernelName(with_direction);
       if (retry.ok()) return retry;

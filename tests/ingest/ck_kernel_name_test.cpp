@@ -6,14 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "kselect/ingest.h"
+#include "testing_util.h"
 
 namespace kselect {
 namespace {
 
-testing::AssertionResult Contains(std::string_view haystack, std::string_view needle) {
-  if (haystack.find(needle) != std::string_view::npos) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "'" << haystack << "' does not contain '" << needle << "'";
-}
+using testing_util::Contains;
 
 constexpr std::string_view kDocName =
     "gemm_universal_fp8_rcr_compv3_cshuffle_intrawave_False_False_False_False_128x128x128_1x4x1_"

@@ -10,32 +10,15 @@
 #include <gtest/gtest.h>
 
 #include "kselect/ingest.h"
+#include "testing_util.h"
 
 namespace kselect {
 namespace {
 
-std::string FixturePath(std::string_view name) {
-#ifdef KSELECT_FIXTURE_DIR
-  const std::filesystem::path dir = KSELECT_FIXTURE_DIR;
-#else
-  const std::filesystem::path dir =
-      std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures";
-#endif
-  return (dir / "ck" / name).string();
-}
-
 std::string ReadFixture(std::string_view name) {
-  std::ifstream in(FixturePath(name), std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing fixture " << FixturePath(name);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return testing_util::ReadFixture("ck", name);
 }
-
-testing::AssertionResult Contains(std::string_view haystack, std::string_view needle) {
-  if (haystack.find(needle) != std::string_view::npos) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << "'" << haystack << "' does not contain '" << needle << "'";
-}
+using testing_util::Contains;
 
 IngestOptions GfxOptions() {
   IngestOptions options;

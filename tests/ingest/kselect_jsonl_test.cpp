@@ -66,7 +66,9 @@ struct BadCase {
   const char* message_part;
 };
 
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.file; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.file;
+}
 
 class KselectJsonlBadInputTest : public ::testing::TestWithParam<BadCase> {};
 
