@@ -30,6 +30,7 @@ struct CatalogueArgs {
   int device = 0;
   double max_workspace_mib = 32;
   bool list = false;
+  bool count_all = false;
   std::string snapshot;
   std::string enumerated;
 };
@@ -47,15 +48,21 @@ int RunCatalogue(const CatalogueArgs& args) {
   auto provider = CreateProvider(*provider_id, po);
   if (!provider.ok()) return ReportError("catalogue", provider.status());
   const auto start = std::chrono::steady_clock::now();
-  auto configs = (*provider)->Enumerate(Problem(*problem));
+  // The full space, or only what the rules keep (the provider skips device checks of the rest).
+  const RuleSet& rule_set = *rules;
+  auto configs = args.count_all ? (*provider)->Enumerate(Problem(*problem))
+                                : (*provider)->Enumerate(Problem(*problem), [&rule_set](const KernelConfig& c) {
+                                    return RejectingRule(rule_set, c).empty();
+                                  });
   if (!configs.ok()) return ReportError("catalogue", configs.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<KernelConfig> kept = ApplyRules(*rules, *configs);
   std::map<int, std::pair<int, int>> per_algo;  // algo -> (enumerated, kept)
   for (const KernelConfig& c : *configs) ++per_algo[std::get<CublasLtConfig>(c).algo_id].first;
   for (const KernelConfig& c : kept) ++per_algo[std::get<CublasLtConfig>(c).algo_id].second;
-  std::fprintf(stderr, "%s: %zu configs enumerated in %.2f s, %zu in rule set '%s' (%s)\n",
-               problem->ToString().c_str(), configs->size(), seconds, kept.size(), rules->name.c_str(),
+  std::fprintf(stderr, "%s: %zu configs enumerated%s in %.2f s, %zu in rule set '%s' (%s)\n",
+               problem->ToString().c_str(), configs->size(), args.count_all ? "" : " (rule-filtered)", seconds,
+               kept.size(), rules->name.c_str(),
                FingerprintText(rules->fingerprint).c_str());
   for (const auto& [algo, counts] : per_algo) {
     std::fprintf(stderr, "  algo %3d: %6d enumerated, %6d kept\n", algo, counts.first, counts.second);
@@ -81,11 +88,18 @@ int RunCatalogue(const CatalogueArgs& args) {
                         {"tool", ToolDescription()},
                         {"max_workspace_bytes", po.max_workspace_bytes},
                         {"enumerated", configs->size()},
-                        {"count", kept.size()},
-                        {"configs", nlohmann::json::array()}};
-    for (const KernelConfig& c : kept) snap["configs"].push_back(json_codec::KernelConfigToJson(c));
+                        {"count", kept.size()}};
+    // One config per line: reviewable diffs when a snapshot is regenerated.
+    std::string text = snap.dump(1);
+    text.resize(text.rfind('}'));
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    text += ",\n \"configs\": [";
+    for (size_t i = 0; i < kept.size(); ++i) {
+      text += (i == 0 ? "\n  " : ",\n  ") + json_codec::KernelConfigToJson(kept[i]).dump();
+    }
+    text += "\n ]\n}\n";
     std::ofstream out(args.snapshot, std::ios::binary);
-    out << snap.dump(1) << "\n";
+    out << text;
     if (!out) return ReportError("catalogue", IoError(args.snapshot + ": cannot write"));
   }
   return kExitOk;
@@ -109,6 +123,8 @@ Command CatalogueCommand() {
             app.add_option("--device", a->device, "CUDA device")->capture_default_str();
             app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")->capture_default_str();
             app.add_flag("--list", a->list, "print the kept configs as JSON lines");
+            app.add_flag("--count-all", a->count_all,
+                         "enumerate the full space first (slower) to report what the rules drop");
             app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
             app.add_option("--enumerated", a->enumerated, "write every enumerated config (JSON lines) to FILE");
             return [a] { return RunCatalogue(*a); };
