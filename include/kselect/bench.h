@@ -52,8 +52,8 @@ std::string MeasurementLine(const Measurement& m);
 // What an existing bench file already holds, for --resume.
 struct ResumeState {
   bool has_run_record = false;
-  RunInfo run;                           // the file's run record when present
-  std::set<std::string> done;            // PairKey of every measurement record
+  RunInfo run;                            // the file's run record when present
+  std::set<std::string> done;             // PairKey of every measurement record
   std::map<std::string, double> best_ms;  // per ProblemToString: fastest valid latency so far
   int64_t measurements = 0;
   int64_t torn_bytes = 0;  // bytes of an incomplete last line (removed when repairing)
@@ -65,7 +65,7 @@ StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair);
 struct BenchOptions {
   std::vector<GemmProblem> problems;  // the whole list; the shard picks its slice
   Provider provider = Provider::kCublasLt;
-  RuleSet rules;                      // filters each problem's enumerated configs
+  RuleSet rules;  // filters each problem's enumerated configs
   std::string output_path;
   bool resume = false;
   ShardSpec shard;
@@ -73,20 +73,20 @@ struct BenchOptions {
   std::string device_kind;  // lender's kind name, recorded in the run record ("nvidia-h200")
   std::string run_id;       // "" = derived from the start time and shard
   // Method.
-  int warmup_iters = 10;           // at most this many warm-up launches (fewer for slow configs)
-  double warmup_ms = 5;            // ... enough to cover this much GPU time
-  int repeats = 7;                 // timed batches; the median is reported
-  int min_repeats = 3;             // fewest batches the time budget may cut to
-  double batch_ms = 0.5;           // launches per batch chosen to fill this much GPU time
+  int warmup_iters = 10;  // at most this many warm-up launches (fewer for slow configs)
+  double warmup_ms = 5;   // ... enough to cover this much GPU time
+  int repeats = 7;        // timed batches; the median is reported
+  int min_repeats = 3;    // fewest batches the time budget may cut to
+  double batch_ms = 0.5;  // launches per batch chosen to fill this much GPU time
   int max_iters_per_batch = 200;
-  double config_budget_ms = 300;   // GPU time budget for timing one config
-  double abort_factor = 3.0;       // abort a config whose estimate exceeds factor x best so far
-  int heuristic_picks = 8;         // the provider heuristic's top-N, timed and ranked as peers
+  double config_budget_ms = 300;  // GPU time budget for timing one config
+  double abort_factor = 3.0;      // abort a config whose estimate exceeds factor x best so far
+  int heuristic_picks = 8;        // the provider heuristic's top-N, timed and ranked as peers
   int64_t max_workspace_bytes = 32ll << 20;
-  int64_t rotate_bytes = 0;        // bytes of inputs to rotate through (0 = 2 x L2, at least)
+  int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
   int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)
-  double watchdog_s = 30;          // a worker silent this long on one config is killed
-  double plan_watchdog_s = 300;    // ... while enumerating one problem
+  double watchdog_s = 30;               // a worker silent this long on one config is killed
+  double plan_watchdog_s = 300;         // ... while enumerating one problem
 };
 
 struct BenchSummary {

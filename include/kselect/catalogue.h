@@ -15,11 +15,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kselect/kernel_config.h"
+#include "kselect/provider.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -46,15 +48,21 @@ struct RuleSet {
 StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source);
 StatusOr<RuleSet> LoadRuleSet(const std::string& path);
 // rules_dir/<provider>/<name>.json, e.g. rules/cublaslt/default.json.
-StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider, std::string_view name);
+StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
+                              std::string_view name);
 
 // The integer config fields rules may name for `provider` ("algo_id", "tile_m", ...).
 std::vector<std::string> RuleFields(Provider provider);
 
-// The first rule `config` fails ("" when it passes every rule).
-std::string RejectingRule(const RuleSet& rules, const KernelConfig& config);
+// The first rule `config` fails ("" when it passes every rule). Rules on the fields named in
+// `ignored` are skipped.
+std::string RejectingRule(const RuleSet& rules, const KernelConfig& config,
+                          std::span<const std::string_view> ignored = {});
+// The rule set as a provider's enumeration filter (keep and may_keep).
+ConfigFilter RuleSetFilter(const RuleSet& rules);
 // `configs` that pass every rule, order kept.
-std::vector<KernelConfig> ApplyRules(const RuleSet& rules, const std::vector<KernelConfig>& configs);
+std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
+                                     const std::vector<KernelConfig>& configs);
 
 // "0x" + 16 hex digits.
 std::string FingerprintText(uint64_t fingerprint);

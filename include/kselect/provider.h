@@ -58,9 +58,20 @@ class PreparedKernel {
   virtual Status Launch(const GemmOperands& operands, void* stream) = 0;
 };
 
-// Which configs a caller wants (a rule set, say); empty = all. Enumerate may skip the device
-// check of configs this rejects, which is what makes a small catalogue fast to enumerate.
-using ConfigFilter = std::function<bool(const KernelConfig&)>;
+// Which configs a caller wants (a rule set, say: see RuleSetFilter in catalogue.h); an empty
+// filter wants all. Enumerate skips the device checks of configs the filter rejects, which is
+// what makes a small catalogue fast to enumerate.
+struct ConfigFilter {
+  // True when `config` is wanted.
+  std::function<bool(const KernelConfig&)> keep;
+  // Optional: false only when no config that equals `config` except in the fields named in
+  // `varying` is wanted, so a provider can drop a whole family of variants (split-K factors,
+  // swizzles) before checking any of them on the device.
+  std::function<bool(const KernelConfig& config, std::span<const std::string_view> varying)>
+      may_keep;
+
+  bool empty() const { return !keep; }
+};
 
 class KernelProvider {
  public:
@@ -91,8 +102,7 @@ class KernelProvider {
 
   // The provider's own heuristic ranking, best first, at most `count` configs (rank = index + 1).
   // Recorded as peers (Measurement::peer_rank). Providers without a heuristic return {}.
-  virtual StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem,
-                                                             int count) = 0;
+  virtual StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count) = 0;
 };
 
 // One row of the provider registry: the table CreateProvider looks providers up in.

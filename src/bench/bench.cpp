@@ -95,12 +95,14 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
                                options.plan_watchdog_s);
     if (!plan.ok() || !(*plan).value("ok", false)) {
       ++summary.problems_failed;
-      std::cerr << "kselect bench: device " << device << ": " << problem.ToString() << ": enumeration failed: "
+      std::cerr << "kselect bench: device " << device << ": " << problem.ToString()
+                << ": enumeration failed: "
                 << (plan.ok() ? (*plan).value("reason", "") : plan.status().ToString()) << "\n";
       continue;
     }
     std::vector<KernelConfig> configs;
-    for (const json& c : (*plan)["configs"]) configs.push_back(*json_codec::KernelConfigFromJson(c, "plan"));
+    for (const json& c : (*plan)["configs"])
+      configs.push_back(*json_codec::KernelConfigFromJson(c, "plan"));
     if (options.max_configs_per_problem > 0 &&
         static_cast<int64_t>(configs.size()) > options.max_configs_per_problem) {
       configs.resize(static_cast<size_t>(options.max_configs_per_problem));
@@ -120,7 +122,8 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
               << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
               << peer_rank.size() << " heuristic picks)\n";
     const auto best_it = state.best_ms.find(ProblemToString(p));
-    double best = best_it == state.best_ms.end() ? std::numeric_limits<double>::infinity() : best_it->second;
+    double best =
+        best_it == state.best_ms.end() ? std::numeric_limits<double>::infinity() : best_it->second;
     for (size_t i = 0; i < configs.size(); ++i) {
       const KernelConfig& config = configs[i];
       if (state.done.count(PairKey(p, config)) != 0) {
@@ -141,7 +144,8 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       m.kernel_name = DescribeConfig(config);
       m.method = run.method;
       m.timestamp = NowIso();
-      if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end()) m.peer_rank = it->second;
+      if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end())
+        m.peer_rank = it->second;
       if (!reply.ok()) {
         m.invalid_reason = reply.status().ToString();
       } else if (!(*reply).value("ok", false)) {
@@ -152,12 +156,14 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
         m.cv = r.value("cv", 0.0);
         m.samples = r.value("samples", 0);
         if (r.contains("method")) {
-          if (auto method = json_codec::MethodFromJson(r["method"], "reply.method"); method.ok()) m.method = *method;
+          if (auto method = json_codec::MethodFromJson(r["method"], "reply.method"); method.ok())
+            m.method = *method;
         }
         m.aborted = r.value("aborted", false);
         if (m.aborted) {
           m.abort_bound_ms = r.value("abort_bound_ms", 0.0);
-          m.invalid_reason = "aborted: slower than " + std::to_string(options.abort_factor) + "x the best so far";
+          m.invalid_reason =
+              "aborted: slower than " + std::to_string(options.abort_factor) + "x the best so far";
         } else {
           m.is_valid = true;
           DeriveRates(m);
@@ -191,15 +197,17 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
   if (options.devices.empty()) return InvalidArgumentError("no devices");
   KSELECT_ASSIGN_OR_RETURN(ResumeState state, LoadResumeState(options.output_path, options.resume));
   if (!options.resume && (state.has_run_record || state.measurements > 0 || state.torn_bytes > 0)) {
-    return FailedPreconditionError(options.output_path +
-                                   " already holds bench records: pass --resume to continue it, or choose another -o");
+    return FailedPreconditionError(
+        options.output_path +
+        " already holds bench records: pass --resume to continue it, or choose another -o");
   }
   if (state.torn_bytes > 0) {
     std::cerr << "kselect bench: removed a torn last line (" << state.torn_bytes << " bytes) from "
               << options.output_path << "\n";
   }
   const int fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return IoError(options.output_path + ": cannot open for writing: " + std::strerror(errno));
+  if (fd < 0)
+    return IoError(options.output_path + ": cannot open for writing: " + std::strerror(errno));
   RunInfo run;
   if (state.has_run_record) {
     run = state.run;
@@ -209,8 +217,9 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     probe.Kill();
     if (!hello.ok() || !(*hello).value("ok", false)) {
       ::close(fd);
-      return UnavailableError("cannot read the GPU's profile: " +
-                              (hello.ok() ? (*hello).value("reason", "") : hello.status().ToString()));
+      return UnavailableError(
+          "cannot read the GPU's profile: " +
+          (hello.ok() ? (*hello).value("reason", "") : hello.status().ToString()));
     }
     auto profile = HardwareProfileFromJson((*hello)["hardware"].dump(), "worker hardware");
     if (!profile.ok()) {
@@ -224,15 +233,17 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     run.method = DefaultMethod(options);
     run.run_id = !options.run_id.empty()
                      ? options.run_id
-                     : (options.device_kind.empty() ? std::string("gpu") : options.device_kind) + "-" + NowIso(true) +
-                           "-shard" + std::to_string(options.shard.index) + "of" + std::to_string(options.shard.count);
+                     : (options.device_kind.empty() ? std::string("gpu") : options.device_kind) +
+                           "-" + NowIso(true) + "-shard" + std::to_string(options.shard.index) +
+                           "of" + std::to_string(options.shard.count);
     if (Status s = AppendLine(fd, RunRecordLine(run), options.output_path); !s.ok()) {
       ::close(fd);
       return s;
     }
   }
   std::vector<GemmProblem> mine;
-  for (const size_t i : ShardIndices(options.problems.size(), options.shard)) mine.push_back(options.problems[i]);
+  for (const size_t i : ShardIndices(options.problems.size(), options.shard))
+    mine.push_back(options.problems[i]);
 
   BenchSummary summary;
   if (options.devices.size() == 1) {
@@ -243,7 +254,8 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     const ShardSpec split{0, static_cast<int>(options.devices.size())};
     for (size_t d = 0; d < options.devices.size(); ++d) {
       std::vector<GemmProblem> part;
-      for (const size_t i : ShardIndices(mine.size(), ShardSpec{static_cast<int>(d), split.count})) {
+      for (const size_t i :
+           ShardIndices(mine.size(), ShardSpec{static_cast<int>(d), split.count})) {
         part.push_back(mine[i]);
       }
       const pid_t pid = ::fork();

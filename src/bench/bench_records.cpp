@@ -23,7 +23,8 @@ StatusOr<int> ParseNonNegative(std::string_view text, std::string_view what) {
   int value = -1;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
-    return InvalidArgumentError(std::string(what) + ": '" + std::string(text) + "' is not a non-negative integer");
+    return InvalidArgumentError(std::string(what) + ": '" + std::string(text) +
+                                "' is not a non-negative integer");
   }
   return value;
 }
@@ -40,15 +41,17 @@ StatusOr<ShardSpec> MakeShard(int index, int count, std::string_view what) {
 
 StatusOr<ShardSpec> ParseShard(std::string_view text) {
   const size_t slash = text.find('/');
-  if (slash == std::string_view::npos) return InvalidArgumentError("--shard '" + std::string(text) + "': expected i/N");
+  if (slash == std::string_view::npos)
+    return InvalidArgumentError("--shard '" + std::string(text) + "': expected i/N");
   KSELECT_ASSIGN_OR_RETURN(int index, ParseNonNegative(text.substr(0, slash), "--shard index"));
   KSELECT_ASSIGN_OR_RETURN(int count, ParseNonNegative(text.substr(slash + 1), "--shard count"));
   return MakeShard(index, count, "--shard");
 }
 
 StatusOr<ShardSpec> ShardFromEnvironment() {
-  for (const auto& [rank_var, size_var] : {std::pair{"SLURM_PROCID", "SLURM_NTASKS"},
-                                           std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
+  for (const auto& [rank_var, size_var] :
+       {std::pair{"SLURM_PROCID", "SLURM_NTASKS"},
+        std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
     const char* rank = std::getenv(rank_var);
     const char* size = std::getenv(size_var);
     if (rank == nullptr || size == nullptr) continue;
@@ -61,7 +64,8 @@ StatusOr<ShardSpec> ShardFromEnvironment() {
 
 std::vector<size_t> ShardIndices(size_t total, const ShardSpec& shard) {
   std::vector<size_t> indices;
-  for (size_t i = static_cast<size_t>(shard.index); i < total; i += static_cast<size_t>(shard.count)) {
+  for (size_t i = static_cast<size_t>(shard.index); i < total;
+       i += static_cast<size_t>(shard.count)) {
     indices.push_back(i);
   }
   return indices;

@@ -61,7 +61,8 @@ void FillRandom(std::vector<uint8_t>& bytes, DataType type, std::mt19937_64& rng
   } else if (bits == 8) {  // e4m3: exponent 3..7 (bias 7), 3 mantissa bits; never NaN or zero
     for (size_t i = 0; i < bytes.size(); ++i) {
       const uint64_t r = rng();
-      bytes[i] = static_cast<uint8_t>(((r & 1) << 7) | ((3 + (r >> 1) % 5) << 3) | ((r >> 8) & 0x7));
+      bytes[i] =
+          static_cast<uint8_t>(((r & 1) << 7) | ((3 + (r >> 1) % 5) << 3) | ((r >> 8) & 0x7));
     }
   } else {  // fp32
     auto* v = reinterpret_cast<float*>(bytes.data());
@@ -93,7 +94,8 @@ class Timer {
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_);
     l2_bytes_ = l2;
     if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreate(&start_)) != cudaSuccess || (e = cudaEventCreate(&stop_)) != cudaSuccess) {
+        (e = cudaEventCreate(&start_)) != cudaSuccess ||
+        (e = cudaEventCreate(&stop_)) != cudaSuccess) {
       return UnavailableError("CUDA stream/event creation: " + CudaText(e));
     }
     return Status::Ok();
@@ -109,7 +111,8 @@ class Timer {
     const int64_t d_bytes = p.batch * p.m * p.n * DataTypeBits(p.dtype_c) / 8;
     const int64_t set_bytes = a_bytes + b_bytes + d_bytes;
     const int64_t target = options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * l2_bytes_;
-    int64_t sets = std::max<int64_t>(1, (target + set_bytes - 1) / set_bytes + (set_bytes < target ? 1 : 0));
+    int64_t sets =
+        std::max<int64_t>(1, (target + set_bytes - 1) / set_bytes + (set_bytes < target ? 1 : 0));
     sets = std::min<int64_t>(sets, 512);
     std::mt19937_64 rng(0x5eed ^ static_cast<uint64_t>(p.m * 31 + p.n * 17 + p.k));
     // One random block per operand kind, copied into every set: random, non-zero, and fast to
@@ -122,7 +125,8 @@ class Timer {
       sets_.push_back(set);
     }
     if (options_.max_workspace_bytes > 0) {
-      const cudaError_t e = cudaMalloc(&workspace_, static_cast<size_t>(options_.max_workspace_bytes));
+      const cudaError_t e =
+          cudaMalloc(&workspace_, static_cast<size_t>(options_.max_workspace_bytes));
       if (e != cudaSuccess) return InternalError("cudaMalloc(workspace): " + CudaText(e));
     }
     rotating_bytes_ = sets * set_bytes;
@@ -157,17 +161,21 @@ class Timer {
     if (Status s = batch(1, &first); !s.ok()) return Fail(s.ToString(), IsSticky());
     if (Status s = batch(2, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
     MeasurementMethod method = BaseMethod();
-    if (abort_bound_ms > 0 && estimate > abort_bound_ms) return Aborted(estimate, abort_bound_ms, 2, method);
-    const int warmup = std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))), 1,
-                                  options_.warmup_iters);
+    if (abort_bound_ms > 0 && estimate > abort_bound_ms)
+      return Aborted(estimate, abort_bound_ms, 2, method);
+    const int warmup =
+        std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))), 1,
+                   options_.warmup_iters);
     double ignored = 0;
     if (Status s = batch(warmup, &ignored); !s.ok()) return Fail(s.ToString(), IsSticky());
-    int iters = std::clamp(static_cast<int>(std::ceil(options_.batch_ms / std::max(estimate, 1e-4))), 1,
-                           options_.max_iters_per_batch);
+    int iters =
+        std::clamp(static_cast<int>(std::ceil(options_.batch_ms / std::max(estimate, 1e-4))), 1,
+                   options_.max_iters_per_batch);
     int repeats = options_.repeats;
     const double per_batch = estimate * iters;
     if (per_batch * repeats > options_.config_budget_ms) {
-      repeats = std::max(options_.min_repeats, static_cast<int>(options_.config_budget_ms / per_batch));
+      repeats =
+          std::max(options_.min_repeats, static_cast<int>(options_.config_budget_ms / per_batch));
       if (per_batch * repeats > options_.config_budget_ms) {
         iters = std::max(1, static_cast<int>(options_.config_budget_ms / (estimate * repeats)));
       }
@@ -181,7 +189,8 @@ class Timer {
       if (Status s = batch(iters, &ms); !s.ok()) return Fail(s.ToString(), IsSticky());
       times.push_back(ms);
       // Early abort: two batches agree it is clearly slower than the best so far.
-      if (abort_bound_ms > 0 && times.size() == 2 && std::min(times[0], times[1]) > abort_bound_ms) {
+      if (abort_bound_ms > 0 && times.size() == 2 &&
+          std::min(times[0], times[1]) > abort_bound_ms) {
         method.repeats = 2;
         return Aborted(std::min(times[0], times[1]), abort_bound_ms, 2, method);
       }
@@ -195,7 +204,8 @@ class Timer {
     mean /= static_cast<double>(n);
     for (const double t : times) var += (t - mean) * (t - mean);
     const double cv = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) / mean : 0;
-    return json{{"ok", true}, {"latency_ms", median}, {"cv", cv}, {"samples", static_cast<int>(n)},
+    return json{{"ok", true},       {"latency_ms", median},
+                {"cv", cv},         {"samples", static_cast<int>(n)},
                 {"aborted", false}, {"method", json_codec::MethodToJson(method)}};
   }
 
@@ -226,19 +236,26 @@ class Timer {
   }
 
   static json Aborted(double estimate, double bound, int samples, const MeasurementMethod& method) {
-    return json{{"ok", true}, {"latency_ms", estimate}, {"cv", 0}, {"samples", samples}, {"aborted", true},
-                {"abort_bound_ms", bound}, {"method", json_codec::MethodToJson(method)}};
+    return json{{"ok", true},
+                {"latency_ms", estimate},
+                {"cv", 0},
+                {"samples", samples},
+                {"aborted", true},
+                {"abort_bound_ms", bound},
+                {"method", json_codec::MethodToJson(method)}};
   }
 
   Status AllocFilled(int64_t bytes, DataType type, std::mt19937_64& rng, void** out) {
     cudaError_t e = cudaMalloc(out, static_cast<size_t>(bytes));
-    if (e != cudaSuccess) return InternalError("cudaMalloc(" + std::to_string(bytes) + "): " + CudaText(e));
+    if (e != cudaSuccess)
+      return InternalError("cudaMalloc(" + std::to_string(bytes) + "): " + CudaText(e));
     constexpr int64_t kBlock = 8ll << 20;
     std::vector<uint8_t> host(static_cast<size_t>(std::min(bytes, kBlock)));
     FillRandom(host, type, rng);
     for (int64_t off = 0; off < bytes; off += kBlock) {
       const int64_t n = std::min(kBlock, bytes - off);
-      e = cudaMemcpy(static_cast<uint8_t*>(*out) + off, host.data(), static_cast<size_t>(n), cudaMemcpyHostToDevice);
+      e = cudaMemcpy(static_cast<uint8_t*>(*out) + off, host.data(), static_cast<size_t>(n),
+                     cudaMemcpyHostToDevice);
       if (e != cudaSuccess) return InternalError("cudaMemcpy: " + CudaText(e));
     }
     return Status::Ok();
@@ -272,23 +289,31 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
   const std::string cmd = request.value("cmd", "");
   if (cmd == "hello") {
     auto profile = QueryHardwareProfile(device);
-    if (!profile.ok()) return json{{"ok", false}, {"reason", profile.status().ToString()}, {"fatal", false}};
+    if (!profile.ok())
+      return json{{"ok", false}, {"reason", profile.status().ToString()}, {"fatal", false}};
     return json{{"ok", true}, {"hardware", json::parse(HardwareProfileToJson(*profile, -1))}};
   }
-  if (Status s = timer.Init(); !s.ok()) return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
+  if (Status s = timer.Init(); !s.ok())
+    return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
   auto problem = json_codec::ProblemFromJson(request.at("problem"), "request.problem");
-  if (!problem.ok()) return json{{"ok", false}, {"reason", problem.status().ToString()}, {"fatal", false}};
+  if (!problem.ok())
+    return json{{"ok", false}, {"reason", problem.status().ToString()}, {"fatal", false}};
   if (cmd == "plan") {
     const RuleSet& rules = options.rules;
-    auto configs = timer.provider()->Enumerate(
-        *problem, [&rules](const KernelConfig& c) { return RejectingRule(rules, c).empty(); });
-    if (!configs.ok()) return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
+    auto configs = timer.provider()->Enumerate(*problem, RuleSetFilter(rules));
+    if (!configs.ok())
+      return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
     const std::vector<KernelConfig>& kept = *configs;
     auto peers = timer.provider()->HeuristicPicks(*problem, options.heuristic_picks);
-    json reply{{"ok", true}, {"enumerated", configs->size()}, {"configs", json::array()}, {"peers", json::array()}};
-    for (const KernelConfig& c : kept) reply["configs"].push_back(json_codec::KernelConfigToJson(c));
+    json reply{{"ok", true},
+               {"enumerated", configs->size()},
+               {"configs", json::array()},
+               {"peers", json::array()}};
+    for (const KernelConfig& c : kept)
+      reply["configs"].push_back(json_codec::KernelConfigToJson(c));
     if (peers.ok()) {
-      for (const KernelConfig& c : *peers) reply["peers"].push_back(json_codec::KernelConfigToJson(c));
+      for (const KernelConfig& c : *peers)
+        reply["peers"].push_back(json_codec::KernelConfigToJson(c));
     } else {
       reply["peers_error"] = peers.status().ToString();
     }
@@ -296,14 +321,16 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
   }
   if (cmd == "time") {
     auto config = json_codec::KernelConfigFromJson(request.at("config"), "request.config");
-    if (!config.ok()) return json{{"ok", false}, {"reason", config.status().ToString()}, {"fatal", false}};
+    if (!config.ok())
+      return json{{"ok", false}, {"reason", config.status().ToString()}, {"fatal", false}};
     const std::string inject = request.value("inject", "");
     if (inject == "crash") ::raise(SIGSEGV);
     if (inject == "hang") {
       while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     const GemmProblem& p = std::get<GemmProblem>(*problem);
-    if (Status s = timer.Setup(p); !s.ok()) return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
+    if (Status s = timer.Setup(p); !s.ok())
+      return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
     return timer.Time(p, *config, request.value("abort_bound_ms", 0.0));
   }
   return json{{"ok", false}, {"reason", "unknown request '" + cmd + "'"}, {"fatal", false}};
@@ -327,7 +354,9 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
     try {
       reply = Handle(timer, options, device, json::parse(line));
     } catch (const std::exception& e) {
-      reply = json{{"ok", false}, {"reason", std::string("worker exception: ") + e.what()}, {"fatal", false}};
+      reply = json{{"ok", false},
+                   {"reason", std::string("worker exception: ") + e.what()},
+                   {"fatal", false}};
     }
     if (!WriteAll(out_fd, reply.dump() + "\n")) _exit(1);
     if (reply.value("fatal", false)) _exit(2);
@@ -342,7 +371,8 @@ double NowSeconds() {
 
 Status WorkerClient::Start() {
   int down[2], up[2];
-  if (::pipe(down) != 0 || ::pipe(up) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe(down) != 0 || ::pipe(up) != 0)
+    return IoError(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = ::fork();
   if (pid < 0) return IoError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -366,7 +396,8 @@ std::string WorkerClient::ReapReason() {
   std::string reason = "worker exited";
   if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
     if (WIFSIGNALED(status)) {
-      reason = "worker died: signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+      reason = "worker died: signal " + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
     } else if (WIFEXITED(status)) {
       reason = "worker exited with status " + std::to_string(WEXITSTATUS(status));
     }
@@ -393,11 +424,13 @@ StatusOr<json> WorkerClient::Request(const json& request, double timeout_s) {
     const double left = deadline - NowSeconds();
     if (left <= 0) {
       Kill();
-      return TimeoutError("no reply within " + std::to_string(static_cast<int>(timeout_s)) + " s (watchdog killed the worker)");
+      return TimeoutError("no reply within " + std::to_string(static_cast<int>(timeout_s)) +
+                          " s (watchdog killed the worker)");
     }
     pollfd fd{from_worker_, POLLIN, 0};
     const int ready = ::poll(&fd, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
-    if (ready < 0 && errno != EINTR) return InternalError(std::string("poll: ") + std::strerror(errno));
+    if (ready < 0 && errno != EINTR)
+      return InternalError(std::string("poll: ") + std::strerror(errno));
     if (ready <= 0) continue;
     const ssize_t n = ::read(from_worker_, chunk, sizeof(chunk));
     if (n <= 0) return InternalError(ReapReason());

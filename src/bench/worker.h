@@ -3,7 +3,8 @@
 //
 // Requests and replies:
 //   {"cmd":"hello"}                       -> {"ok":true,"hardware":{...HardwareProfile...}}
-//   {"cmd":"plan","problem":{...}}        -> {"ok":true,"configs":[...],"peers":[...],"enumerated":N}
+//   {"cmd":"plan","problem":{...}}        ->
+//   {"ok":true,"configs":[...],"peers":[...],"enumerated":N}
 //        (configs: the enumerated space filtered by the rule set; enumerated = their count)
 //   {"cmd":"time","problem":{...},"config":{...},"abort_bound_ms":B,"inject":""}
 //        -> {"ok":true,"latency_ms":..,"cv":..,"samples":..,"aborted":..,"method":{...}}
@@ -31,7 +32,8 @@ class WorkerClient {
 
   // Sends `request` (starting a worker first when none runs) and waits up to `timeout_s` for the
   // reply. kTimeout when the watchdog fires (the worker is killed); kInternal "worker died:
-  // signal 11 (Segmentation fault)" when it crashed. Either way the next Request starts a fresh one.
+  // signal 11 (Segmentation fault)" when it crashed. Either way the next Request starts a fresh
+  // one.
   StatusOr<nlohmann::json> Request(const nlohmann::json& request, double timeout_s);
   // Kills and reaps the worker, if one runs.
   void Kill();

@@ -61,8 +61,10 @@ bool Passes(const ConfigRule& rule, int64_t value) {
       return std::find(rule.values.begin(), rule.values.end(), value) != rule.values.end();
     case ConfigRule::Op::kDrop:
       return std::find(rule.values.begin(), rule.values.end(), value) == rule.values.end();
-    case ConfigRule::Op::kMin: return value >= rule.values.front();
-    case ConfigRule::Op::kMax: return value <= rule.values.front();
+    case ConfigRule::Op::kMin:
+      return value >= rule.values.front();
+    case ConfigRule::Op::kMax:
+      return value <= rule.values.front();
   }
   return false;
 }
@@ -94,7 +96,8 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
   const std::string provider = r.String("provider");
   const json* rules = r.Child("rules", true);
   KSELECT_RETURN_IF_ERROR(r.Finish());
-  if (format != "kselect.rules") return SchemaMismatchError(std::string(source) + ": format is not kselect.rules");
+  if (format != "kselect.rules")
+    return SchemaMismatchError(std::string(source) + ": format is not kselect.rules");
   if (version != 1) {
     return SchemaMismatchError(std::string(source) + ": format_version " + std::to_string(version) +
                                " is not supported (this kselect reads 1)");
@@ -113,16 +116,19 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
     rule.comment = rr.String("comment");
     rule.field = rr.String("field");
     int ops = 0;
-    for (const auto& [key, op] : {std::pair{"keep", ConfigRule::Op::kKeep}, std::pair{"drop", ConfigRule::Op::kDrop},
-                                  std::pair{"min", ConfigRule::Op::kMin}, std::pair{"max", ConfigRule::Op::kMax}}) {
+    for (const auto& [key, op] :
+         {std::pair{"keep", ConfigRule::Op::kKeep}, std::pair{"drop", ConfigRule::Op::kDrop},
+          std::pair{"min", ConfigRule::Op::kMin}, std::pair{"max", ConfigRule::Op::kMax}}) {
       if (!rr.Has(key)) continue;
       ++ops;
       rule.op = op;
       if (op == ConfigRule::Op::kKeep || op == ConfigRule::Op::kDrop) {
         const json* values = rr.Child(key, true);
-        if (values == nullptr || !values->is_array()) return ParseError(path + "." + key + ": expected an array of integers");
+        if (values == nullptr || !values->is_array())
+          return ParseError(path + "." + key + ": expected an array of integers");
         for (const json& v : *values) {
-          if (!v.is_number_integer()) return ParseError(path + "." + key + ": expected an array of integers");
+          if (!v.is_number_integer())
+            return ParseError(path + "." + key + ": expected an array of integers");
           rule.values.push_back(v.get<int64_t>());
         }
       } else {
@@ -132,7 +138,8 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
     KSELECT_RETURN_IF_ERROR(rr.Finish());
     if (ops != 1) return ParseError(path + ": needs exactly one of keep, drop, min, max");
     if (std::find(fields.begin(), fields.end(), rule.field) == fields.end()) {
-      return ParseError(path + ".field: '" + rule.field + "' is not a field of " + provider + " configs");
+      return ParseError(path + ".field: '" + rule.field + "' is not a field of " + provider +
+                        " configs");
     }
     canonical.push_back({rule.name, rule.field, static_cast<int>(rule.op), rule.values});
     set.rules.push_back(std::move(rule));
@@ -149,20 +156,34 @@ StatusOr<RuleSet> LoadRuleSet(const std::string& path) {
   return ParseRuleSet(buffer.str(), path);
 }
 
-StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider, std::string_view name) {
-  return LoadRuleSet(rules_dir + "/" + std::string(ProviderName(provider)) + "/" + std::string(name) + ".json");
+StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
+                              std::string_view name) {
+  return LoadRuleSet(rules_dir + "/" + std::string(ProviderName(provider)) + "/" +
+                     std::string(name) + ".json");
 }
 
-std::string RejectingRule(const RuleSet& rules, const KernelConfig& config) {
+std::string RejectingRule(const RuleSet& rules, const KernelConfig& config,
+                          std::span<const std::string_view> ignored) {
   if (ProviderOf(config) != rules.provider) return "provider";
   for (const ConfigRule& rule : rules.rules) {
+    if (std::find(ignored.begin(), ignored.end(), rule.field) != ignored.end()) continue;
     const std::optional<int64_t> value = FieldValue(config, rule.field);
     if (!value || !Passes(rule, *value)) return rule.name;
   }
   return "";
 }
 
-std::vector<KernelConfig> ApplyRules(const RuleSet& rules, const std::vector<KernelConfig>& configs) {
+ConfigFilter RuleSetFilter(const RuleSet& rules) {
+  ConfigFilter filter;
+  filter.keep = [&rules](const KernelConfig& c) { return RejectingRule(rules, c).empty(); };
+  filter.may_keep = [&rules](const KernelConfig& c, std::span<const std::string_view> varying) {
+    return RejectingRule(rules, c, varying).empty();
+  };
+  return filter;
+}
+
+std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
+                                     const std::vector<KernelConfig>& configs) {
   std::vector<KernelConfig> kept;
   for (const KernelConfig& c : configs) {
     if (RejectingRule(rules, c).empty()) kept.push_back(c);

@@ -66,25 +66,30 @@ int RunBenchCommand(BenchArgs& args) {
     try {
       o.devices.push_back(std::stoi(item));
     } catch (const std::exception&) {
-      return ReportError("bench", InvalidArgumentError("--devices: '" + item + "' is not a device index"));
+      return ReportError("bench",
+                         InvalidArgumentError("--devices: '" + item + "' is not a device index"));
     }
   }
   o.device_kind = args.device_kind;
   o.run_id = args.run_id;
   o.max_workspace_bytes = static_cast<int64_t>(args.max_workspace_mib * 1024 * 1024);
   o.rotate_bytes = static_cast<int64_t>(args.rotate_mib * 1024 * 1024);
-  std::fprintf(stderr, "kselect bench: %zu shapes (%s %s), shard %d/%d, rule set %s (%s), devices %s -> %s\n",
-               o.problems.size(), args.dtype.c_str(), args.ops.c_str(), o.shard.index, o.shard.count,
-               o.rules.name.c_str(), FingerprintText(o.rules.fingerprint).c_str(), args.devices.c_str(),
-               o.output_path.c_str());
+  std::fprintf(
+      stderr,
+      "kselect bench: %zu shapes (%s %s), shard %d/%d, rule set %s (%s), devices %s -> %s\n",
+      o.problems.size(), args.dtype.c_str(), args.ops.c_str(), o.shard.index, o.shard.count,
+      o.rules.name.c_str(), FingerprintText(o.rules.fingerprint).c_str(), args.devices.c_str(),
+      o.output_path.c_str());
   auto summary = RunBench(o);
   if (!summary.ok()) return ReportError("bench", summary.status());
   const BenchSummary& s = *summary;
   std::printf(
-      "problems %lld (failed %lld), rows written %lld (valid %lld, invalid %lld, aborted %lld), skipped (resume) "
+      "problems %lld (failed %lld), rows written %lld (valid %lld, invalid %lld, aborted %lld), "
+      "skipped (resume) "
       "%lld, worker restarts %lld, %.1f s, %.1f rows/s\n",
-      static_cast<long long>(s.problems), static_cast<long long>(s.problems_failed), static_cast<long long>(s.rows),
-      static_cast<long long>(s.valid), static_cast<long long>(s.invalid), static_cast<long long>(s.aborted),
+      static_cast<long long>(s.problems), static_cast<long long>(s.problems_failed),
+      static_cast<long long>(s.rows), static_cast<long long>(s.valid),
+      static_cast<long long>(s.invalid), static_cast<long long>(s.aborted),
       static_cast<long long>(s.skipped), static_cast<long long>(s.worker_restarts), s.seconds,
       s.seconds > 0 ? static_cast<double>(s.rows) / s.seconds : 0.0);
   return s.problems_failed > 0 ? kExitFailure : kExitOk;
@@ -93,47 +98,65 @@ int RunBenchCommand(BenchArgs& args) {
 }  // namespace
 
 Command BenchCommand() {
-  return {"bench", "time a provider's catalogue on a shape file into streaming JSONL (GPU)",
-          [](CLI::App& app) -> RunFunction {
-            auto args = std::make_shared<BenchArgs>();
-            BenchOptions& o = args->options;
-            app.add_option("--shapes", args->shapes, "shape CSV (shapes/wide.csv, ...)")->required()->type_name("FILE");
-            app.add_option("--max-shapes", args->max_shapes, "use only the first N rows of the shape file (0 = all)");
-            app.add_option("--dtype", args->dtype, "bf16, fp16 or fp8 (e4m3 inputs, bf16 output)")->capture_default_str();
-            app.add_option("--ops", args->ops, "cuBLAS transpose pair: NN, NT, TN, TT")->capture_default_str();
-            app.add_option("--provider", args->provider, "kernel provider")->capture_default_str();
-            app.add_option("--rules", args->rules, "rule set name (rules/<provider>/<name>.json)")->capture_default_str();
-            app.add_option("--rules-dir", args->rules_dir, "folder of rule sets")->capture_default_str();
-            app.add_option("-o,--output", args->output, "JSONL file the records are appended to")
-                ->required()
-                ->type_name("FILE");
-            app.add_flag("--resume", args->resume, "continue a killed run in the same file (repairs a torn last line)");
-            app.add_option("--shard", args->shard,
-                           "run problems i, i+N, ... (i/N); default from SLURM_PROCID/SLURM_NTASKS or "
-                           "OMPI_COMM_WORLD_RANK/SIZE, else 0/1");
-            app.add_option("--devices", args->devices, "CUDA devices, comma-separated")->capture_default_str();
-            app.add_option("--device-kind", args->device_kind, "lender's kind name recorded in the run (nvidia-h200)");
-            app.add_option("--run-id", args->run_id, "run id (default: kind-time-shard)");
-            app.add_option("--repeats", o.repeats, "timed batches per config (median)")->capture_default_str();
-            app.add_option("--warmup", o.warmup_iters, "most warm-up launches")->capture_default_str();
-            app.add_option("--batch-ms", o.batch_ms, "GPU time one timed batch aims for (ms)")->capture_default_str();
-            app.add_option("--config-budget-ms", o.config_budget_ms, "GPU time budget for timing one config (ms)")
-                ->capture_default_str();
-            app.add_option("--abort-factor", o.abort_factor,
-                           "abort configs whose estimate exceeds this many times the best so far")
-                ->capture_default_str();
-            app.add_option("--peers", o.heuristic_picks, "provider heuristic picks recorded with ranks")
-                ->capture_default_str();
-            app.add_option("--max-configs", o.max_configs_per_problem,
-                           "time at most the first N catalogue configs per problem (0 = all; smoke runs)")
-                ->capture_default_str();
-            app.add_option("--watchdog-s", o.watchdog_s, "kill a worker silent this long on one config (s)")
-                ->capture_default_str();
-            app.add_option("--max-workspace-mib", args->max_workspace_mib, "workspace limit (MiB)")->capture_default_str();
-            app.add_option("--rotate-mib", args->rotate_mib, "input bytes to rotate through (MiB; 0 = 2 x L2)")
-                ->capture_default_str();
-            return [args] { return RunBenchCommand(*args); };
-          }};
+  return {
+      "bench", "time a provider's catalogue on a shape file into streaming JSONL (GPU)",
+      [](CLI::App& app) -> RunFunction {
+        auto args = std::make_shared<BenchArgs>();
+        BenchOptions& o = args->options;
+        app.add_option("--shapes", args->shapes, "shape CSV (shapes/wide.csv, ...)")
+            ->required()
+            ->type_name("FILE");
+        app.add_option("--max-shapes", args->max_shapes,
+                       "use only the first N rows of the shape file (0 = all)");
+        app.add_option("--dtype", args->dtype, "bf16, fp16 or fp8 (e4m3 inputs, bf16 output)")
+            ->capture_default_str();
+        app.add_option("--ops", args->ops, "cuBLAS transpose pair: NN, NT, TN, TT")
+            ->capture_default_str();
+        app.add_option("--provider", args->provider, "kernel provider")->capture_default_str();
+        app.add_option("--rules", args->rules, "rule set name (rules/<provider>/<name>.json)")
+            ->capture_default_str();
+        app.add_option("--rules-dir", args->rules_dir, "folder of rule sets")
+            ->capture_default_str();
+        app.add_option("-o,--output", args->output, "JSONL file the records are appended to")
+            ->required()
+            ->type_name("FILE");
+        app.add_flag("--resume", args->resume,
+                     "continue a killed run in the same file (repairs a torn last line)");
+        app.add_option("--shard", args->shard,
+                       "run problems i, i+N, ... (i/N); default from SLURM_PROCID/SLURM_NTASKS or "
+                       "OMPI_COMM_WORLD_RANK/SIZE, else 0/1");
+        app.add_option("--devices", args->devices, "CUDA devices, comma-separated")
+            ->capture_default_str();
+        app.add_option("--device-kind", args->device_kind,
+                       "lender's kind name recorded in the run (nvidia-h200)");
+        app.add_option("--run-id", args->run_id, "run id (default: kind-time-shard)");
+        app.add_option("--repeats", o.repeats, "timed batches per config (median)")
+            ->capture_default_str();
+        app.add_option("--warmup", o.warmup_iters, "most warm-up launches")->capture_default_str();
+        app.add_option("--batch-ms", o.batch_ms, "GPU time one timed batch aims for (ms)")
+            ->capture_default_str();
+        app.add_option("--config-budget-ms", o.config_budget_ms,
+                       "GPU time budget for timing one config (ms)")
+            ->capture_default_str();
+        app.add_option("--abort-factor", o.abort_factor,
+                       "abort configs whose estimate exceeds this many times the best so far")
+            ->capture_default_str();
+        app.add_option("--peers", o.heuristic_picks, "provider heuristic picks recorded with ranks")
+            ->capture_default_str();
+        app.add_option(
+               "--max-configs", o.max_configs_per_problem,
+               "time at most the first N catalogue configs per problem (0 = all; smoke runs)")
+            ->capture_default_str();
+        app.add_option("--watchdog-s", o.watchdog_s,
+                       "kill a worker silent this long on one config (s)")
+            ->capture_default_str();
+        app.add_option("--max-workspace-mib", args->max_workspace_mib, "workspace limit (MiB)")
+            ->capture_default_str();
+        app.add_option("--rotate-mib", args->rotate_mib,
+                       "input bytes to rotate through (MiB; 0 = 2 x L2)")
+            ->capture_default_str();
+        return [args] { return RunBenchCommand(*args); };
+      }};
 }
 
 }  // namespace kselect::cli

@@ -50,25 +50,27 @@ int RunCatalogue(const CatalogueArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   // The full space, or only what the rules keep (the provider skips device checks of the rest).
   const RuleSet& rule_set = *rules;
-  auto configs = args.count_all ? (*provider)->Enumerate(Problem(*problem))
-                                : (*provider)->Enumerate(Problem(*problem), [&rule_set](const KernelConfig& c) {
-                                    return RejectingRule(rule_set, c).empty();
-                                  });
+  auto configs = args.count_all
+                     ? (*provider)->Enumerate(Problem(*problem))
+                     : (*provider)->Enumerate(Problem(*problem), RuleSetFilter(rule_set));
   if (!configs.ok()) return ReportError("catalogue", configs.status());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<KernelConfig> kept = ApplyRules(*rules, *configs);
   std::map<int, std::pair<int, int>> per_algo;  // algo -> (enumerated, kept)
   for (const KernelConfig& c : *configs) ++per_algo[std::get<CublasLtConfig>(c).algo_id].first;
   for (const KernelConfig& c : kept) ++per_algo[std::get<CublasLtConfig>(c).algo_id].second;
   std::fprintf(stderr, "%s: %zu configs enumerated%s in %.2f s, %zu in rule set '%s' (%s)\n",
-               problem->ToString().c_str(), configs->size(), args.count_all ? "" : " (rule-filtered)", seconds,
-               kept.size(), rules->name.c_str(),
+               problem->ToString().c_str(), configs->size(),
+               args.count_all ? "" : " (rule-filtered)", seconds, kept.size(), rules->name.c_str(),
                FingerprintText(rules->fingerprint).c_str());
   for (const auto& [algo, counts] : per_algo) {
-    std::fprintf(stderr, "  algo %3d: %6d enumerated, %6d kept\n", algo, counts.first, counts.second);
+    std::fprintf(stderr, "  algo %3d: %6d enumerated, %6d kept\n", algo, counts.first,
+                 counts.second);
   }
   if (args.list) {
-    for (const KernelConfig& c : kept) std::cout << json_codec::KernelConfigToJson(c).dump() << "\n";
+    for (const KernelConfig& c : kept)
+      std::cout << json_codec::KernelConfigToJson(c).dump() << "\n";
   }
   if (!args.enumerated.empty()) {
     std::ofstream out(args.enumerated, std::ios::binary);
@@ -108,27 +110,31 @@ int RunCatalogue(const CatalogueArgs& args) {
 }  // namespace
 
 Command CatalogueCommand() {
-  return {"catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
-          [](CLI::App& app) -> RunFunction {
-            auto a = std::make_shared<CatalogueArgs>();
-            app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
-            app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")->capture_default_str();
-            app.add_option("--rules-dir", a->rules_dir, "folder of rule sets")->capture_default_str();
-            app.add_option("-m", a->m, "rows of C")->capture_default_str();
-            app.add_option("-n", a->n, "columns of C")->capture_default_str();
-            app.add_option("-k", a->k, "reduction depth")->capture_default_str();
-            app.add_option("--batch", a->batch, "batch count")->capture_default_str();
-            app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
-            app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
-            app.add_option("--device", a->device, "CUDA device")->capture_default_str();
-            app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")->capture_default_str();
-            app.add_flag("--list", a->list, "print the kept configs as JSON lines");
-            app.add_flag("--count-all", a->count_all,
-                         "enumerate the full space first (slower) to report what the rules drop");
-            app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
-            app.add_option("--enumerated", a->enumerated, "write every enumerated config (JSON lines) to FILE");
-            return [a] { return RunCatalogue(*a); };
-          }};
+  return {
+      "catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
+      [](CLI::App& app) -> RunFunction {
+        auto a = std::make_shared<CatalogueArgs>();
+        app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
+        app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
+            ->capture_default_str();
+        app.add_option("--rules-dir", a->rules_dir, "folder of rule sets")->capture_default_str();
+        app.add_option("-m", a->m, "rows of C")->capture_default_str();
+        app.add_option("-n", a->n, "columns of C")->capture_default_str();
+        app.add_option("-k", a->k, "reduction depth")->capture_default_str();
+        app.add_option("--batch", a->batch, "batch count")->capture_default_str();
+        app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
+        app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
+        app.add_option("--device", a->device, "CUDA device")->capture_default_str();
+        app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
+            ->capture_default_str();
+        app.add_flag("--list", a->list, "print the kept configs as JSON lines");
+        app.add_flag("--count-all", a->count_all,
+                     "enumerate the full space first (slower) to report what the rules drop");
+        app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
+        app.add_option("--enumerated", a->enumerated,
+                       "write every enumerated config (JSON lines) to FILE");
+        return [a] { return RunCatalogue(*a); };
+      }};
 }
 
 }  // namespace kselect::cli

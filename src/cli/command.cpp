@@ -10,13 +10,8 @@ namespace kselect::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      VersionCommand(),
-      HwCommand(),
-      IngestCommand(),
-      DataCommand(),
-      ShapesCommand(),
-      CatalogueCommand(),
-      BenchCommand(),
+      VersionCommand(), HwCommand(),        IngestCommand(), DataCommand(),
+      ShapesCommand(),  CatalogueCommand(), BenchCommand(),
   };
   return commands;
 }
@@ -38,19 +33,25 @@ int ReportError(const char* command, const Status& status) {
   return kExitFailure;
 }
 
-bool StderrIsTerminal() { return ::isatty(STDERR_FILENO) == 1; }
+bool StderrIsTerminal() {
+  return ::isatty(STDERR_FILENO) == 1;
+}
 
 namespace {
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 }  // namespace
 
 Progress::Progress(std::string label, int64_t total)
-    : label_(std::move(label)), total_(total), enabled_(StderrIsTerminal()), start_s_(NowSeconds()) {}
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(StderrIsTerminal()),
+      start_s_(NowSeconds()) {}
 
-Progress::~Progress() { Finish(); }
+Progress::~Progress() {
+  Finish();
+}
 
 void Progress::Update(int64_t done) {
   if (!enabled_ || finished_) return;

@@ -14,7 +14,9 @@ constexpr std::array kRegistry = {
 
 }  // namespace
 
-std::span<const ProviderEntry> ProviderRegistry() { return kRegistry; }
+std::span<const ProviderEntry> ProviderRegistry() {
+  return kRegistry;
+}
 
 StatusOr<std::unique_ptr<KernelProvider>> CreateProvider(Provider provider,
                                                          const ProviderOptions& options) {

@@ -14,8 +14,10 @@ namespace kselect {
 namespace {
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -24,7 +26,8 @@ std::vector<std::string_view> SplitComma(std::string_view line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    fields.push_back(Trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
+    fields.push_back(
+        Trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -56,11 +59,14 @@ class Lcg {
     state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
     return state_ >> 33;
   }
-  int64_t Uniform(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(Next() % static_cast<uint64_t>(hi - lo + 1)); }
+  int64_t Uniform(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(Next() % static_cast<uint64_t>(hi - lo + 1));
+  }
   // Log-uniform in [lo, hi], rounded to a multiple of `step` (at least lo).
   int64_t LogUniform(int64_t lo, int64_t hi, int64_t step) {
     const double u = static_cast<double>(Next() % 1000000) / 1e6;
-    const double v = static_cast<double>(lo) * std::pow(static_cast<double>(hi) / static_cast<double>(lo), u);
+    const double v =
+        static_cast<double>(lo) * std::pow(static_cast<double>(hi) / static_cast<double>(lo), u);
     int64_t r = static_cast<int64_t>(v) / step * step;
     return std::max(lo, std::min(hi, r));
   }
@@ -89,19 +95,29 @@ struct LinearLayer {
   int64_t n, k;
 };
 constexpr LinearLayer kLlmLayers[] = {
-    {"llama7b.qkv", 12288, 4096},     {"llama7b.o", 4096, 4096},
-    {"llama7b.gate_up", 22016, 4096}, {"llama7b.down", 4096, 11008},
-    {"llama70b.qkv", 10240, 8192},    {"llama70b.o", 8192, 8192},
-    {"llama70b.gate_up", 57344, 8192}, {"llama70b.down", 8192, 28672},
-    {"deepseek.q_a", 1536, 7168},     {"deepseek.q_b", 24576, 1536},
-    {"deepseek.kv_a", 576, 7168},     {"deepseek.o", 7168, 16384},
-    {"deepseek.mlp_gate_up", 36864, 7168}, {"deepseek.mlp_down", 7168, 18432},
-    {"deepseek.expert_gate_up", 4096, 7168}, {"deepseek.expert_down", 7168, 2048},
+    {"llama7b.qkv", 12288, 4096},
+    {"llama7b.o", 4096, 4096},
+    {"llama7b.gate_up", 22016, 4096},
+    {"llama7b.down", 4096, 11008},
+    {"llama70b.qkv", 10240, 8192},
+    {"llama70b.o", 8192, 8192},
+    {"llama70b.gate_up", 57344, 8192},
+    {"llama70b.down", 8192, 28672},
+    {"deepseek.q_a", 1536, 7168},
+    {"deepseek.q_b", 24576, 1536},
+    {"deepseek.kv_a", 576, 7168},
+    {"deepseek.o", 7168, 16384},
+    {"deepseek.mlp_gate_up", 36864, 7168},
+    {"deepseek.mlp_down", 7168, 18432},
+    {"deepseek.expert_gate_up", 4096, 7168},
+    {"deepseek.expert_down", 7168, 2048},
 };
-constexpr int64_t kLlmTokens[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-constexpr int64_t kPrimes[] = {17, 31, 61, 97, 127, 211, 251, 401, 509, 769, 1021, 1543, 2039, 3079, 4093};
-constexpr int64_t kNonPow2[] = {48, 80, 96, 112, 160, 192, 224, 320, 384, 448, 640, 768,
-                                896, 1280, 1536, 1792, 2304, 2560, 3072, 3584, 4608};
+constexpr int64_t kLlmTokens[] = {1,   2,   4,    8,    16,   32,   64,   128,
+                                  256, 512, 1024, 2048, 4096, 8192, 16384};
+constexpr int64_t kPrimes[] = {17,  31,  61,   97,   127,  211,  251, 401,
+                               509, 769, 1021, 1543, 2039, 3079, 4093};
+constexpr int64_t kNonPow2[] = {48,  80,  96,   112,  160,  192,  224,  320,  384,  448, 640,
+                                768, 896, 1280, 1536, 1792, 2304, 2560, 3072, 3584, 4608};
 
 std::vector<ShapeRow> WideSet() {
   SetBuilder b;
@@ -109,7 +125,8 @@ std::vector<ShapeRow> WideSet() {
     for (const int64_t m : kLlmTokens) b.Add(m, layer.n, layer.k, std::string("llm.") + layer.name);
   }
   for (int64_t s = 64; s <= 16384; s *= 2) b.Add(s, s, s, "square");
-  for (const int64_t s : {1000, 2000, 3000, 5000, 6000, 10000, 12288, 20480}) b.Add(s, s, s, "square");
+  for (const int64_t s : {1000, 2000, 3000, 5000, 6000, 10000, 12288, 20480})
+    b.Add(s, s, s, "square");
   for (const int64_t m : {4096, 8192, 16384, 20480}) {
     for (const int64_t n : {16, 64, 128, 256}) {
       for (const int64_t k : {1024, 4096}) {
@@ -145,7 +162,9 @@ std::vector<ShapeRow> WideSet() {
   constexpr int64_t kMRanges[][2] = {{1, 1}, {2, 16}, {32, 128}, {256, 2048}, {4096, 20480}};
   while (b.size() < 700) {
     for (const auto& range : kMRanges) {
-      const int64_t m = range[0] == range[1] ? range[0] : rng.LogUniform(range[0], range[1], range[0] >= 256 ? 64 : 1);
+      const int64_t m = range[0] == range[1]
+                            ? range[0]
+                            : rng.LogUniform(range[0], range[1], range[0] >= 256 ? 64 : 1);
       const int64_t n = rng.LogUniform(64, 20480, 64);
       const int64_t k = rng.LogUniform(64, 20480, 64);
       b.Add(m, n, k, "random");
@@ -162,7 +181,8 @@ std::vector<ShapeRow> EdgeSet() {
   for (const int64_t m : {2, 3, 17, 4097, 20480}) b.Add(m, 1, 1, "edge.k1n1");
   for (const int64_t m : {1, 8, 4095, 20480}) b.Add(m, 20480, 1, "edge.k1");
   for (const int64_t s : {2, 3, 5, 7, 9, 15, 17, 33, 65, 129}) b.Add(s, s, s, "edge.tiny");
-  for (const int64_t s : {4095, 4097, 8191, 8193, 16383, 16385}) b.Add(s, s, s, "edge.pow2_neighbour");
+  for (const int64_t s : {4095, 4097, 8191, 8193, 16383, 16385})
+    b.Add(s, s, s, "edge.pow2_neighbour");
   for (const int64_t s : {4095, 4097, 8191, 8193}) {
     b.Add(1, s, s, "edge.gemv_odd");
     b.Add(s, s, 7, "edge.k_odd_small");
@@ -196,7 +216,8 @@ StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t end = text.find('\n', pos);
-    const std::string_view raw = text.substr(pos, end == std::string_view::npos ? text.npos : end - pos);
+    const std::string_view raw =
+        text.substr(pos, end == std::string_view::npos ? text.npos : end - pos);
     pos = end == std::string_view::npos ? text.size() + 1 : end + 1;
     ++line_number;
     const std::string_view line = Trim(raw);
@@ -206,7 +227,8 @@ StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string
     if (header.empty()) {
       for (const std::string_view f : fields) header.emplace_back(f);
       if (header.size() < 3 || header[0] != "m" || header[1] != "n" || header[2] != "k") {
-        return ParseError(where + "expected the header 'm,n,k[,batch,regime,family]', got '" + std::string(line) + "'");
+        return ParseError(where + "expected the header 'm,n,k[,batch,regime,family]', got '" +
+                          std::string(line) + "'");
       }
       continue;
     }
@@ -220,7 +242,10 @@ StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string
       if (column == "m" || column == "n" || column == "k" || column == "batch") {
         StatusOr<int64_t> value = PositiveInt(fields[i], column);
         if (!value.ok()) return ParseError(where + value.status().message());
-        (column == "m" ? row.m : column == "n" ? row.n : column == "k" ? row.k : row.batch) = *value;
+        (column == "m"   ? row.m
+         : column == "n" ? row.n
+         : column == "k" ? row.k
+                         : row.batch) = *value;
       } else if (column == "regime") {
         row.regime = std::string(fields[i]);
       } else if (column == "family") {
@@ -238,7 +263,8 @@ StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string
     const std::string regime = ShapeRegime(row.m, row.n, row.k);
     if (row.regime.empty()) row.regime = regime;
     if (row.regime != regime) {
-      return ParseError(where + "regime '" + row.regime + "' does not match the dims (" + regime + ")");
+      return ParseError(where + "regime '" + row.regime + "' does not match the dims (" + regime +
+                        ")");
     }
     rows.push_back(std::move(row));
   }

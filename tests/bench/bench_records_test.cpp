@@ -45,7 +45,9 @@ TEST(ShardTest, ReadsSlurmThenOpenMpi) {
   EXPECT_EQ(ShardFromEnvironment().value(), (ShardSpec{3, 8}));
   setenv("SLURM_PROCID", "9", 1);
   EXPECT_FALSE(ShardFromEnvironment().ok());
-  for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}) unsetenv(v);
+  for (const char* v :
+       {"SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"})
+    unsetenv(v);
   EXPECT_EQ(ShardFromEnvironment().value(), (ShardSpec{0, 1}));
 }
 
@@ -101,9 +103,9 @@ TEST(BenchRecordsTest, LinesRoundTripThroughTheIngestParser) {
   aborted.invalid_reason = "aborted: slower than 3x the best so far";
   Measurement peer = Row(1, 21, 0.02);
   peer.peer_rank = 3;
-  const std::string text =
-      RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.01)) + MeasurementLine(peer) + MeasurementLine(aborted) +
-      MeasurementLine(Row(1, 23, 0));
+  const std::string text = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.01)) +
+                           MeasurementLine(peer) + MeasurementLine(aborted) +
+                           MeasurementLine(Row(1, 23, 0));
   auto parsed = ParseKselectJsonl(text, "rt.jsonl", IngestOptions{});
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   ASSERT_EQ(parsed->runs.size(), 1u);
@@ -126,7 +128,9 @@ TEST(BenchRecordsTest, LinesRoundTripThroughTheIngestParser) {
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() / ("kselect_resume_" + std::to_string(::getpid()) + ".jsonl")).string();
+    path_ = (std::filesystem::temp_directory_path() /
+             ("kselect_resume_" + std::to_string(::getpid()) + ".jsonl"))
+                .string();
   }
   void TearDown() override { std::filesystem::remove(path_); }
   void Write(const std::string& text) { std::ofstream(path_, std::ios::binary) << text; }
@@ -141,8 +145,8 @@ TEST_F(ResumeTest, AbsentFileIsEmptyState) {
 }
 
 TEST_F(ResumeTest, RepairsATornLastLineAndListsFinishedPairs) {
-  const std::string whole = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.02)) + MeasurementLine(Row(1, 21, 0.01)) +
-                            MeasurementLine(Row(2, 20, 0));
+  const std::string whole = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.02)) +
+                            MeasurementLine(Row(1, 21, 0.01)) + MeasurementLine(Row(2, 20, 0));
   const std::string torn = MeasurementLine(Row(2, 21, 0.5));
   Write(whole + torn.substr(0, torn.size() / 2));
   auto state = LoadResumeState(path_, /*repair=*/true);

@@ -53,7 +53,7 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
   p.layout = GemmLayoutFromBlasOps("TN").value();  // A m x k row-major, B k x n column-major
   auto provider = CreateProvider(Provider::kCublasLt).value();
   const RuleSet rules = Rules("tests");
-  auto configs = provider->Enumerate(p, [&](const KernelConfig& c) { return RejectingRule(rules, c).empty(); });
+  auto configs = provider->Enumerate(p, RuleSetFilter(rules));
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();
   ASSERT_FALSE(configs->empty());
 
@@ -104,7 +104,8 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
   auto peers = provider->HeuristicPicks(p, 8);
   ASSERT_TRUE(peers.ok()) << peers.status().ToString();
   EXPECT_FALSE(peers->empty());
-  for (const KernelConfig& c : *peers) EXPECT_TRUE(provider->CanImplement(p, c).ok()) << DescribeConfig(c);
+  for (const KernelConfig& c : *peers)
+    EXPECT_TRUE(provider->CanImplement(p, c).ok()) << DescribeConfig(c);
   cudaFree(da);
   cudaFree(db);
   cudaFree(dd);
@@ -114,14 +115,16 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
 TEST(CublasLtGpuTest, SnapshotsMatchAFreshEnumeration) {
   if (!HaveGpu()) GTEST_SKIP() << "no GPU on this host";
   const HardwareProfile hw = QueryHardwareProfile(0).value();
-  const std::filesystem::path dir = std::filesystem::path(KSELECT_SOURCE_DIR) / "rules/cublaslt/snapshots";
+  const std::filesystem::path dir =
+      std::filesystem::path(KSELECT_SOURCE_DIR) / "rules/cublaslt/snapshots";
   int compared = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(entry.path());
     const nlohmann::json snap = nlohmann::json::parse(in);
     if (snap["device_name"] != hw.device_name || snap["cublaslt_version"] != hw.cublaslt_version) {
       std::printf("skipping %s: made on %s / cuBLASLt %d\n", entry.path().c_str(),
-                  snap["device_name"].get<std::string>().c_str(), snap["cublaslt_version"].get<int>());
+                  snap["device_name"].get<std::string>().c_str(),
+                  snap["cublaslt_version"].get<int>());
       continue;
     }
     const RuleSet rules = Rules(snap["rule_set"]);
@@ -129,12 +132,14 @@ TEST(CublasLtGpuTest, SnapshotsMatchAFreshEnumeration) {
     ProviderOptions po;
     po.max_workspace_bytes = snap["max_workspace_bytes"];
     auto provider = CreateProvider(Provider::kCublasLt, po).value();
-    auto configs = provider->Enumerate(p, [&](const KernelConfig& c) { return RejectingRule(rules, c).empty(); });
+    auto configs = provider->Enumerate(p, RuleSetFilter(rules));
     ASSERT_TRUE(configs.ok());
     std::vector<std::string> fresh, saved;
     for (const KernelConfig& c : *configs) fresh.push_back(ConfigKey(c));
-    for (const auto& c : snap["configs"]) saved.push_back(ConfigKey(json_codec::KernelConfigFromJson(c, "s").value()));
-    EXPECT_EQ(fresh, saved) << entry.path() << ": the device enumerates another catalogue; regenerate the snapshot";
+    for (const auto& c : snap["configs"])
+      saved.push_back(ConfigKey(json_codec::KernelConfigFromJson(c, "s").value()));
+    EXPECT_EQ(fresh, saved) << entry.path()
+                            << ": the device enumerates another catalogue; regenerate the snapshot";
     ++compared;
   }
   std::printf("compared %d snapshots\n", compared);

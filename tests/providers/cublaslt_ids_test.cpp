@@ -85,7 +85,8 @@ GemmProblem Bf16(const std::string& ops) {
 }
 
 TEST(CublasLtProviderTest, SupportMatrix) {
-  for (const char* ops : {"NN", "NT", "TN", "TT"}) EXPECT_TRUE(CublasLtSupportsProblem(Bf16(ops))) << ops;
+  for (const char* ops : {"NN", "NT", "TN", "TT"})
+    EXPECT_TRUE(CublasLtSupportsProblem(Bf16(ops))) << ops;
   GemmProblem fp16 = Bf16("TN");
   fp16.dtype_a = fp16.dtype_b = fp16.dtype_c = DataType::kF16;
   EXPECT_TRUE(CublasLtSupportsProblem(fp16));
@@ -119,7 +120,8 @@ TEST(CublasLtProviderTest, WithoutGpuEverythingIsUnavailable) {
   EXPECT_EQ(provider->HeuristicPicks(p, 8).status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(provider->Prepare(p, CublasLtConfig{}).status().code(), StatusCode::kUnavailable);
   // Unsupported problems are refused before any device call.
-  EXPECT_EQ(provider->Enumerate(Problem(ConvProblem{})).status().code(), StatusCode::kCannotImplement);
+  EXPECT_EQ(provider->Enumerate(Problem(ConvProblem{})).status().code(),
+            StatusCode::kCannotImplement);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ TEST(ShapesTest, ErrorsNameFileAndLine) {
   ExpectError("m,n,k\n1,2,abc\n", "bad.csv:2: k: 'abc' is not an integer");
   ExpectError("m,n,k\n1,2,3\n0,2,3\n", "bad.csv:3: m: 0 must be positive");
   ExpectError("m,n,k\n-5,2,3\n", "bad.csv:2: m: -5 must be positive");
-  ExpectError("m,n,k\n1,99999999999999999999,3\n", "bad.csv:2: n: '99999999999999999999' overflows int64");
+  ExpectError("m,n,k\n1,99999999999999999999,3\n",
+              "bad.csv:2: n: '99999999999999999999' overflows int64");
   ExpectError("m,n,k\n4000000000,4000000000,3\n", "bad.csv:2:");  // m*n overflows int64
   ExpectError("m,n,k\n1,2\n", "bad.csv:2: expected 3 fields, got 2");
   ExpectError("m,n,k\n1.5,2,3\n", "bad.csv:2: m: '1.5' is not an integer");
@@ -48,7 +49,8 @@ TEST(ShapesTest, GeneratedSetsCoverEveryRegime) {
     EXPECT_EQ(r.regime, ShapeRegime(r.m, r.n, r.k));
   }
   EXPECT_EQ(m_buckets.size(), 5u);
-  for (const char* f : {"llm", "square", "tall", "wide", "deep_k", "shallow_k", "n1", "k1", "prime", "npot", "random"}) {
+  for (const char* f : {"llm", "square", "tall", "wide", "deep_k", "shallow_k", "n1", "k1", "prime",
+                        "npot", "random"}) {
     EXPECT_EQ(families.count(f), 1u) << f;
   }
   auto edge = GenerateShapeSet("edge");
@@ -63,8 +65,8 @@ TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())
-        << "shapes/" << set << ".csv drifted: run 'kselect shapes generate --set " << set << " -o shapes/" << set
-        << ".csv'";
+        << "shapes/" << set << ".csv drifted: run 'kselect shapes generate --set " << set
+        << " -o shapes/" << set << ".csv'";
   }
 }
 

@@ -21,7 +21,8 @@ struct ClusterIdRow {
 template <typename Row>
 const Row* FindRow(std::span<const Row> table, int32_t id) {
   if (id == 0) return nullptr;  // UNDEFINED / AUTO
-  const auto it = std::find_if(table.begin(), table.end(), [id](const Row& r) { return r.id == id; });
+  const auto it =
+      std::find_if(table.begin(), table.end(), [id](const Row& r) { return r.id == id; });
   return it == table.end() ? nullptr : &*it;
 }
 
@@ -48,7 +49,8 @@ std::optional<ClusterShape> DecodeClusterShapeId(int32_t cluster_shape_id) {
 void FillDecodedFields(CublasLtConfig& config) {
   const TileShape tile = DecodeTileId(config.tile_id).value_or(TileShape{});
   const StagesShape stages = DecodeStagesId(config.stages_id).value_or(StagesShape{});
-  const ClusterShape cluster = DecodeClusterShapeId(config.cluster_shape_id).value_or(ClusterShape{});
+  const ClusterShape cluster =
+      DecodeClusterShapeId(config.cluster_shape_id).value_or(ClusterShape{});
   config.tile_m = tile.m;
   config.tile_n = tile.n;
   config.stage_k = stages.k;

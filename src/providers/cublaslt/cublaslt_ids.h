@@ -14,8 +14,8 @@ struct TileShape {
   int32_t m = 0, n = 0;  // CTA tile rows and columns (elements of C)
 };
 struct StagesShape {
-  int32_t k = 0;       // K depth of one stage (elements)
-  int32_t count = 0;   // pipeline stages; 0 for the *xAUTO ids
+  int32_t k = 0;      // K depth of one stage (elements)
+  int32_t count = 0;  // pipeline stages; 0 for the *xAUTO ids
 };
 struct ClusterShape {
   int32_t m = 0, n = 0, k = 0;  // thread-block-cluster extent in CTAs

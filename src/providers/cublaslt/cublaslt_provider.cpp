@@ -40,12 +40,18 @@ std::string CublasText(cublasStatus_t status) {
 // The cuBLASLt enum of each dtype kselect runs; nullopt for those it does not.
 std::optional<cudaDataType_t> CudaType(DataType type) {
   switch (type) {
-    case DataType::kF32: return CUDA_R_32F;
-    case DataType::kF16: return CUDA_R_16F;
-    case DataType::kBF16: return CUDA_R_16BF;
-    case DataType::kF8E4M3: return CUDA_R_8F_E4M3;
-    case DataType::kF8E5M2: return CUDA_R_8F_E5M2;
-    default: return std::nullopt;
+    case DataType::kF32:
+      return CUDA_R_32F;
+    case DataType::kF16:
+      return CUDA_R_16F;
+    case DataType::kBF16:
+      return CUDA_R_16BF;
+    case DataType::kF8E4M3:
+      return CUDA_R_8F_E4M3;
+    case DataType::kF8E5M2:
+      return CUDA_R_8F_E5M2;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -74,19 +80,21 @@ Status Check(cublasStatus_t status, const char* what) {
 
 Status MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch,
                   cublasLtMatrixLayout_t* layout) {
-  KSELECT_RETURN_IF_ERROR(Check(cublasLtMatrixLayoutCreate(layout, type, static_cast<uint64_t>(rows),
-                                                           static_cast<uint64_t>(cols), rows),
-                                "cublasLtMatrixLayoutCreate"));
+  KSELECT_RETURN_IF_ERROR(
+      Check(cublasLtMatrixLayoutCreate(layout, type, static_cast<uint64_t>(rows),
+                                       static_cast<uint64_t>(cols), rows),
+            "cublasLtMatrixLayoutCreate"));
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
     const int64_t stride = rows * cols;
-    KSELECT_RETURN_IF_ERROR(Check(cublasLtMatrixLayoutSetAttribute(
-                                      *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
-                                  "set BATCH_COUNT"));
-    KSELECT_RETURN_IF_ERROR(Check(
-        cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                         sizeof(stride)),
-        "set STRIDED_BATCH_OFFSET"));
+    KSELECT_RETURN_IF_ERROR(
+        Check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                               sizeof(count)),
+              "set BATCH_COUNT"));
+    KSELECT_RETURN_IF_ERROR(
+        Check(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                               &stride, sizeof(stride)),
+              "set STRIDED_BATCH_OFFSET"));
   }
   return Status::Ok();
 }
@@ -110,10 +118,10 @@ StatusOr<std::unique_ptr<GemmDescriptors>> BuildDescriptors(const GemmProblem& p
   KSELECT_RETURN_IF_ERROR(Check(
       cublasLtMatmulDescSetAttribute(desc->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
       "set TRANSB"));
-  KSELECT_RETURN_IF_ERROR(MakeLayout(desc->type_a, trans_a ? p.k : p.m, trans_a ? p.m : p.k,
-                                     p.batch, &desc->a));
-  KSELECT_RETURN_IF_ERROR(MakeLayout(desc->type_b, trans_b ? p.n : p.k, trans_b ? p.k : p.n,
-                                     p.batch, &desc->b));
+  KSELECT_RETURN_IF_ERROR(
+      MakeLayout(desc->type_a, trans_a ? p.k : p.m, trans_a ? p.m : p.k, p.batch, &desc->a));
+  KSELECT_RETURN_IF_ERROR(
+      MakeLayout(desc->type_b, trans_b ? p.n : p.k, trans_b ? p.k : p.n, p.batch, &desc->b));
   KSELECT_RETURN_IF_ERROR(MakeLayout(desc->type_c, p.m, p.n, p.batch, &desc->c));
   KSELECT_RETURN_IF_ERROR(MakeLayout(desc->type_c, p.m, p.n, p.batch, &desc->d));
   return desc;
@@ -122,7 +130,8 @@ StatusOr<std::unique_ptr<GemmDescriptors>> BuildDescriptors(const GemmProblem& p
 template <typename T>
 Status SetConfigAttribute(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr,
                           T value, const char* name) {
-  const cublasStatus_t status = cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &value, sizeof(value));
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &value, sizeof(value));
   if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
   return CannotImplementError(std::string("cuBLASLt refused ") + name + "=" +
                               std::to_string(value) + ": " + CublasText(status));
@@ -130,20 +139,23 @@ Status SetConfigAttribute(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAt
 
 // Writes every typed field of `config` into an initialised algo.
 Status ApplyConfig(const CublasLtConfig& c, cublasLtMatmulAlgo_t& algo) {
-  KSELECT_RETURN_IF_ERROR(
-      SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, static_cast<uint32_t>(c.tile_id), "tile_id"));
+  KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_TILE_ID,
+                                             static_cast<uint32_t>(c.tile_id), "tile_id"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID,
                                              static_cast<uint32_t>(c.stages_id), "stages_id"));
-  KSELECT_RETURN_IF_ERROR(
-      SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, static_cast<int32_t>(c.split_k), "split_k"));
+  KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             static_cast<int32_t>(c.split_k), "split_k"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                                             static_cast<uint32_t>(c.reduction_scheme), "reduction_scheme"));
+                                             static_cast<uint32_t>(c.reduction_scheme),
+                                             "reduction_scheme"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING,
                                              static_cast<uint32_t>(c.swizzle), "swizzle"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION,
-                                             static_cast<uint32_t>(c.custom_option), "custom_option"));
+                                             static_cast<uint32_t>(c.custom_option),
+                                             "custom_option"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID,
-                                             static_cast<uint16_t>(c.inner_shape_id), "inner_shape_id"));
+                                             static_cast<uint16_t>(c.inner_shape_id),
+                                             "inner_shape_id"));
   KSELECT_RETURN_IF_ERROR(SetConfigAttribute(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
                                              static_cast<uint16_t>(c.cluster_shape_id),
                                              "cluster_shape_id"));
@@ -161,19 +173,22 @@ T ReadConfigAttribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfig
 CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo) {
   CublasLtConfig c;
   c.algo_id = ReadConfigAttribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
-  c.tile_id = static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
-  c.stages_id = static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+  c.tile_id =
+      static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+  c.stages_id =
+      static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
   c.split_k = ReadConfigAttribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
   if (c.split_k < 1) c.split_k = 1;
-  c.reduction_scheme =
-      static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
-  c.swizzle = static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
+  c.reduction_scheme = static_cast<int32_t>(
+      ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
+  c.swizzle =
+      static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
   c.custom_option =
       static_cast<int32_t>(ReadConfigAttribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
-  c.inner_shape_id =
-      static_cast<int32_t>(ReadConfigAttribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID));
-  c.cluster_shape_id =
-      static_cast<int32_t>(ReadConfigAttribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+  c.inner_shape_id = static_cast<int32_t>(
+      ReadConfigAttribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID));
+  c.cluster_shape_id = static_cast<int32_t>(
+      ReadConfigAttribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
   FillDecodedFields(c);
   return c;
 }
@@ -187,7 +202,8 @@ struct AlgoCaps {
   int32_t custom_option_max = 0;
 };
 
-std::vector<uint32_t> CapArray(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+std::vector<uint32_t> CapArray(const cublasLtMatmulAlgo_t& algo,
+                               cublasLtMatmulAlgoCapAttributes_t attr) {
   size_t bytes = 0;
   if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS) {
     return {};
@@ -220,11 +236,19 @@ AlgoCaps ReadCaps(const cublasLtMatmulAlgo_t& algo) {
   return caps;
 }
 
+// The config fields that vary inside one (algo, tile, stages, cluster, custom option) family.
+constexpr std::string_view kVariantFieldNames[] = {"split_k", "reduction_scheme", "swizzle"};
+constexpr std::span<const std::string_view> kVariantFields(kVariantFieldNames);
+
 class PreparedGemm final : public PreparedKernel {
  public:
-  PreparedGemm(cublasLtHandle_t handle, std::unique_ptr<GemmDescriptors> desc, cublasLtMatmulAlgo_t algo,
-               int64_t workspace, float alpha, float beta)
-      : handle_(handle), desc_(std::move(desc)), algo_(algo), workspace_(workspace), alpha_(alpha),
+  PreparedGemm(cublasLtHandle_t handle, std::unique_ptr<GemmDescriptors> desc,
+               cublasLtMatmulAlgo_t algo, int64_t workspace, float alpha, float beta)
+      : handle_(handle),
+        desc_(std::move(desc)),
+        algo_(algo),
+        workspace_(workspace),
+        alpha_(alpha),
         beta_(beta) {}
 
   int64_t WorkspaceBytes() const override { return workspace_; }
@@ -238,7 +262,8 @@ class PreparedGemm final : public PreparedKernel {
         cublasLtMatmul(handle_, desc_->op, &alpha_, o.a, desc_->a, o.b, desc_->b, &beta_,
                        o.c != nullptr ? o.c : o.d, desc_->c, o.d, desc_->d, &algo_, o.workspace,
                        static_cast<size_t>(o.workspace_bytes), static_cast<cudaStream_t>(stream));
-    if (status != CUBLAS_STATUS_SUCCESS) return InternalError("cublasLtMatmul failed: " + CublasText(status));
+    if (status != CUBLAS_STATUS_SUCCESS)
+      return InternalError("cublasLtMatmul failed: " + CublasText(status));
     return Status::Ok();
   }
 
@@ -258,25 +283,30 @@ class CublasLtProvider final : public KernelProvider {
   }
 
   Provider id() const override { return Provider::kCublasLt; }
-  bool SupportsProblem(const Problem& problem) const override { return CublasLtSupportsProblem(problem); }
+  bool SupportsProblem(const Problem& problem) const override {
+    return CublasLtSupportsProblem(problem);
+  }
 
-  StatusOr<std::vector<KernelConfig>> Enumerate(const Problem& problem, const ConfigFilter& keep) override {
+  StatusOr<std::vector<KernelConfig>> Enumerate(const Problem& problem,
+                                                const ConfigFilter& keep) override {
     KSELECT_ASSIGN_OR_RETURN(const GemmProblem* p, Gemm(problem));
     KSELECT_RETURN_IF_ERROR(EnsureHandle());
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<GemmDescriptors> desc, BuildDescriptors(*p));
     std::vector<int> ids(4096);
     int count = 0;
-    KSELECT_RETURN_IF_ERROR(Check(
-        cublasLtMatmulAlgoGetIds(handle_, desc->compute, CUDA_R_32F, desc->type_a, desc->type_b,
-                                 desc->type_c, desc->type_c, static_cast<int>(ids.size()), ids.data(), &count),
-        "cublasLtMatmulAlgoGetIds"));
+    KSELECT_RETURN_IF_ERROR(
+        Check(cublasLtMatmulAlgoGetIds(handle_, desc->compute, CUDA_R_32F, desc->type_a,
+                                       desc->type_b, desc->type_c, desc->type_c,
+                                       static_cast<int>(ids.size()), ids.data(), &count),
+              "cublasLtMatmulAlgoGetIds"));
     ids.resize(static_cast<size_t>(count));
     const std::vector<int32_t> explicit_clusters = ExplicitClusterShapeIds();
     std::vector<KernelConfig> out;
     for (const int algo_id : ids) {
       cublasLtMatmulAlgo_t algo;
       if (cublasLtMatmulAlgoInit(handle_, desc->compute, CUDA_R_32F, desc->type_a, desc->type_b,
-                                 desc->type_c, desc->type_c, algo_id, &algo) != CUBLAS_STATUS_SUCCESS) {
+                                 desc->type_c, desc->type_c, algo_id,
+                                 &algo) != CUBLAS_STATUS_SUCCESS) {
         continue;
       }
       const AlgoCaps caps = ReadCaps(algo);
@@ -295,13 +325,16 @@ class CublasLtProvider final : public KernelProvider {
         }
         if (accepts_auto) break;
       }
-      const std::vector<int32_t> clusters = accepts_auto ? std::vector<int32_t>{0} : explicit_clusters;
+      const std::vector<int32_t> clusters =
+          accepts_auto ? std::vector<int32_t>{0} : explicit_clusters;
       std::vector<std::pair<int32_t, int32_t>> splits = {{1, 0}};  // (split_k, reduction scheme)
       if (caps.splitk_support != 0) {
         for (const int32_t split : kSplitKCandidates) {
-          for (const uint32_t scheme : {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
-                                        CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}) {
-            if ((caps.reduction_mask & scheme) != 0) splits.emplace_back(split, static_cast<int32_t>(scheme));
+          for (const uint32_t scheme :
+               {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE}) {
+            if ((caps.reduction_mask & scheme) != 0)
+              splits.emplace_back(split, static_cast<int32_t>(scheme));
           }
         }
       }
@@ -315,6 +348,10 @@ class CublasLtProvider final : public KernelProvider {
               c.stages_id = static_cast<int32_t>(stages);
               c.cluster_shape_id = cluster;
               c.custom_option = custom;
+              // Drop the whole family before any device check when no split/swizzle variant
+              // of it can be wanted: this keeps a small catalogue's enumeration to a few checks.
+              FillDecodedFields(c);
+              if (keep.may_keep && !keep.may_keep(KernelConfig(c), kVariantFields)) continue;
               // The variants the caller wants, decoded so the filter sees every field.
               std::vector<CublasLtConfig> variants;
               for (int32_t swizzle = 0; swizzle < swizzles; ++swizzle) {
@@ -324,7 +361,7 @@ class CublasLtProvider final : public KernelProvider {
                   v.split_k = split;
                   v.reduction_scheme = scheme;
                   FillDecodedFields(v);
-                  if (!keep || keep(KernelConfig(v))) variants.push_back(v);
+                  if (keep.empty() || keep.keep(KernelConfig(v))) variants.push_back(v);
                 }
               }
               if (variants.empty()) continue;
@@ -365,8 +402,9 @@ class CublasLtProvider final : public KernelProvider {
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<GemmDescriptors> desc, BuildDescriptors(*p));
     KSELECT_ASSIGN_OR_RETURN(cublasLtMatmulAlgo_t algo, InitAlgo(*desc, *c));
     KSELECT_ASSIGN_OR_RETURN(int64_t workspace, CheckedWorkspace(*desc, algo));
-    return std::unique_ptr<PreparedKernel>(std::make_unique<PreparedGemm>(
-        handle_, std::move(desc), algo, workspace, static_cast<float>(p->alpha), static_cast<float>(p->beta)));
+    return std::unique_ptr<PreparedKernel>(
+        std::make_unique<PreparedGemm>(handle_, std::move(desc), algo, workspace,
+                                       static_cast<float>(p->alpha), static_cast<float>(p->beta)));
   }
 
   StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count) override {
@@ -374,15 +412,16 @@ class CublasLtProvider final : public KernelProvider {
     KSELECT_RETURN_IF_ERROR(EnsureHandle());
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<GemmDescriptors> desc, BuildDescriptors(*p));
     cublasLtMatmulPreference_t preference = nullptr;
-    KSELECT_RETURN_IF_ERROR(Check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate"));
+    KSELECT_RETURN_IF_ERROR(
+        Check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate"));
     const uint64_t limit = static_cast<uint64_t>(options_.max_workspace_bytes);
-    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
-                                         sizeof(limit));
+    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                         &limit, sizeof(limit));
     std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
     int returned = 0;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(handle_, desc->op, desc->a, desc->b, desc->c, desc->d, preference,
-                                       count, results.data(), &returned);
+        cublasLtMatmulAlgoGetHeuristic(handle_, desc->op, desc->a, desc->b, desc->c, desc->d,
+                                       preference, count, results.data(), &returned);
     cublasLtMatmulPreferenceDestroy(preference);
     std::vector<KernelConfig> picks;
     if (status == CUBLAS_STATUS_NOT_SUPPORTED) return picks;
@@ -400,9 +439,9 @@ class CublasLtProvider final : public KernelProvider {
     if (!handle_status_.ok()) return handle_status_;
     const cudaError_t error = cudaSetDevice(options_.device);
     if (error != cudaSuccess) {
-      handle_status_ = UnavailableError("cuBLASLt needs a GPU: cudaSetDevice(" + std::to_string(options_.device) +
-                                        ") failed: " + cudaGetErrorName(error) + " (" +
-                                        cudaGetErrorString(error) + ")");
+      handle_status_ = UnavailableError(
+          "cuBLASLt needs a GPU: cudaSetDevice(" + std::to_string(options_.device) +
+          ") failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
       return handle_status_;
     }
     const cublasStatus_t status = cublasLtCreate(&handle_);
@@ -429,17 +468,19 @@ class CublasLtProvider final : public KernelProvider {
 
   StatusOr<cublasLtMatmulAlgo_t> InitAlgo(const GemmDescriptors& desc, const CublasLtConfig& c) {
     cublasLtMatmulAlgo_t algo;
-    const cublasStatus_t status = cublasLtMatmulAlgoInit(handle_, desc.compute, CUDA_R_32F, desc.type_a,
-                                                         desc.type_b, desc.type_c, desc.type_c, c.algo_id, &algo);
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoInit(handle_, desc.compute, CUDA_R_32F, desc.type_a, desc.type_b,
+                               desc.type_c, desc.type_c, c.algo_id, &algo);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      return CannotImplementError("algo " + std::to_string(c.algo_id) + " does not exist for these types: " +
-                                  CublasText(status));
+      return CannotImplementError("algo " + std::to_string(c.algo_id) +
+                                  " does not exist for these types: " + CublasText(status));
     }
     KSELECT_RETURN_IF_ERROR(ApplyConfig(c, algo));
     return algo;
   }
 
-  StatusOr<int64_t> CheckedWorkspace(const GemmDescriptors& desc, const cublasLtMatmulAlgo_t& algo) {
+  StatusOr<int64_t> CheckedWorkspace(const GemmDescriptors& desc,
+                                     const cublasLtMatmulAlgo_t& algo) {
     cublasLtMatmulHeuristicResult_t result{};
     const cublasStatus_t status =
         cublasLtMatmulAlgoCheck(handle_, desc.op, desc.a, desc.b, desc.c, desc.d, &algo, &result);
