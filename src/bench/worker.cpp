@@ -293,6 +293,15 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
       return json{{"ok", false}, {"reason", profile.status().ToString()}, {"fatal", false}};
     return json{{"ok", true}, {"hardware", json::parse(HardwareProfileToJson(*profile, -1))}};
   }
+  // Injected faults (KSELECT_BENCH_FAULT) act before any CUDA call, so the isolation machinery is
+  // exercised the same way with or without a GPU.
+  if (cmd == "time") {
+    const std::string inject = request.value("inject", "");
+    if (inject == "crash") ::raise(SIGSEGV);
+    if (inject == "hang") {
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
   if (Status s = timer.Init(); !s.ok())
     return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
   auto problem = json_codec::ProblemFromJson(request.at("problem"), "request.problem");
@@ -323,11 +332,6 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
     auto config = json_codec::KernelConfigFromJson(request.at("config"), "request.config");
     if (!config.ok())
       return json{{"ok", false}, {"reason", config.status().ToString()}, {"fatal", false}};
-    const std::string inject = request.value("inject", "");
-    if (inject == "crash") ::raise(SIGSEGV);
-    if (inject == "hang") {
-      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
     const GemmProblem& p = std::get<GemmProblem>(*problem);
     if (Status s = timer.Setup(p); !s.ok())
       return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
