@@ -18,7 +18,7 @@ T0=$(date +%s)
 el() { echo "[t+$(($(date +%s) - T0))s] $*"; }
 left() { echo $((LIMIT - ($(date +%s) - T0))); }
 # The tests find rules/ and fixtures through the absolute source path they were built with.
-SRC=$(strings ./kselect_tests | grep -m1 -o '/[^ ]*/tests/fixtures' | sed 's|/tests/fixtures||')
+SRC=$(grep -a -o -m1 '/[[:alnum:]_./-]*/tests/fixtures' ./kselect_tests | head -1 | sed 's|/tests/fixtures$||')
 [ -n "$SRC" ] && [ ! -e "$SRC" ] && mkdir -p "$(dirname "$SRC")" && ln -s "$C" "$SRC"
 K=$C/kselect
 R="--rules-dir $C/rules --device-kind nvidia-h200"

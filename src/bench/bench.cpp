@@ -205,27 +205,24 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     std::cerr << "kselect bench: removed a torn last line (" << state.torn_bytes << " bytes) from "
               << options.output_path << "\n";
   }
-  const int fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0)
-    return IoError(options.output_path + ": cannot open for writing: " + std::strerror(errno));
   RunInfo run;
+  int fd = -1;
   if (state.has_run_record) {
     run = state.run;
+    fd = ::open(options.output_path.c_str(), O_WRONLY | O_APPEND);
+    if (fd < 0)
+      return IoError(options.output_path + ": cannot open for appending: " + std::strerror(errno));
   } else {
     bench::WorkerClient probe(options, options.devices.front());
     auto hello = probe.Request(json{{"cmd", "hello"}}, options.watchdog_s);
     probe.Kill();
     if (!hello.ok() || !(*hello).value("ok", false)) {
-      ::close(fd);
       return UnavailableError(
           "cannot read the GPU's profile: " +
           (hello.ok() ? (*hello).value("reason", "") : hello.status().ToString()));
     }
     auto profile = HardwareProfileFromJson((*hello)["hardware"].dump(), "worker hardware");
-    if (!profile.ok()) {
-      ::close(fd);
-      return profile.status();
-    }
+    if (!profile.ok()) return profile.status();
     run.hardware = *profile;
     run.hardware.device_kind = options.device_kind;
     run.tool = ToolDescription();
@@ -236,6 +233,10 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
                      : (options.device_kind.empty() ? std::string("gpu") : options.device_kind) +
                            "-" + NowIso(true) + "-shard" + std::to_string(options.shard.index) +
                            "of" + std::to_string(options.shard.count);
+    // The file is created only now, once a GPU has answered: a failed start leaves nothing.
+    fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+      return IoError(options.output_path + ": cannot open for writing: " + std::strerror(errno));
     if (Status s = AppendLine(fd, RunRecordLine(run), options.output_path); !s.ok()) {
       ::close(fd);
       return s;
