@@ -10,18 +10,14 @@ namespace kselect::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      VersionCommand(),
-      HwCommand(),
-      IngestCommand(),
-      DataCommand(),
+      VersionCommand(), HwCommand(),        IngestCommand(), DataCommand(),
+      ShapesCommand(),  CatalogueCommand(), BenchCommand(),
   };
   return commands;
 }
 
 const std::vector<PlannedCommand>& PlannedCommands() {
   static const std::vector<PlannedCommand> planned = {
-      {"catalogue", "list kernel configs a named rule set generates, per provider"},
-      {"bench", "time (problem, config) pairs on the GPU into streaming JSONL"},
       {"tile", "list and build the tile engine's NVRTC kernels"},
       {"train", "train LightGBM models on a dataset"},
       {"eval", "efficiency against the oracle and the peers' heuristics"},

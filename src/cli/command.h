@@ -67,5 +67,8 @@ Command VersionCommand();
 Command HwCommand();
 Command IngestCommand();
 Command DataCommand();
+Command ShapesCommand();
+Command CatalogueCommand();
+Command BenchCommand();
 
 }  // namespace kselect::cli

@@ -1,0 +1,106 @@
+// kselect bench: times (problem, config) pairs on the GPU into streaming JSONL
+// (docs/formats.md, "kselect.bench.jsonl" version 1), following the measurement method of
+// docs/notes/cublaslt_bench.md: warm-up, CUDA-event timing of batches of launches, median of the
+// batches with their CV, inputs rotated past L2, random non-zero data, early abort of configs
+// clearly slower than the best so far, a time budget per config, and the provider heuristic's
+// top picks recorded with their ranks.
+//
+// Isolation: the process that writes the JSONL never touches CUDA. Each device gets a
+// coordinator process that forks a worker; the worker owns the CUDA context, enumerates and
+// times. A worker that crashes or exceeds the watchdog is killed, the config it was timing is
+// recorded invalid with the reason, and a fresh worker continues the sweep.
+//
+// Resume: every record is one write(2) of a whole line (flushed per record); --resume repairs a
+// torn last line and skips every (problem, config) pair already in the file, so a killed run
+// continues with nothing lost and nothing duplicated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/catalogue.h"
+#include "kselect/measurement.h"
+#include "kselect/problem.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+// Which slice of the problem list this process runs: problems whose index % count == index.
+struct ShardSpec {
+  int index = 0;
+  int count = 1;
+  bool operator==(const ShardSpec&) const = default;
+};
+// "i/N" with 0 <= i < N.
+StatusOr<ShardSpec> ParseShard(std::string_view text);
+// SLURM_PROCID/SLURM_NTASKS, else OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, else 0/1.
+StatusOr<ShardSpec> ShardFromEnvironment();
+// Indices of `total` problems that `shard` runs, ascending.
+std::vector<size_t> ShardIndices(size_t total, const ShardSpec& shard);
+
+// The identity of one (problem, config) pair in a bench file: the resume key.
+std::string PairKey(const Problem& problem, const KernelConfig& config);
+
+// One JSONL line (with its trailing '\n') of a run record and of a measurement record.
+std::string RunRecordLine(const RunInfo& run);
+std::string MeasurementLine(const Measurement& m);
+
+// What an existing bench file already holds, for --resume.
+struct ResumeState {
+  bool has_run_record = false;
+  RunInfo run;                            // the file's run record when present
+  std::set<std::string> done;             // PairKey of every measurement record
+  std::map<std::string, double> best_ms;  // per ProblemToString: fastest valid latency so far
+  int64_t measurements = 0;
+  int64_t torn_bytes = 0;  // bytes of an incomplete last line (removed when repairing)
+};
+// Reads `path` (absent or empty: an empty state). With `repair`, truncates a torn last line
+// in place. A malformed complete line is a ParseError naming the line.
+StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair);
+
+struct BenchOptions {
+  std::vector<GemmProblem> problems;  // the whole list; the shard picks its slice
+  Provider provider = Provider::kCublasLt;
+  RuleSet rules;  // filters each problem's enumerated configs
+  std::string output_path;
+  bool resume = false;
+  ShardSpec shard;
+  std::vector<int> devices = {0};
+  std::string device_kind;  // lender's kind name, recorded in the run record ("nvidia-h200")
+  std::string run_id;       // "" = derived from the start time and shard
+  // Method.
+  int warmup_iters = 10;  // at most this many warm-up launches (fewer for slow configs)
+  double warmup_ms = 5;   // ... enough to cover this much GPU time
+  int repeats = 7;        // timed batches; the median is reported
+  int min_repeats = 3;    // fewest batches the time budget may cut to
+  double batch_ms = 0.5;  // launches per batch chosen to fill this much GPU time
+  int max_iters_per_batch = 200;
+  double config_budget_ms = 300;  // GPU time budget for timing one config
+  double abort_factor = 3.0;      // abort a config whose estimate exceeds factor x best so far
+  int heuristic_picks = 8;        // the provider heuristic's top-N, timed and ranked as peers
+  int64_t max_workspace_bytes = 32ll << 20;
+  int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
+  int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)
+  double watchdog_s = 30;               // a worker silent this long on one config is killed
+  double plan_watchdog_s = 300;         // ... while enumerating one problem
+};
+
+struct BenchSummary {
+  int64_t problems = 0;
+  int64_t problems_failed = 0;  // enumeration failed (reason on stderr)
+  int64_t rows = 0;             // measurement records written by this invocation
+  int64_t valid = 0, invalid = 0, aborted = 0;
+  int64_t skipped = 0;          // pairs already in the file (--resume)
+  int64_t worker_restarts = 0;  // crashes and watchdog kills
+  double seconds = 0;
+};
+
+// Runs the sweep. Writes the run record first when the file has none (a fresh file refuses an
+// existing non-empty one unless resume is set).
+StatusOr<BenchSummary> RunBench(const BenchOptions& options);
+
+}  // namespace kselect

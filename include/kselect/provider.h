@@ -1,0 +1,123 @@
+// KernelProvider: the one interface every source of GPU kernels implements (cuBLASLt now; the
+// NVRTC tile engine and cuDNN later). A provider turns a Problem into typed KernelConfigs, says
+// whether one config can run one problem (and why not), and prepares and launches a config on
+// device buffers that the caller (kselect bench, later the dispatcher) owns.
+//
+// Lifecycle of one measurement, as the bench drives it:
+//   provider = CreateProvider(Provider::kCublasLt, options)      // no GPU touched yet
+//   provider->SupportsProblem(p)                                  // pure CPU check
+//   configs  = provider->Enumerate(p)                             // every config that can run p
+//   peers    = provider->HeuristicPicks(p, 8)                     // the library's own top picks
+//   kernel   = provider->Prepare(p, configs[i])                   // kCannotImplement with reason
+//   kernel->Launch(operands, stream)                              // asynchronous, on `stream`
+//
+// Everything that needs a GPU returns kUnavailable on a host without one (binaries still start
+// there). No CUDA type appears here: streams are opaque `void*` (a cudaStream_t), device
+// pointers are `void*`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+// Settings shared by every provider instance; each provider reads what applies to it.
+struct ProviderOptions {
+  int device = 0;  // CUDA device ordinal the provider works on
+  // Largest workspace a config may need; configs needing more cannot implement (bytes).
+  int64_t max_workspace_bytes = 32ll << 20;
+};
+
+// Device memory for one GEMM launch, owned by the caller. Pointers are device addresses laid out
+// as the problem says (GemmLayout, dtypes; batches strided densely one after another).
+struct GemmOperands {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;  // read when beta != 0; may equal d
+  void* d = nullptr;
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
+};
+
+// A config bound to a problem, with every descriptor built once, ready to launch many times.
+class PreparedKernel {
+ public:
+  virtual ~PreparedKernel() = default;
+  // Workspace the launch needs (bytes); the caller passes at least this much.
+  virtual int64_t WorkspaceBytes() const = 0;
+  // Enqueues one launch on `stream` (a cudaStream_t); returns the launch error, if any.
+  // Asynchronous: faults inside the kernel surface at the caller's next synchronisation.
+  virtual Status Launch(const GemmOperands& operands, void* stream) = 0;
+};
+
+// Which configs a caller wants (a rule set, say: see RuleSetFilter in catalogue.h); an empty
+// filter wants all. Enumerate skips the device checks of configs the filter rejects, which is
+// what makes a small catalogue fast to enumerate.
+struct ConfigFilter {
+  // True when `config` is wanted.
+  std::function<bool(const KernelConfig&)> keep;
+  // Optional: false only when no config that equals `config` except in the fields named in
+  // `varying` is wanted, so a provider can drop a whole family of variants (split-K factors,
+  // swizzles) before checking any of them on the device.
+  std::function<bool(const KernelConfig& config, std::span<const std::string_view> varying)>
+      may_keep;
+
+  bool empty() const { return !keep; }
+};
+
+class KernelProvider {
+ public:
+  virtual ~KernelProvider() = default;
+
+  virtual Provider id() const = 0;
+
+  // Whether this provider can run problems of this kind, dtype and layout at all (CPU only, no
+  // device query): the bench skips providers that answer false.
+  virtual bool SupportsProblem(const Problem& problem) const = 0;
+
+  // Every config this provider can run `problem` with on the device, each passing CanImplement,
+  // in a stable order (the same device, library and problem give the same list). With `keep`,
+  // only configs it accepts are returned (the order of the rest is unchanged).
+  virtual StatusOr<std::vector<KernelConfig>> Enumerate(const Problem& problem,
+                                                        const ConfigFilter& keep = {}) = 0;
+
+  // OK when `config` runs `problem` on the device within the workspace limit; kCannotImplement
+  // with the reason otherwise; kUnavailable without a GPU.
+  virtual Status CanImplement(const Problem& problem, const KernelConfig& config) = 0;
+
+  // Workspace `config` needs for `problem` (bytes); the same check as CanImplement.
+  virtual StatusOr<int64_t> WorkspaceBytes(const Problem& problem, const KernelConfig& config) = 0;
+
+  // Binds `config` to `problem`; kCannotImplement when CanImplement would refuse it.
+  virtual StatusOr<std::unique_ptr<PreparedKernel>> Prepare(const Problem& problem,
+                                                            const KernelConfig& config) = 0;
+
+  // The provider's own heuristic ranking, best first, at most `count` configs (rank = index + 1).
+  // Recorded as peers (Measurement::peer_rank). Providers without a heuristic return {}.
+  virtual StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count) = 0;
+};
+
+// One row of the provider registry: the table CreateProvider looks providers up in.
+struct ProviderEntry {
+  Provider provider;
+  const char* summary;
+  std::unique_ptr<KernelProvider> (*create)(const ProviderOptions& options);
+};
+
+// Every provider that can run kernels in this build, in a fixed order.
+std::span<const ProviderEntry> ProviderRegistry();
+
+// The registry's provider for `provider`; kNotFound for providers that only ingest (ck_tile,
+// ck_conv) or are not built yet. Creating touches no GPU.
+StatusOr<std::unique_ptr<KernelProvider>> CreateProvider(Provider provider,
+                                                         const ProviderOptions& options = {});
+
+}  // namespace kselect

@@ -1,0 +1,283 @@
+// RunBench: the coordinator side of the sweep (see kselect/bench.h). Never touches CUDA itself,
+// so forking workers (and per-device coordinators) is safe.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <limits>
+#include <map>
+
+#include "bench/worker.h"
+#include "core/json_codec.h"
+#include "kselect/bench.h"
+#include "kselect/hardware.h"
+#include "kselect/version.h"
+
+namespace kselect {
+namespace {
+
+using nlohmann::json;
+
+std::string NowIso(bool compact = false) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Status AppendLine(int fd, const std::string& line, const std::string& path) {
+  // One write(2) per record on an O_APPEND descriptor: a record is either whole in the file or
+  // (if the process dies mid-write) a torn last line that --resume removes.
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path + ": write failed: " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+struct FaultInjection {
+  std::string kind;  // "crash" or "hang"
+  int64_t index = -1;
+};
+
+FaultInjection FaultFromEnvironment() {
+  FaultInjection fault;
+  const char* text = std::getenv(bench::kFaultInjectionEnv);
+  if (text == nullptr) return fault;
+  const std::string value = text;
+  const size_t colon = value.find(':');
+  if (colon == std::string::npos) return fault;
+  fault.kind = value.substr(0, colon);
+  fault.index = std::atoll(value.c_str() + colon + 1);
+  return fault;
+}
+
+MeasurementMethod DefaultMethod(const BenchOptions& o) {
+  MeasurementMethod m;
+  m.name = "kselect.bench";
+  m.timer = "cuda_events";
+  m.statistic = "median";
+  m.warmup_iters = o.warmup_iters;
+  m.repeats = o.repeats;
+  m.iters_per_repeat = 0;  // chosen per config (batch_ms); each row's method says what was used
+  m.rotating_buffer_bytes = o.rotate_bytes;
+  return m;
+}
+
+// Sweeps `problems` on one device, appending to `fd`.
+BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const ResumeState& state,
+                         const std::vector<GemmProblem>& problems, int device, int fd) {
+  BenchSummary summary;
+  bench::WorkerClient worker(options, device);
+  const FaultInjection fault = FaultFromEnvironment();
+  for (const GemmProblem& problem : problems) {
+    ++summary.problems;
+    const Problem p = problem;
+    auto plan = worker.Request(json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(p)}},
+                               options.plan_watchdog_s);
+    if (!plan.ok() || !(*plan).value("ok", false)) {
+      ++summary.problems_failed;
+      std::cerr << "kselect bench: device " << device << ": " << problem.ToString()
+                << ": enumeration failed: "
+                << (plan.ok() ? (*plan).value("reason", "") : plan.status().ToString()) << "\n";
+      continue;
+    }
+    std::vector<KernelConfig> configs;
+    for (const json& c : (*plan)["configs"])
+      configs.push_back(*json_codec::KernelConfigFromJson(c, "plan"));
+    if (options.max_configs_per_problem > 0 &&
+        static_cast<int64_t>(configs.size()) > options.max_configs_per_problem) {
+      configs.resize(static_cast<size_t>(options.max_configs_per_problem));
+    }
+    std::map<std::string, int32_t> peer_rank;
+    int32_t rank = 0;
+    for (const json& c : (*plan)["peers"]) {
+      const KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan.peers");
+      const std::string key = ConfigKey(config);
+      if (peer_rank.count(key) != 0) continue;
+      peer_rank[key] = ++rank;
+      bool listed = false;
+      for (const KernelConfig& k : configs) listed = listed || ConfigKey(k) == key;
+      if (!listed) configs.push_back(config);  // peers are always timed
+    }
+    std::cerr << "kselect bench: device " << device << ": " << problem.ToString() << ": "
+              << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
+              << peer_rank.size() << " heuristic picks)\n";
+    const auto best_it = state.best_ms.find(ProblemToString(p));
+    double best =
+        best_it == state.best_ms.end() ? std::numeric_limits<double>::infinity() : best_it->second;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const KernelConfig& config = configs[i];
+      if (state.done.count(PairKey(p, config)) != 0) {
+        ++summary.skipped;
+        continue;
+      }
+      json request{{"cmd", "time"},
+                   {"problem", json_codec::ProblemToJson(p)},
+                   {"config", json_codec::KernelConfigToJson(config)},
+                   {"abort_bound_ms", std::isfinite(best) ? best * options.abort_factor : 0.0}};
+      if (fault.index == static_cast<int64_t>(i)) request["inject"] = fault.kind;
+      auto reply = worker.Request(request, options.watchdog_s);
+      Measurement m;
+      m.run_id = run.run_id;
+      m.op_type = "gemm";
+      m.problem = p;
+      m.config = config;
+      m.kernel_name = DescribeConfig(config);
+      m.method = run.method;
+      m.timestamp = NowIso();
+      if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end())
+        m.peer_rank = it->second;
+      if (!reply.ok()) {
+        m.invalid_reason = reply.status().ToString();
+      } else if (!(*reply).value("ok", false)) {
+        m.invalid_reason = (*reply).value("reason", "unknown worker failure");
+      } else {
+        const json& r = *reply;
+        m.latency_ms = r.value("latency_ms", 0.0);
+        m.cv = r.value("cv", 0.0);
+        m.samples = r.value("samples", 0);
+        if (r.contains("method")) {
+          if (auto method = json_codec::MethodFromJson(r["method"], "reply.method"); method.ok())
+            m.method = *method;
+        }
+        m.aborted = r.value("aborted", false);
+        if (m.aborted) {
+          m.abort_bound_ms = r.value("abort_bound_ms", 0.0);
+          m.invalid_reason =
+              "aborted: slower than " + std::to_string(options.abort_factor) + "x the best so far";
+        } else {
+          m.is_valid = true;
+          DeriveRates(m);
+          m.Validate();
+        }
+      }
+      if (m.is_valid) {
+        ++summary.valid;
+        best = std::min(best, m.latency_ms);
+      } else if (m.aborted) {
+        ++summary.aborted;
+      } else {
+        ++summary.invalid;
+      }
+      if (Status s = AppendLine(fd, MeasurementLine(m), options.output_path); !s.ok()) {
+        std::cerr << "kselect bench: " << s.ToString() << "\n";
+        return summary;
+      }
+      ++summary.rows;
+    }
+  }
+  summary.worker_restarts = worker.restarts();
+  return summary;
+}
+
+}  // namespace
+
+StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
+  const double start = NowSeconds();
+  if (options.output_path.empty()) return InvalidArgumentError("no output file (-o)");
+  if (options.devices.empty()) return InvalidArgumentError("no devices");
+  KSELECT_ASSIGN_OR_RETURN(ResumeState state, LoadResumeState(options.output_path, options.resume));
+  if (!options.resume && (state.has_run_record || state.measurements > 0 || state.torn_bytes > 0)) {
+    return FailedPreconditionError(
+        options.output_path +
+        " already holds bench records: pass --resume to continue it, or choose another -o");
+  }
+  if (state.torn_bytes > 0) {
+    std::cerr << "kselect bench: removed a torn last line (" << state.torn_bytes << " bytes) from "
+              << options.output_path << "\n";
+  }
+  RunInfo run;
+  int fd = -1;
+  if (state.has_run_record) {
+    run = state.run;
+    fd = ::open(options.output_path.c_str(), O_WRONLY | O_APPEND);
+    if (fd < 0)
+      return IoError(options.output_path + ": cannot open for appending: " + std::strerror(errno));
+  } else {
+    bench::WorkerClient probe(options, options.devices.front());
+    auto hello = probe.Request(json{{"cmd", "hello"}}, options.watchdog_s);
+    probe.Kill();
+    if (!hello.ok() || !(*hello).value("ok", false)) {
+      return UnavailableError(
+          "cannot read the GPU's profile: " +
+          (hello.ok() ? (*hello).value("reason", "") : hello.status().ToString()));
+    }
+    auto profile = HardwareProfileFromJson((*hello)["hardware"].dump(), "worker hardware");
+    if (!profile.ok()) return profile.status();
+    run.hardware = *profile;
+    run.hardware.device_kind = options.device_kind;
+    run.tool = ToolDescription();
+    run.started_at = NowIso();
+    run.method = DefaultMethod(options);
+    run.run_id = !options.run_id.empty()
+                     ? options.run_id
+                     : (options.device_kind.empty() ? std::string("gpu") : options.device_kind) +
+                           "-" + NowIso(true) + "-shard" + std::to_string(options.shard.index) +
+                           "of" + std::to_string(options.shard.count);
+    // The file is created only now, once a GPU has answered: a failed start leaves nothing.
+    fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+      return IoError(options.output_path + ": cannot open for writing: " + std::strerror(errno));
+    if (Status s = AppendLine(fd, RunRecordLine(run), options.output_path); !s.ok()) {
+      ::close(fd);
+      return s;
+    }
+  }
+  std::vector<GemmProblem> mine;
+  for (const size_t i : ShardIndices(options.problems.size(), options.shard))
+    mine.push_back(options.problems[i]);
+
+  BenchSummary summary;
+  if (options.devices.size() == 1) {
+    summary = SweepDevice(options, run, state, mine, options.devices.front(), fd);
+  } else {
+    // One coordinator process per device, each with its own worker, sharing the O_APPEND file.
+    std::vector<pid_t> children;
+    const ShardSpec split{0, static_cast<int>(options.devices.size())};
+    for (size_t d = 0; d < options.devices.size(); ++d) {
+      std::vector<GemmProblem> part;
+      for (const size_t i :
+           ShardIndices(mine.size(), ShardSpec{static_cast<int>(d), split.count})) {
+        part.push_back(mine[i]);
+      }
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        const BenchSummary s = SweepDevice(options, run, state, part, options.devices[d], fd);
+        _exit(s.problems_failed > 0 ? 1 : 0);
+      }
+      if (pid > 0) children.push_back(pid);
+    }
+    for (const pid_t pid : children) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++summary.problems_failed;
+    }
+    KSELECT_ASSIGN_OR_RETURN(ResumeState after, LoadResumeState(options.output_path, false));
+    summary.problems = static_cast<int64_t>(mine.size());
+    summary.rows = after.measurements - state.measurements;
+  }
+  ::close(fd);
+  summary.seconds = NowSeconds() - start;
+  return summary;
+}
+
+}  // namespace kselect

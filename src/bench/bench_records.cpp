@@ -1,0 +1,150 @@
+// The CPU side of kselect bench: shard arithmetic, JSONL records and resume state.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "kselect/bench.h"
+#include "kselect/hardware.h"
+#include "kselect/ingest.h"
+
+namespace kselect {
+namespace {
+
+using nlohmann::json;
+
+StatusOr<int> ParseNonNegative(std::string_view text, std::string_view what) {
+  int value = -1;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
+    return InvalidArgumentError(std::string(what) + ": '" + std::string(text) +
+                                "' is not a non-negative integer");
+  }
+  return value;
+}
+
+StatusOr<ShardSpec> MakeShard(int index, int count, std::string_view what) {
+  if (count < 1 || index >= count) {
+    return InvalidArgumentError(std::string(what) + ": shard " + std::to_string(index) + "/" +
+                                std::to_string(count) + " needs 0 <= i < N");
+  }
+  return ShardSpec{index, count};
+}
+
+}  // namespace
+
+StatusOr<ShardSpec> ParseShard(std::string_view text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos)
+    return InvalidArgumentError("--shard '" + std::string(text) + "': expected i/N");
+  KSELECT_ASSIGN_OR_RETURN(int index, ParseNonNegative(text.substr(0, slash), "--shard index"));
+  KSELECT_ASSIGN_OR_RETURN(int count, ParseNonNegative(text.substr(slash + 1), "--shard count"));
+  return MakeShard(index, count, "--shard");
+}
+
+StatusOr<ShardSpec> ShardFromEnvironment() {
+  for (const auto& [rank_var, size_var] :
+       {std::pair{"SLURM_PROCID", "SLURM_NTASKS"},
+        std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
+    const char* rank = std::getenv(rank_var);
+    const char* size = std::getenv(size_var);
+    if (rank == nullptr || size == nullptr) continue;
+    KSELECT_ASSIGN_OR_RETURN(int index, ParseNonNegative(rank, rank_var));
+    KSELECT_ASSIGN_OR_RETURN(int count, ParseNonNegative(size, size_var));
+    return MakeShard(index, count, std::string(rank_var) + "/" + size_var);
+  }
+  return ShardSpec{};
+}
+
+std::vector<size_t> ShardIndices(size_t total, const ShardSpec& shard) {
+  std::vector<size_t> indices;
+  for (size_t i = static_cast<size_t>(shard.index); i < total;
+       i += static_cast<size_t>(shard.count)) {
+    indices.push_back(i);
+  }
+  return indices;
+}
+
+std::string PairKey(const Problem& problem, const KernelConfig& config) {
+  return ProblemToString(problem) + " | " + ConfigKey(config);
+}
+
+std::string RunRecordLine(const RunInfo& run) {
+  json j = json::object();
+  j["type"] = "run";
+  j["format"] = "kselect.bench.jsonl";
+  j["format_version"] = 1;
+  j["run_id"] = run.run_id;
+  j["tool"] = run.tool;
+  j["started_at"] = run.started_at;
+  j["hardware"] = json::parse(HardwareProfileToJson(run.hardware, -1));
+  j["method"] = json_codec::MethodToJson(run.method);
+  return j.dump() + "\n";
+}
+
+std::string MeasurementLine(const Measurement& m) {
+  json j = json::object();
+  j["type"] = "measurement";
+  j["run_id"] = m.run_id;
+  j["op_type"] = m.op_type;
+  j["problem"] = json_codec::ProblemToJson(m.problem);
+  j["config"] = json_codec::KernelConfigToJson(m.config);
+  j["kernel_name"] = m.kernel_name;
+  j["latency_ms"] = m.latency_ms;
+  j["tflops"] = m.tflops;
+  j["bandwidth_gb_s"] = m.bandwidth_gb_s;
+  j["cv"] = m.cv;
+  j["samples"] = m.samples;
+  j["is_valid"] = m.is_valid;
+  j["invalid_reason"] = m.invalid_reason;
+  j["aborted"] = m.aborted;
+  j["abort_bound_ms"] = m.abort_bound_ms;
+  j["peer_rank"] = m.peer_rank ? json(*m.peer_rank) : json(nullptr);
+  j["method"] = json_codec::MethodToJson(m.method);
+  j["timestamp"] = m.timestamp;
+  return j.dump() + "\n";
+}
+
+StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair) {
+  ResumeState state;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return state;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  in.close();
+  const size_t last_newline = text.rfind('\n');
+  const size_t complete = last_newline == std::string::npos ? 0 : last_newline + 1;
+  state.torn_bytes = static_cast<int64_t>(text.size() - complete);
+  if (state.torn_bytes > 0) {
+    text.resize(complete);
+    if (repair && ::truncate(path.c_str(), static_cast<off_t>(complete)) != 0) {
+      return IoError(path + ": cannot truncate the torn last line");
+    }
+  }
+  if (text.empty()) return state;
+  // The ingestion parser is the reference reader: whatever it accepts, resume accepts.
+  KSELECT_ASSIGN_OR_RETURN(IngestResult parsed, ParseKselectJsonl(text, path, IngestOptions{}));
+  if (!parsed.runs.empty()) {
+    state.has_run_record = true;
+    state.run = parsed.runs.front();
+  }
+  for (const Measurement& m : parsed.measurements) {
+    state.done.insert(PairKey(m.problem, m.config));
+    ++state.measurements;
+    if (m.is_valid && !m.aborted) {
+      const std::string key = ProblemToString(m.problem);
+      auto it = state.best_ms.find(key);
+      if (it == state.best_ms.end() || m.latency_ms < it->second) state.best_ms[key] = m.latency_ms;
+    }
+  }
+  return state;
+}
+
+}  // namespace kselect

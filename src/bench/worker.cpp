@@ -1,0 +1,452 @@
+#include "bench/worker.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/json_codec.h"
+#include "kselect/hardware.h"
+#include "kselect/provider.h"
+
+namespace kselect::bench {
+namespace {
+
+using nlohmann::json;
+
+std::string CudaText(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+bool WriteAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Random non-zero bit patterns for each dtype, magnitudes about 0.06 to 2, so products stay far
+// from overflow at any K and no element is zero (zeros can run faster than real data).
+void FillRandom(std::vector<uint8_t>& bytes, DataType type, std::mt19937_64& rng) {
+  const int bits = DataTypeBits(type);
+  if (bits == 16) {
+    auto* v = reinterpret_cast<uint16_t*>(bytes.data());
+    const size_t n = bytes.size() / 2;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t r = rng();
+      const uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
+      if (type == DataType::kBF16) {  // exponent 123..127 (bias 127), 7 mantissa bits
+        v[i] = static_cast<uint16_t>(sign | ((123 + (r >> 1) % 5) << 7) | ((r >> 8) & 0x7F));
+      } else {  // fp16: exponent 11..15 (bias 15), 10 mantissa bits
+        v[i] = static_cast<uint16_t>(sign | ((11 + (r >> 1) % 5) << 10) | ((r >> 8) & 0x3FF));
+      }
+    }
+  } else if (bits == 8) {  // e4m3: exponent 3..7 (bias 7), 3 mantissa bits; never NaN or zero
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const uint64_t r = rng();
+      bytes[i] =
+          static_cast<uint8_t>(((r & 1) << 7) | ((3 + (r >> 1) % 5) << 3) | ((r >> 8) & 0x7));
+    }
+  } else {  // fp32
+    auto* v = reinterpret_cast<float*>(bytes.data());
+    std::uniform_real_distribution<float> d(0.0625f, 2.0f);
+    for (size_t i = 0; i < bytes.size() / 4; ++i) v[i] = (rng() & 1 ? -1.0f : 1.0f) * d(rng);
+  }
+}
+
+// The GPU state of one worker: provider, stream, events and the rotated operand sets.
+class Timer {
+ public:
+  Timer(const BenchOptions& options, int device) : options_(options), device_(device) {
+    ProviderOptions po;
+    po.device = device;
+    po.max_workspace_bytes = options.max_workspace_bytes;
+    auto created = CreateProvider(options.provider, po);
+    if (created.ok()) provider_ = std::move(created).value();
+  }
+  ~Timer() { FreeBuffers(); }
+
+  KernelProvider* provider() { return provider_.get(); }
+
+  Status Init() {
+    if (provider_ == nullptr) return UnavailableError("no provider");
+    if (stream_ != nullptr) return Status::Ok();
+    cudaError_t e = cudaSetDevice(device_);
+    if (e != cudaSuccess) return UnavailableError("cudaSetDevice: " + CudaText(e));
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_);
+    l2_bytes_ = l2;
+    if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreate(&start_)) != cudaSuccess ||
+        (e = cudaEventCreate(&stop_)) != cudaSuccess) {
+      return UnavailableError("CUDA stream/event creation: " + CudaText(e));
+    }
+    return Status::Ok();
+  }
+
+  // Allocates and fills the operand sets for `p` (kept while consecutive requests share it).
+  Status Setup(const GemmProblem& p) {
+    const std::string key = p.ToString();
+    if (key == problem_key_) return Status::Ok();
+    FreeBuffers();
+    const int64_t a_bytes = p.batch * p.m * p.k * DataTypeBits(p.dtype_a) / 8;
+    const int64_t b_bytes = p.batch * p.k * p.n * DataTypeBits(p.dtype_b) / 8;
+    const int64_t d_bytes = p.batch * p.m * p.n * DataTypeBits(p.dtype_c) / 8;
+    const int64_t set_bytes = a_bytes + b_bytes + d_bytes;
+    const int64_t target = options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * l2_bytes_;
+    int64_t sets =
+        std::max<int64_t>(1, (target + set_bytes - 1) / set_bytes + (set_bytes < target ? 1 : 0));
+    sets = std::min<int64_t>(sets, 512);
+    std::mt19937_64 rng(0x5eed ^ static_cast<uint64_t>(p.m * 31 + p.n * 17 + p.k));
+    // One random block per operand kind, copied into every set: random, non-zero, and fast to
+    // make even for multi-GiB operands.
+    for (int64_t s = 0; s < sets; ++s) {
+      OperandSet set;
+      KSELECT_RETURN_IF_ERROR(AllocFilled(a_bytes, p.dtype_a, rng, &set.a));
+      KSELECT_RETURN_IF_ERROR(AllocFilled(b_bytes, p.dtype_b, rng, &set.b));
+      KSELECT_RETURN_IF_ERROR(AllocFilled(d_bytes, p.dtype_c, rng, &set.d));
+      sets_.push_back(set);
+    }
+    if (options_.max_workspace_bytes > 0) {
+      const cudaError_t e =
+          cudaMalloc(&workspace_, static_cast<size_t>(options_.max_workspace_bytes));
+      if (e != cudaSuccess) return InternalError("cudaMalloc(workspace): " + CudaText(e));
+    }
+    rotating_bytes_ = sets * set_bytes;
+    problem_key_ = key;
+    return Status::Ok();
+  }
+
+  // Times one config; the reply object of a "time" request.
+  json Time(const GemmProblem& p, const KernelConfig& config, double abort_bound_ms) {
+    auto prepared = provider_->Prepare(p, config);
+    if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
+    PreparedKernel& kernel = **prepared;
+    size_t next = 0;
+    auto launch = [&]() -> Status {
+      const OperandSet& s = sets_[next++ % sets_.size()];
+      GemmOperands o{s.a, s.b, s.d, s.d, workspace_, options_.max_workspace_bytes};
+      return kernel.Launch(o, stream_);
+    };
+    auto batch = [&](int iters, double* ms) -> Status {
+      cudaEventRecord(start_, stream_);
+      for (int i = 0; i < iters; ++i) KSELECT_RETURN_IF_ERROR(launch());
+      cudaEventRecord(stop_, stream_);
+      const cudaError_t e = cudaEventSynchronize(stop_);
+      if (e != cudaSuccess) return InternalError("kernel failed: " + CudaText(e));
+      float elapsed = 0;
+      cudaEventElapsedTime(&elapsed, start_, stop_);
+      *ms = static_cast<double>(elapsed) / iters;
+      return Status::Ok();
+    };
+    // First launch alone (module load, lazy init), then a 2-launch estimate.
+    double first = 0, estimate = 0;
+    if (Status s = batch(1, &first); !s.ok()) return Fail(s.ToString(), IsSticky());
+    if (Status s = batch(2, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
+    MeasurementMethod method = BaseMethod();
+    if (abort_bound_ms > 0 && estimate > abort_bound_ms)
+      return Aborted(estimate, abort_bound_ms, 2, method);
+    const int warmup =
+        std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))), 1,
+                   options_.warmup_iters);
+    double ignored = 0;
+    if (Status s = batch(warmup, &ignored); !s.ok()) return Fail(s.ToString(), IsSticky());
+    int iters =
+        std::clamp(static_cast<int>(std::ceil(options_.batch_ms / std::max(estimate, 1e-4))), 1,
+                   options_.max_iters_per_batch);
+    int repeats = options_.repeats;
+    const double per_batch = estimate * iters;
+    if (per_batch * repeats > options_.config_budget_ms) {
+      repeats =
+          std::max(options_.min_repeats, static_cast<int>(options_.config_budget_ms / per_batch));
+      if (per_batch * repeats > options_.config_budget_ms) {
+        iters = std::max(1, static_cast<int>(options_.config_budget_ms / (estimate * repeats)));
+      }
+    }
+    method.warmup_iters = warmup + 3;
+    method.repeats = repeats;
+    method.iters_per_repeat = iters;
+    std::vector<double> times;
+    for (int r = 0; r < repeats; ++r) {
+      double ms = 0;
+      if (Status s = batch(iters, &ms); !s.ok()) return Fail(s.ToString(), IsSticky());
+      times.push_back(ms);
+      // Early abort: two batches agree it is clearly slower than the best so far.
+      if (abort_bound_ms > 0 && times.size() == 2 &&
+          std::min(times[0], times[1]) > abort_bound_ms) {
+        method.repeats = 2;
+        return Aborted(std::min(times[0], times[1]), abort_bound_ms, 2, method);
+      }
+    }
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    double mean = 0, var = 0;
+    for (const double t : times) mean += t;
+    mean /= static_cast<double>(n);
+    for (const double t : times) var += (t - mean) * (t - mean);
+    const double cv = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) / mean : 0;
+    return json{{"ok", true},       {"latency_ms", median},
+                {"cv", cv},         {"samples", static_cast<int>(n)},
+                {"aborted", false}, {"method", json_codec::MethodToJson(method)}};
+  }
+
+ private:
+  struct OperandSet {
+    void* a = nullptr;
+    void* b = nullptr;
+    void* d = nullptr;
+  };
+
+  MeasurementMethod BaseMethod() const {
+    MeasurementMethod m;
+    m.name = "kselect.bench";
+    m.timer = "cuda_events";
+    m.statistic = "median";
+    m.rotating_buffer_bytes = rotating_bytes_;
+    return m;
+  }
+
+  static bool IsSticky() {
+    // Errors that survive cudaGetLastError's reset poison the context: the worker must go.
+    const cudaError_t e = cudaDeviceSynchronize();
+    return e != cudaSuccess;
+  }
+
+  static json Fail(const std::string& reason, bool fatal) {
+    return json{{"ok", false}, {"reason", reason}, {"fatal", fatal}};
+  }
+
+  static json Aborted(double estimate, double bound, int samples, const MeasurementMethod& method) {
+    return json{{"ok", true},
+                {"latency_ms", estimate},
+                {"cv", 0},
+                {"samples", samples},
+                {"aborted", true},
+                {"abort_bound_ms", bound},
+                {"method", json_codec::MethodToJson(method)}};
+  }
+
+  Status AllocFilled(int64_t bytes, DataType type, std::mt19937_64& rng, void** out) {
+    cudaError_t e = cudaMalloc(out, static_cast<size_t>(bytes));
+    if (e != cudaSuccess)
+      return InternalError("cudaMalloc(" + std::to_string(bytes) + "): " + CudaText(e));
+    constexpr int64_t kBlock = 8ll << 20;
+    std::vector<uint8_t> host(static_cast<size_t>(std::min(bytes, kBlock)));
+    FillRandom(host, type, rng);
+    for (int64_t off = 0; off < bytes; off += kBlock) {
+      const int64_t n = std::min(kBlock, bytes - off);
+      e = cudaMemcpy(static_cast<uint8_t*>(*out) + off, host.data(), static_cast<size_t>(n),
+                     cudaMemcpyHostToDevice);
+      if (e != cudaSuccess) return InternalError("cudaMemcpy: " + CudaText(e));
+    }
+    return Status::Ok();
+  }
+
+  void FreeBuffers() {
+    for (const OperandSet& s : sets_) {
+      cudaFree(s.a);
+      cudaFree(s.b);
+      cudaFree(s.d);
+    }
+    sets_.clear();
+    if (workspace_ != nullptr) cudaFree(workspace_);
+    workspace_ = nullptr;
+    problem_key_.clear();
+  }
+
+  const BenchOptions& options_;
+  int device_;
+  std::unique_ptr<KernelProvider> provider_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  int64_t l2_bytes_ = 0;
+  std::vector<OperandSet> sets_;
+  void* workspace_ = nullptr;
+  int64_t rotating_bytes_ = 0;
+  std::string problem_key_;
+};
+
+json Handle(Timer& timer, const BenchOptions& options, int device, const json& request) {
+  const std::string cmd = request.value("cmd", "");
+  if (cmd == "hello") {
+    auto profile = QueryHardwareProfile(device);
+    if (!profile.ok())
+      return json{{"ok", false}, {"reason", profile.status().ToString()}, {"fatal", false}};
+    return json{{"ok", true}, {"hardware", json::parse(HardwareProfileToJson(*profile, -1))}};
+  }
+  // Injected faults (KSELECT_BENCH_FAULT) act before any CUDA call, so the isolation machinery is
+  // exercised the same way with or without a GPU.
+  if (cmd == "time") {
+    const std::string inject = request.value("inject", "");
+    if (inject == "crash") ::raise(SIGSEGV);
+    if (inject == "hang") {
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+  if (Status s = timer.Init(); !s.ok())
+    return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
+  auto problem = json_codec::ProblemFromJson(request.at("problem"), "request.problem");
+  if (!problem.ok())
+    return json{{"ok", false}, {"reason", problem.status().ToString()}, {"fatal", false}};
+  if (cmd == "plan") {
+    const RuleSet& rules = options.rules;
+    auto configs = timer.provider()->Enumerate(*problem, RuleSetFilter(rules));
+    if (!configs.ok())
+      return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
+    const std::vector<KernelConfig>& kept = *configs;
+    auto peers = timer.provider()->HeuristicPicks(*problem, options.heuristic_picks);
+    json reply{{"ok", true},
+               {"enumerated", configs->size()},
+               {"configs", json::array()},
+               {"peers", json::array()}};
+    for (const KernelConfig& c : kept)
+      reply["configs"].push_back(json_codec::KernelConfigToJson(c));
+    if (peers.ok()) {
+      for (const KernelConfig& c : *peers)
+        reply["peers"].push_back(json_codec::KernelConfigToJson(c));
+    } else {
+      reply["peers_error"] = peers.status().ToString();
+    }
+    return reply;
+  }
+  if (cmd == "time") {
+    auto config = json_codec::KernelConfigFromJson(request.at("config"), "request.config");
+    if (!config.ok())
+      return json{{"ok", false}, {"reason", config.status().ToString()}, {"fatal", false}};
+    const GemmProblem& p = std::get<GemmProblem>(*problem);
+    if (Status s = timer.Setup(p); !s.ok())
+      return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
+    return timer.Time(p, *config, request.value("abort_bound_ms", 0.0));
+  }
+  return json{{"ok", false}, {"reason", "unknown request '" + cmd + "'"}, {"fatal", false}};
+}
+
+// The worker's loop; ends the child process with _exit (it is never the caller's process).
+[[noreturn]] void WorkerMain(const BenchOptions& options, int device, int in_fd, int out_fd) {
+  Timer timer(options, device);
+  std::string buffer;
+  char chunk[65536];
+  while (true) {
+    size_t newline;
+    while ((newline = buffer.find('\n')) == std::string::npos) {
+      const ssize_t n = ::read(in_fd, chunk, sizeof(chunk));
+      if (n <= 0) _exit(0);
+      buffer.append(chunk, static_cast<size_t>(n));
+    }
+    const std::string line = buffer.substr(0, newline);
+    buffer.erase(0, newline + 1);
+    json reply;
+    try {
+      reply = Handle(timer, options, device, json::parse(line));
+    } catch (const std::exception& e) {
+      reply = json{{"ok", false},
+                   {"reason", std::string("worker exception: ") + e.what()},
+                   {"fatal", false}};
+    }
+    if (!WriteAll(out_fd, reply.dump() + "\n")) _exit(1);
+    if (reply.value("fatal", false)) _exit(2);
+  }
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Status WorkerClient::Start() {
+  int down[2], up[2];
+  if (::pipe(down) != 0 || ::pipe(up) != 0)
+    return IoError(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) return IoError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(down[1]);
+    ::close(up[0]);
+    WorkerMain(options_, device_, down[0], up[1]);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  pid_ = pid;
+  to_worker_ = down[1];
+  from_worker_ = up[0];
+  pending_.clear();
+  if (started_once_) ++restarts_;
+  started_once_ = true;
+  return Status::Ok();
+}
+
+std::string WorkerClient::ReapReason() {
+  int status = 0;
+  std::string reason = "worker exited";
+  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+    if (WIFSIGNALED(status)) {
+      reason = "worker died: signal " + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
+    } else if (WIFEXITED(status)) {
+      reason = "worker exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+  }
+  pid_ = -1;
+  ::close(to_worker_);
+  ::close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+  return reason;
+}
+
+void WorkerClient::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ReapReason();
+}
+
+StatusOr<json> WorkerClient::Request(const json& request, double timeout_s) {
+  if (pid_ <= 0) KSELECT_RETURN_IF_ERROR(Start());
+  if (!WriteAll(to_worker_, request.dump() + "\n")) return InternalError(ReapReason());
+  const double deadline = NowSeconds() + timeout_s;
+  char chunk[65536];
+  while (pending_.find('\n') == std::string::npos) {
+    const double left = deadline - NowSeconds();
+    if (left <= 0) {
+      Kill();
+      return TimeoutError("no reply within " + std::to_string(static_cast<int>(timeout_s)) +
+                          " s (watchdog killed the worker)");
+    }
+    pollfd fd{from_worker_, POLLIN, 0};
+    const int ready = ::poll(&fd, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    if (ready < 0 && errno != EINTR)
+      return InternalError(std::string("poll: ") + std::strerror(errno));
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(from_worker_, chunk, sizeof(chunk));
+    if (n <= 0) return InternalError(ReapReason());
+    pending_.append(chunk, static_cast<size_t>(n));
+  }
+  const size_t newline = pending_.find('\n');
+  const std::string line = pending_.substr(0, newline);
+  pending_.erase(0, newline + 1);
+  json reply = json::parse(line, nullptr, false);
+  if (reply.is_discarded()) return InternalError("unreadable worker reply");
+  if (reply.value("fatal", false)) ReapReason();
+  return reply;
+}
+
+}  // namespace kselect::bench

@@ -1,0 +1,60 @@
+// The bench's worker process: the only process of a sweep that touches CUDA. The coordinator
+// talks to it over two pipes, one JSON object per line, and kills it when it crashes or hangs.
+//
+// Requests and replies:
+//   {"cmd":"hello"}                       -> {"ok":true,"hardware":{...HardwareProfile...}}
+//   {"cmd":"plan","problem":{...}}        ->
+//   {"ok":true,"configs":[...],"peers":[...],"enumerated":N}
+//        (configs: the enumerated space filtered by the rule set; enumerated = their count)
+//   {"cmd":"time","problem":{...},"config":{...},"abort_bound_ms":B,"inject":""}
+//        -> {"ok":true,"latency_ms":..,"cv":..,"samples":..,"aborted":..,"method":{...}}
+//   any failure -> {"ok":false,"reason":"...","fatal":bool}; fatal: the worker exits after it
+//   (a sticky CUDA error leaves its context unusable).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kselect/bench.h"
+
+namespace kselect::bench {
+
+// A worker process and the coordinator's end of its pipes.
+class WorkerClient {
+ public:
+  WorkerClient(const BenchOptions& options, int device) : options_(options), device_(device) {}
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+  ~WorkerClient() { Kill(); }
+
+  // Sends `request` (starting a worker first when none runs) and waits up to `timeout_s` for the
+  // reply. kTimeout when the watchdog fires (the worker is killed); kInternal "worker died:
+  // signal 11 (Segmentation fault)" when it crashed. Either way the next Request starts a fresh
+  // one.
+  StatusOr<nlohmann::json> Request(const nlohmann::json& request, double timeout_s);
+  // Kills and reaps the worker, if one runs.
+  void Kill();
+  int64_t restarts() const { return restarts_; }
+
+ private:
+  Status Start();
+  std::string ReapReason();
+
+  const BenchOptions& options_;
+  int device_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string pending_;
+  int64_t restarts_ = 0;
+  bool started_once_ = false;
+};
+
+// Environment variable naming a config to fail on purpose, for isolation tests:
+// "crash:I" or "hang:I" makes the worker crash (SIGSEGV) or hang while timing the I-th config
+// (0-based) of every problem's list.
+inline constexpr const char* kFaultInjectionEnv = "KSELECT_BENCH_FAULT";
+
+}  // namespace kselect::bench

@@ -1,0 +1,200 @@
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "kselect/catalogue.h"
+
+namespace kselect {
+namespace {
+
+using nlohmann::json;
+
+// One integer field of a provider's config, readable by name: the table rules are checked against.
+struct FieldRow {
+  const char* name;
+  int32_t CublasLtConfig::*member;
+};
+constexpr FieldRow kCublasLtFields[] = {
+    {"algo_id", &CublasLtConfig::algo_id},
+    {"tile_id", &CublasLtConfig::tile_id},
+    {"stages_id", &CublasLtConfig::stages_id},
+    {"split_k", &CublasLtConfig::split_k},
+    {"reduction_scheme", &CublasLtConfig::reduction_scheme},
+    {"swizzle", &CublasLtConfig::swizzle},
+    {"custom_option", &CublasLtConfig::custom_option},
+    {"cluster_shape_id", &CublasLtConfig::cluster_shape_id},
+    {"inner_shape_id", &CublasLtConfig::inner_shape_id},
+    {"tile_m", &CublasLtConfig::tile_m},
+    {"tile_n", &CublasLtConfig::tile_n},
+    {"stage_k", &CublasLtConfig::stage_k},
+    {"stages", &CublasLtConfig::stages},
+    {"cluster_m", &CublasLtConfig::cluster_m},
+    {"cluster_n", &CublasLtConfig::cluster_n},
+    {"cluster_k", &CublasLtConfig::cluster_k},
+};
+
+std::optional<int64_t> FieldValue(const KernelConfig& config, const std::string& field) {
+  if (const auto* c = std::get_if<CublasLtConfig>(&config)) {
+    for (const FieldRow& row : kCublasLtFields) {
+      if (field == row.name) return c->*row.member;
+    }
+  }
+  return std::nullopt;
+}
+
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const char ch : text) {
+    hash ^= static_cast<unsigned char>(ch);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+bool Passes(const ConfigRule& rule, int64_t value) {
+  switch (rule.op) {
+    case ConfigRule::Op::kKeep:
+      return std::find(rule.values.begin(), rule.values.end(), value) != rule.values.end();
+    case ConfigRule::Op::kDrop:
+      return std::find(rule.values.begin(), rule.values.end(), value) == rule.values.end();
+    case ConfigRule::Op::kMin:
+      return value >= rule.values.front();
+    case ConfigRule::Op::kMax:
+      return value <= rule.values.front();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> RuleFields(Provider provider) {
+  std::vector<std::string> names;
+  if (provider == Provider::kCublasLt) {
+    for (const FieldRow& row : kCublasLtFields) names.emplace_back(row.name);
+  }
+  return names;
+}
+
+StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return ParseError(std::string(source) + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) return ParseError(std::string(source) + ": expected a JSON object");
+  json_codec::ObjectReader r(root, std::string(source));
+  const std::string format = r.String("format");
+  const int64_t version = r.Int("format_version");
+  RuleSet set;
+  set.name = r.String("name");
+  set.comment = r.String("comment");
+  const std::string provider = r.String("provider");
+  const json* rules = r.Child("rules", true);
+  KSELECT_RETURN_IF_ERROR(r.Finish());
+  if (format != "kselect.rules")
+    return SchemaMismatchError(std::string(source) + ": format is not kselect.rules");
+  if (version != 1) {
+    return SchemaMismatchError(std::string(source) + ": format_version " + std::to_string(version) +
+                               " is not supported (this kselect reads 1)");
+  }
+  KSELECT_ASSIGN_OR_RETURN(set.provider, ParseProvider(provider));
+  if (!rules->is_array()) return ParseError(std::string(source) + ".rules: expected an array");
+  const std::vector<std::string> fields = RuleFields(set.provider);
+  json canonical = json::array();
+  for (size_t i = 0; i < rules->size(); ++i) {
+    const std::string path = std::string(source) + ".rules[" + std::to_string(i) + "]";
+    const json& item = (*rules)[i];
+    if (!item.is_object()) return ParseError(path + ": expected an object");
+    json_codec::ObjectReader rr(item, path);
+    ConfigRule rule;
+    rule.name = rr.String("name");
+    rule.comment = rr.String("comment");
+    rule.field = rr.String("field");
+    int ops = 0;
+    for (const auto& [key, op] :
+         {std::pair{"keep", ConfigRule::Op::kKeep}, std::pair{"drop", ConfigRule::Op::kDrop},
+          std::pair{"min", ConfigRule::Op::kMin}, std::pair{"max", ConfigRule::Op::kMax}}) {
+      if (!rr.Has(key)) continue;
+      ++ops;
+      rule.op = op;
+      if (op == ConfigRule::Op::kKeep || op == ConfigRule::Op::kDrop) {
+        const json* values = rr.Child(key, true);
+        if (values == nullptr || !values->is_array())
+          return ParseError(path + "." + key + ": expected an array of integers");
+        for (const json& v : *values) {
+          if (!v.is_number_integer())
+            return ParseError(path + "." + key + ": expected an array of integers");
+          rule.values.push_back(v.get<int64_t>());
+        }
+      } else {
+        rule.values.push_back(rr.Int(key));
+      }
+    }
+    KSELECT_RETURN_IF_ERROR(rr.Finish());
+    if (ops != 1) return ParseError(path + ": needs exactly one of keep, drop, min, max");
+    if (std::find(fields.begin(), fields.end(), rule.field) == fields.end()) {
+      return ParseError(path + ".field: '" + rule.field + "' is not a field of " + provider +
+                        " configs");
+    }
+    canonical.push_back({rule.name, rule.field, static_cast<int>(rule.op), rule.values});
+    set.rules.push_back(std::move(rule));
+  }
+  set.fingerprint = Fnv1a(json{set.name, provider, canonical}.dump());
+  return set;
+}
+
+StatusOr<RuleSet> LoadRuleSet(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": no such rule set file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParseRuleSet(buffer.str(), path);
+}
+
+StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
+                              std::string_view name) {
+  return LoadRuleSet(rules_dir + "/" + std::string(ProviderName(provider)) + "/" +
+                     std::string(name) + ".json");
+}
+
+std::string RejectingRule(const RuleSet& rules, const KernelConfig& config,
+                          std::span<const std::string_view> ignored) {
+  if (ProviderOf(config) != rules.provider) return "provider";
+  for (const ConfigRule& rule : rules.rules) {
+    if (std::find(ignored.begin(), ignored.end(), rule.field) != ignored.end()) continue;
+    const std::optional<int64_t> value = FieldValue(config, rule.field);
+    if (!value || !Passes(rule, *value)) return rule.name;
+  }
+  return "";
+}
+
+ConfigFilter RuleSetFilter(const RuleSet& rules) {
+  ConfigFilter filter;
+  filter.keep = [&rules](const KernelConfig& c) { return RejectingRule(rules, c).empty(); };
+  filter.may_keep = [&rules](const KernelConfig& c, std::span<const std::string_view> varying) {
+    return RejectingRule(rules, c, varying).empty();
+  };
+  return filter;
+}
+
+std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
+                                     const std::vector<KernelConfig>& configs) {
+  std::vector<KernelConfig> kept;
+  for (const KernelConfig& c : configs) {
+    if (RejectingRule(rules, c).empty()) kept.push_back(c);
+  }
+  return kept;
+}
+
+std::string FingerprintText(uint64_t fingerprint) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(fingerprint));
+  return text;
+}
+
+}  // namespace kselect

@@ -1,0 +1,140 @@
+// kselect catalogue: the configs a provider enumerates on this GPU for one problem, filtered by a
+// named rule set; optionally written as a snapshot (rules/<provider>/snapshots/<name>.json).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/gemm_args.h"
+#include "core/json_codec.h"
+#include "kselect/catalogue.h"
+#include "kselect/hardware.h"
+#include "kselect/provider.h"
+#include "kselect/version.h"
+
+namespace kselect::cli {
+namespace {
+
+struct CatalogueArgs {
+  std::string provider = "cublaslt";
+  std::string rules = "default";
+  std::string rules_dir = "rules";
+  int64_t m = 4096, n = 4096, k = 4096, batch = 1;
+  std::string dtype = "bf16";
+  std::string ops = "TN";
+  int device = 0;
+  double max_workspace_mib = 32;
+  bool list = false;
+  bool count_all = false;
+  std::string snapshot;
+  std::string enumerated;
+};
+
+int RunCatalogue(const CatalogueArgs& args) {
+  auto provider_id = ParseProvider(args.provider);
+  if (!provider_id.ok()) return ReportError("catalogue", provider_id.status());
+  auto rules = FindRuleSet(args.rules_dir, *provider_id, args.rules);
+  if (!rules.ok()) return ReportError("catalogue", rules.status());
+  auto problem = MakeGemmProblem(args.m, args.n, args.k, args.batch, args.dtype, args.ops);
+  if (!problem.ok()) return ReportError("catalogue", problem.status());
+  ProviderOptions po;
+  po.device = args.device;
+  po.max_workspace_bytes = static_cast<int64_t>(args.max_workspace_mib * 1024 * 1024);
+  auto provider = CreateProvider(*provider_id, po);
+  if (!provider.ok()) return ReportError("catalogue", provider.status());
+  const auto start = std::chrono::steady_clock::now();
+  // The full space, or only what the rules keep (the provider skips device checks of the rest).
+  const RuleSet& rule_set = *rules;
+  auto configs = args.count_all
+                     ? (*provider)->Enumerate(Problem(*problem))
+                     : (*provider)->Enumerate(Problem(*problem), RuleSetFilter(rule_set));
+  if (!configs.ok()) return ReportError("catalogue", configs.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<KernelConfig> kept = ApplyRules(*rules, *configs);
+  std::map<int, std::pair<int, int>> per_algo;  // algo -> (enumerated, kept)
+  for (const KernelConfig& c : *configs) ++per_algo[std::get<CublasLtConfig>(c).algo_id].first;
+  for (const KernelConfig& c : kept) ++per_algo[std::get<CublasLtConfig>(c).algo_id].second;
+  std::fprintf(stderr, "%s: %zu configs enumerated%s in %.2f s, %zu in rule set '%s' (%s)\n",
+               problem->ToString().c_str(), configs->size(),
+               args.count_all ? "" : " (rule-filtered)", seconds, kept.size(), rules->name.c_str(),
+               FingerprintText(rules->fingerprint).c_str());
+  for (const auto& [algo, counts] : per_algo) {
+    std::fprintf(stderr, "  algo %3d: %6d enumerated, %6d kept\n", algo, counts.first,
+                 counts.second);
+  }
+  if (args.list) {
+    for (const KernelConfig& c : kept)
+      std::cout << json_codec::KernelConfigToJson(c).dump() << "\n";
+  }
+  if (!args.enumerated.empty()) {
+    std::ofstream out(args.enumerated, std::ios::binary);
+    for (const KernelConfig& c : *configs) out << json_codec::KernelConfigToJson(c).dump() << "\n";
+  }
+  if (!args.snapshot.empty()) {
+    const HardwareProfile hw = QueryHardwareProfile(args.device).value();
+    nlohmann::json snap{{"format", "kselect.catalogue_snapshot"},
+                        {"format_version", 1},
+                        {"rule_set", rules->name},
+                        {"provider", args.provider},
+                        {"rules_fingerprint", FingerprintText(rules->fingerprint)},
+                        {"problem", json_codec::ProblemToJson(Problem(*problem))},
+                        {"device_name", hw.device_name},
+                        {"arch", hw.arch},
+                        {"cublaslt_version", hw.cublaslt_version},
+                        {"tool", ToolDescription()},
+                        {"max_workspace_bytes", po.max_workspace_bytes},
+                        {"enumerated", configs->size()},
+                        {"count", kept.size()}};
+    // One config per line: reviewable diffs when a snapshot is regenerated.
+    std::string text = snap.dump(1);
+    text.resize(text.rfind('}'));
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    text += ",\n \"configs\": [";
+    for (size_t i = 0; i < kept.size(); ++i) {
+      text += (i == 0 ? "\n  " : ",\n  ") + json_codec::KernelConfigToJson(kept[i]).dump();
+    }
+    text += "\n ]\n}\n";
+    std::ofstream out(args.snapshot, std::ios::binary);
+    out << text;
+    if (!out) return ReportError("catalogue", IoError(args.snapshot + ": cannot write"));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command CatalogueCommand() {
+  return {
+      "catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
+      [](CLI::App& app) -> RunFunction {
+        auto a = std::make_shared<CatalogueArgs>();
+        app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
+        app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
+            ->capture_default_str();
+        app.add_option("--rules-dir", a->rules_dir, "folder of rule sets")->capture_default_str();
+        app.add_option("-m", a->m, "rows of C")->capture_default_str();
+        app.add_option("-n", a->n, "columns of C")->capture_default_str();
+        app.add_option("-k", a->k, "reduction depth")->capture_default_str();
+        app.add_option("--batch", a->batch, "batch count")->capture_default_str();
+        app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
+        app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
+        app.add_option("--device", a->device, "CUDA device")->capture_default_str();
+        app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
+            ->capture_default_str();
+        app.add_flag("--list", a->list, "print the kept configs as JSON lines");
+        app.add_flag("--count-all", a->count_all,
+                     "enumerate the full space first (slower) to report what the rules drop");
+        app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
+        app.add_option("--enumerated", a->enumerated,
+                       "write every enumerated config (JSON lines) to FILE");
+        return [a] { return RunCatalogue(*a); };
+      }};
+}
+
+}  // namespace kselect::cli

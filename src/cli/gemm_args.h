@@ -1,0 +1,36 @@
+// Options shared by the GEMM subcommands (bench, catalogue): dtype and transpose pair -> problem.
+#pragma once
+
+#include <string>
+
+#include "kselect/problem.h"
+#include "kselect/status.h"
+
+namespace kselect::cli {
+
+// "bf16" (A, B, C bf16), "fp16" (all fp16), "fp8" (A, B e4m3, C bf16); fp32 accumulation.
+// `ops` is the cuBLAS transpose pair ("TN": A row-major m x k, B column-major, C column-major).
+inline StatusOr<GemmProblem> MakeGemmProblem(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                             const std::string& dtype, const std::string& ops) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  KSELECT_ASSIGN_OR_RETURN(p.layout, GemmLayoutFromBlasOps(ops));
+  if (dtype == "bf16") {
+    p.dtype_a = p.dtype_b = p.dtype_c = DataType::kBF16;
+  } else if (dtype == "fp16") {
+    p.dtype_a = p.dtype_b = p.dtype_c = DataType::kF16;
+  } else if (dtype == "fp8") {
+    p.dtype_a = p.dtype_b = DataType::kF8E4M3;
+    p.dtype_c = DataType::kBF16;
+  } else {
+    return InvalidArgumentError("unknown --dtype '" + dtype + "' (bf16, fp16, fp8)");
+  }
+  p.compute = DataType::kF32;
+  KSELECT_RETURN_IF_ERROR(p.Validate());
+  return p;
+}
+
+}  // namespace kselect::cli

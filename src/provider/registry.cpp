@@ -1,0 +1,30 @@
+// The provider registry: a table, one row per provider that can run kernels in this build.
+#include <array>
+
+#include "kselect/provider.h"
+#include "providers/cublaslt/cublaslt_provider.h"
+
+namespace kselect {
+namespace {
+
+constexpr std::array kRegistry = {
+    ProviderEntry{Provider::kCublasLt, "cuBLASLt algorithm configs (AlgoGetIds/AlgoCheck space)",
+                  &cublaslt::CreateCublasLtProvider},
+};
+
+}  // namespace
+
+std::span<const ProviderEntry> ProviderRegistry() {
+  return kRegistry;
+}
+
+StatusOr<std::unique_ptr<KernelProvider>> CreateProvider(Provider provider,
+                                                         const ProviderOptions& options) {
+  for (const ProviderEntry& entry : kRegistry) {
+    if (entry.provider == provider) return entry.create(options);
+  }
+  return NotFoundError("no kernel provider '" + std::string(ProviderName(provider)) +
+                       "' in this build (runnable: cublaslt)");
+}
+
+}  // namespace kselect

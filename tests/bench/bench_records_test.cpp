@@ -1,0 +1,188 @@
+// The CPU side of kselect bench: shards, JSONL records (round trip through the ingestion
+// parser) and resume state (torn last line repaired, finished pairs found).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kselect/bench.h"
+#include "kselect/ingest.h"
+
+namespace kselect {
+namespace {
+
+TEST(ShardTest, ParsesAndRejects) {
+  EXPECT_EQ(ParseShard("2/5").value(), (ShardSpec{2, 5}));
+  EXPECT_FALSE(ParseShard("5/5").ok());
+  EXPECT_FALSE(ParseShard("1").ok());
+  EXPECT_FALSE(ParseShard("a/2").ok());
+  EXPECT_FALSE(ParseShard("0/0").ok());
+}
+
+TEST(ShardTest, ShardsPartitionTheProblems) {
+  for (const int count : {1, 2, 3, 7}) {
+    std::multiset<size_t> seen;
+    for (int i = 0; i < count; ++i) {
+      for (const size_t index : ShardIndices(100, ShardSpec{i, count})) seen.insert(index);
+    }
+    ASSERT_EQ(seen.size(), 100u);
+    for (size_t i = 0; i < 100; ++i) EXPECT_EQ(seen.count(i), 1u);
+  }
+}
+
+TEST(ShardTest, ReadsSlurmThenOpenMpi) {
+  unsetenv("SLURM_PROCID");
+  unsetenv("SLURM_NTASKS");
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  EXPECT_EQ(ShardFromEnvironment().value(), (ShardSpec{1, 4}));
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_NTASKS", "8", 1);
+  EXPECT_EQ(ShardFromEnvironment().value(), (ShardSpec{3, 8}));
+  setenv("SLURM_PROCID", "9", 1);
+  EXPECT_FALSE(ShardFromEnvironment().ok());
+  for (const char* v :
+       {"SLURM_PROCID", "SLURM_NTASKS", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"})
+    unsetenv(v);
+  EXPECT_EQ(ShardFromEnvironment().value(), (ShardSpec{0, 1}));
+}
+
+RunInfo TestRun() {
+  RunInfo run;
+  run.run_id = "test-run";
+  run.tool = "kselect test";
+  run.started_at = "2026-11-22T00:00:00Z";
+  run.hardware.vendor = "nvidia";
+  run.hardware.device_name = "NVIDIA H200";
+  run.hardware.device_kind = "nvidia-h200";
+  run.hardware.arch = "sm_90";
+  run.hardware.cc_major = 9;
+  run.hardware.sm_count = 132;
+  run.method.name = "kselect.bench";
+  run.method.timer = "cuda_events";
+  run.method.statistic = "median";
+  run.method.repeats = 7;
+  return run;
+}
+
+Measurement Row(int64_t m, int32_t tile, double latency) {
+  Measurement r;
+  r.run_id = "test-run";
+  r.op_type = "gemm";
+  GemmProblem p;
+  p.m = m;
+  p.n = p.k = 4096;
+  p.layout = GemmLayoutFromBlasOps("TN").value();
+  r.problem = p;
+  CublasLtConfig c;
+  c.algo_id = 66;
+  c.tile_id = tile;
+  r.config = c;
+  r.kernel_name = DescribeConfig(r.config);
+  r.latency_ms = latency;
+  r.is_valid = latency > 0;
+  if (!r.is_valid) r.invalid_reason = "internal: worker died: signal 11 (Segmentation fault)";
+  r.cv = 0.01;
+  r.samples = 7;
+  r.method = TestRun().method;
+  r.method.iters_per_repeat = 20;
+  r.timestamp = "2026-11-22T00:00:01Z";
+  DeriveRates(r);
+  return r;
+}
+
+TEST(BenchRecordsTest, LinesRoundTripThroughTheIngestParser) {
+  Measurement aborted = Row(8, 22, 0.5);
+  aborted.is_valid = false;
+  aborted.aborted = true;
+  aborted.abort_bound_ms = 0.3;
+  aborted.invalid_reason = "aborted: slower than 3x the best so far";
+  Measurement peer = Row(1, 21, 0.02);
+  peer.peer_rank = 3;
+  const std::string text = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.01)) +
+                           MeasurementLine(peer) + MeasurementLine(aborted) +
+                           MeasurementLine(Row(1, 23, 0));
+  auto parsed = ParseKselectJsonl(text, "rt.jsonl", IngestOptions{});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->runs.size(), 1u);
+  EXPECT_EQ(parsed->runs[0].hardware.device_kind, "nvidia-h200");
+  ASSERT_EQ(parsed->measurements.size(), 4u);
+  const Measurement& first = parsed->measurements[0];
+  EXPECT_TRUE(first.is_valid);
+  EXPECT_EQ(first.config, Row(1, 20, 0.01).config);
+  EXPECT_EQ(first.problem, Row(1, 20, 0.01).problem);
+  EXPECT_DOUBLE_EQ(first.latency_ms, 0.01);
+  EXPECT_EQ(first.method.iters_per_repeat, 20);
+  EXPECT_FALSE(first.peer_rank.has_value());
+  EXPECT_EQ(parsed->measurements[1].peer_rank.value_or(-1), 3);
+  EXPECT_TRUE(parsed->measurements[2].aborted);
+  EXPECT_DOUBLE_EQ(parsed->measurements[2].abort_bound_ms, 0.3);
+  EXPECT_FALSE(parsed->measurements[3].is_valid);
+  EXPECT_NE(parsed->measurements[3].invalid_reason.find("signal 11"), std::string::npos);
+}
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("kselect_resume_" + std::to_string(::getpid()) + ".jsonl"))
+                .string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  void Write(const std::string& text) { std::ofstream(path_, std::ios::binary) << text; }
+  std::string path_;
+};
+
+TEST_F(ResumeTest, AbsentFileIsEmptyState) {
+  auto state = LoadResumeState(path_, true);
+  ASSERT_TRUE(state.ok());
+  EXPECT_FALSE(state->has_run_record);
+  EXPECT_TRUE(state->done.empty());
+}
+
+TEST_F(ResumeTest, RepairsATornLastLineAndListsFinishedPairs) {
+  const std::string whole = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.02)) +
+                            MeasurementLine(Row(1, 21, 0.01)) + MeasurementLine(Row(2, 20, 0));
+  const std::string torn = MeasurementLine(Row(2, 21, 0.5));
+  Write(whole + torn.substr(0, torn.size() / 2));
+  auto state = LoadResumeState(path_, /*repair=*/true);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_TRUE(state->has_run_record);
+  EXPECT_EQ(state->run.run_id, "test-run");
+  EXPECT_EQ(state->torn_bytes, static_cast<int64_t>(torn.size() / 2));
+  EXPECT_EQ(std::filesystem::file_size(path_), whole.size());
+  EXPECT_EQ(state->measurements, 3);
+  // Invalid rows count as done too: a config that crashed is not retried on resume.
+  for (const auto& [m, tile] : {std::pair{1, 20}, std::pair{1, 21}, std::pair{2, 20}}) {
+    const Measurement r = Row(m, tile, 1);
+    EXPECT_EQ(state->done.count(PairKey(r.problem, r.config)), 1u) << m << " " << tile;
+  }
+  const Measurement missing = Row(2, 21, 1);
+  EXPECT_EQ(state->done.count(PairKey(missing.problem, missing.config)), 0u);
+  // The abort rule's best-so-far survives the restart.
+  EXPECT_DOUBLE_EQ(state->best_ms.at(ProblemToString(Row(1, 20, 1).problem)), 0.01);
+  EXPECT_EQ(state->best_ms.count(ProblemToString(Row(2, 20, 1).problem)), 0u);
+  // Repaired: a second load sees nothing torn.
+  EXPECT_EQ(LoadResumeState(path_, true)->torn_bytes, 0);
+}
+
+TEST_F(ResumeTest, WithoutRepairTheFileIsUntouched) {
+  Write(RunRecordLine(TestRun()) + "{\"type\":\"measu");
+  auto state = LoadResumeState(path_, false);
+  ASSERT_TRUE(state.ok());
+  EXPECT_GT(state->torn_bytes, 0);
+  EXPECT_GT(std::filesystem::file_size(path_), RunRecordLine(TestRun()).size());
+}
+
+TEST_F(ResumeTest, MalformedCompleteLineIsAnError) {
+  Write(RunRecordLine(TestRun()) + "{\"type\":\"measurement\"}\n");
+  auto state = LoadResumeState(path_, true);
+  EXPECT_FALSE(state.ok());
+}
+
+}  // namespace
+}  // namespace kselect

@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/text.h"
+#include "kselect/shapes.h"
+
+namespace kselect {
+namespace {
+
+TEST(ShapesTest, ParsesRowsAndFillsRegimes) {
+  auto rows = ParseShapeCsv("# origin\nm,n,k\n1,4096,4096\n\n4096, 4096 ,64\n", "s.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].regime, "m1.n_large.k_mid");
+  EXPECT_EQ((*rows)[1].regime, "m2049+.n_large.k_shallow");
+  EXPECT_EQ((*rows)[1].batch, 1);
+}
+
+void ExpectError(const std::string& text, const std::string& needle) {
+  auto rows = ParseShapeCsv(text, "bad.csv");
+  ASSERT_FALSE(rows.ok()) << text;
+  EXPECT_EQ(rows.status().code(), StatusCode::kParseError);
+  EXPECT_NE(rows.status().message().find(needle), std::string::npos) << rows.status().message();
+}
+
+TEST(ShapesTest, ErrorsNameFileAndLine) {
+  ExpectError("m,n,k\n1,2,abc\n", "bad.csv:2: k: 'abc' is not an integer");
+  ExpectError("m,n,k\n1,2,3\n0,2,3\n", "bad.csv:3: m: 0 must be positive");
+  ExpectError("m,n,k\n-5,2,3\n", "bad.csv:2: m: -5 must be positive");
+  ExpectError("m,n,k\n1,99999999999999999999,3\n",
+              "bad.csv:2: n: '99999999999999999999' overflows int64");
+  ExpectError("m,n,k\n4000000000,4000000000,3\n", "bad.csv:2:");  // m*n overflows int64
+  ExpectError("m,n,k\n1,2\n", "bad.csv:2: expected 3 fields, got 2");
+  ExpectError("m,n,k\n1.5,2,3\n", "bad.csv:2: m: '1.5' is not an integer");
+  ExpectError("x,y\n", "bad.csv:1: expected the header");
+  ExpectError("m,n,k,regime\n1,2,3,m1.n1.k1\n", "does not match the dims");
+  ExpectError("# only a comment\n", "no header line");
+}
+
+TEST(ShapesTest, GeneratedSetsCoverEveryRegime) {
+  auto wide = GenerateShapeSet("wide");
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide->size(), 700u);
+  std::set<std::string> m_buckets, families;
+  for (const ShapeRow& r : *wide) {
+    m_buckets.insert(r.regime.substr(0, r.regime.find('.')));
+    families.insert(r.family.substr(0, r.family.find('.')));
+    EXPECT_EQ(r.regime, ShapeRegime(r.m, r.n, r.k));
+  }
+  EXPECT_EQ(m_buckets.size(), 5u);
+  for (const char* f : {"llm", "square", "tall", "wide", "deep_k", "shallow_k", "n1", "k1", "prime",
+                        "npot", "random"}) {
+    EXPECT_EQ(families.count(f), 1u) << f;
+  }
+  auto edge = GenerateShapeSet("edge");
+  ASSERT_TRUE(edge.ok());
+  EXPECT_GE(edge->size(), 40u);
+  EXPECT_FALSE(GenerateShapeSet("nope").ok());
+}
+
+// The committed shape files are exactly what the generator writes (rows, not the comment line).
+TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
+  for (const char* set : {"wide", "edge"}) {
+    auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
+    ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+    EXPECT_EQ(*committed, GenerateShapeSet(set).value())
+        << "shapes/" << set << ".csv drifted: run 'kselect shapes generate --set " << set
+        << " -o shapes/" << set << ".csv'";
+  }
+}
+
+TEST(ShapesTest, CsvRoundTrips) {
+  const auto rows = GenerateShapeSet("edge").value();
+  EXPECT_EQ(ParseShapeCsv(ShapeCsv(rows, "test"), "rt.csv").value(), rows);
+}
+
+}  // namespace
+}  // namespace kselect
