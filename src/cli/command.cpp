@@ -14,6 +14,7 @@ const std::vector<Command>& Commands() {
       HwCommand(),
       IngestCommand(),
       DataCommand(),
+      TileCommand(),
   };
   return commands;
 }
@@ -22,7 +23,6 @@ const std::vector<PlannedCommand>& PlannedCommands() {
   static const std::vector<PlannedCommand> planned = {
       {"catalogue", "list kernel configs a named rule set generates, per provider"},
       {"bench", "time (problem, config) pairs on the GPU into streaming JSONL"},
-      {"tile", "list and build the tile engine's NVRTC kernels"},
       {"train", "train LightGBM models on a dataset"},
       {"eval", "efficiency against the oracle and the peers' heuristics"},
       {"predict", "rank configs for a problem with a trained model"},

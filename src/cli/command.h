@@ -67,5 +67,6 @@ Command VersionCommand();
 Command HwCommand();
 Command IngestCommand();
 Command DataCommand();
+Command TileCommand();
 
 }  // namespace kselect::cli

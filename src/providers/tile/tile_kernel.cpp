@@ -1,0 +1,136 @@
+// Loading a tile module into the current context and launching it through the driver API.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cuda/driver_api.h"
+#include "kselect/tile_engine.h"
+#include "providers/tile/tile_internal.h"
+
+namespace kselect::tile {
+namespace {
+
+// Mirrors `struct Params` in the generated source (tile_source.cpp's prelude), field for field.
+struct KernelParams {
+  const void* a;
+  const void* b;
+  void* c;
+  float* workspace;
+  int32_t m, n, k;
+  int32_t batch;
+  int32_t k_tiles_per_split;
+  float alpha, beta;
+};
+
+Status DriverStatus(const cuda::DriverApi& api, CUresult result, const std::string& what) {
+  if (result == CUDA_SUCCESS) return Status::Ok();
+  return InternalError(what + ": " + cuda::DriverErrorText(api, result));
+}
+
+bool Aligned(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+}  // namespace
+
+TileKernel::~TileKernel() {
+  if (module_ == nullptr) return;
+  if (StatusOr<const cuda::DriverApi*> api = cuda::GetDriverApi(); api.ok()) {
+    (*api)->module_unload(static_cast<CUmodule>(module_));
+  }
+}
+
+StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary) {
+  KSELECT_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::GetDriverApi());
+  std::unique_ptr<TileKernel> kernel(new TileKernel());
+  kernel->spec_ = binary.spec;
+  CUmodule module = nullptr;
+  CUresult result = api->module_load_data(&module, binary.cubin.data());
+  if (result != CUDA_SUCCESS) {
+    return InvalidArgumentError("loading tile cubin " + binary.cache_key.substr(0, 12) + ": " +
+                                cuda::DriverErrorText(*api, result));
+  }
+  kernel->module_ = module;
+  CUfunction gemm = nullptr;
+  CUfunction reduce = nullptr;
+  KSELECT_RETURN_IF_ERROR(DriverStatus(
+      *api, api->module_get_function(&gemm, module, kGemmKernelName), "cuModuleGetFunction"));
+  KSELECT_RETURN_IF_ERROR(DriverStatus(
+      *api, api->module_get_function(&reduce, module, kSplitKReduceKernelName),
+      "cuModuleGetFunction"));
+  const LaunchShape shape = LaunchShapeOf(binary.spec);
+  if (shape.shared_bytes > 0) {
+    KSELECT_RETURN_IF_ERROR(DriverStatus(
+        *api,
+        api->func_set_attribute(gemm, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                shape.shared_bytes),
+        "cuFuncSetAttribute(max dynamic shared memory)"));
+  }
+  kernel->gemm_ = gemm;
+  kernel->reduce_ = reduce;
+  return kernel;
+}
+
+Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args) const {
+  KSELECT_RETURN_IF_ERROR(CanImplement(spec_, problem));
+  if (!Aligned(args.a, 16) || !Aligned(args.b, 16) ||
+      !Aligned(args.c, spec_.output == DataType::kF32 ? 4 : 2)) {
+    return CannotImplementError("A and B must be 16-byte aligned, C element aligned");
+  }
+  const size_t workspace = WorkspaceBytes(spec_, problem);
+  if (workspace > 0 && (args.workspace == nullptr || !Aligned(args.workspace, 16))) {
+    return InvalidArgumentError("split-K needs a 16-byte aligned workspace of " +
+                                std::to_string(workspace) + " bytes");
+  }
+  KSELECT_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::GetDriverApi());
+  const TileConfig& c = spec_.config;
+  KernelParams params{args.a,
+                      args.b,
+                      args.c,
+                      static_cast<float*>(args.workspace),
+                      static_cast<int32_t>(problem.m),
+                      static_cast<int32_t>(problem.n),
+                      static_cast<int32_t>(problem.k),
+                      static_cast<int32_t>(problem.batch),
+                      KTilesPerSplit(c, problem),
+                      static_cast<float>(problem.alpha),
+                      static_cast<float>(problem.beta)};
+  void* kernel_args[] = {&params};
+
+  const LaunchShape shape = LaunchShapeOf(spec_);
+  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  CUlaunchConfig config{};
+  if (c.pipeline == TilePipeline::kSmallM) {
+    config.gridDimX = static_cast<unsigned>(tiles_n);
+    config.gridDimY = static_cast<unsigned>(tiles_m);
+  } else {
+    config.gridDimX = static_cast<unsigned>(tiles_m * tiles_n);
+    config.gridDimY = 1;
+  }
+  config.gridDimZ = static_cast<unsigned>(problem.batch * c.split_k);
+  config.blockDimX = static_cast<unsigned>(shape.threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
+  config.hStream = static_cast<CUstream>(args.stream);
+  KSELECT_RETURN_IF_ERROR(DriverStatus(
+      *api, api->launch_kernel_ex(&config, static_cast<CUfunction>(gemm_), kernel_args, nullptr),
+      "launching " + std::string(kGemmKernelName)));
+  if (c.split_k > 1) {
+    const int64_t total = problem.batch * problem.m * problem.n;
+    CUlaunchConfig reduce{};
+    reduce.gridDimX = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+    reduce.gridDimY = reduce.gridDimZ = 1;
+    reduce.blockDimX = 256;
+    reduce.blockDimY = reduce.blockDimZ = 1;
+    reduce.hStream = config.hStream;
+    KSELECT_RETURN_IF_ERROR(DriverStatus(
+        *api,
+        api->launch_kernel_ex(&reduce, static_cast<CUfunction>(reduce_), kernel_args, nullptr),
+        "launching " + std::string(kSplitKReduceKernelName)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kselect::tile
