@@ -9,8 +9,10 @@
 //               any M/N/K through masking, split-K through an fp32 workspace and a reduce kernel.
 //   small_m     memory-bound decode GEMMs (M <= tile_m <= 16): CUDA-core FMAs with 16-byte loads
 //               along B's contiguous dimension, split-K as above.
-//   warp_specialized (TMA + wgmma) is declared in TileConfig but not generated yet: the validity
-//               rule "pipeline_generated" rejects it.
+//   warp_specialized  sm_90a: a producer warpgroup issues TMA loads into a stages-deep ring of
+//               128-byte-swizzled tiles (mbarriers), 1-2 consumer warpgroups issue wgmma m64nNk16;
+//               K-major A and B only (layout r c *), 16-byte aligned rows; split-K as above.
+//               Clusters and the persistent scheduler are not generated yet.
 #pragma once
 
 #include <cstddef>
@@ -162,7 +164,8 @@ struct TileBuildVariant {
 };
 
 // A named rule set, rules/tile/<name>.json: generator groups (lists of values per field) whose
-// cross product, filtered by the validity rules under every build variant, is the catalogue.
+// cross product, keeping configs that pass the validity rules under at least one build variant,
+// is the catalogue.
 struct TileRuleSet {
   std::string name;
   std::string path;
@@ -177,7 +180,7 @@ struct TileRuleSet {
 StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir);
 // The rule sets' folder: $KSELECT_RULES_DIR/tile, else the source tree's rules/tile.
 std::string DefaultRulesDir();
-// Every (config, variant) spec of a rule set, configs outer.
+// Every valid (config, variant) spec of a rule set, configs outer.
 std::vector<TileKernelSpec> BuildSpecs(const TileRuleSet& rules);
 
 }  // namespace kselect::tile

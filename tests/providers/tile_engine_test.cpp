@@ -64,8 +64,27 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
   };
   const Case cases[] = {
       {"operand_dtypes", [](TileKernelSpec& s) { s.input = DataType::kF32; }},
-      {"pipeline_generated",
+      {"ws_tile_shape",
        [](TileKernelSpec& s) { s.config.pipeline = TilePipeline::kWarpSpecialized; }},
+      {"ws_instr", [](TileKernelSpec& s) {
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+       }},
+      {"ws_k_major", [](TileKernelSpec& s) {
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         s.layout.b = MatrixOrder::kRowMajor;
+       }},
+      {"ws_alignment", [](TileKernelSpec& s) {
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         s.align_b = 4;
+       }},
       {"scheduler_data_parallel",
        [](TileKernelSpec& s) { s.config.scheduler = TileScheduler::kPersistent; }},
       {"cluster_1x1", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
@@ -266,21 +285,33 @@ TEST(TileCompilerTest, TinyRuleSetCompilesAndSassHasTensorCoreInstructions) {
   const std::string cuobjdump = FindCuobjdump();
   if (cuobjdump.empty()) GTEST_SKIP() << "cuobjdump not found: SASS not checked";
   TempDir dir;
-  bool saw_multistage = false, saw_small_m = false;
+  bool saw_multistage = false, saw_small_m = false, saw_wgmma = false;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!binaries[i].ok() || specs[i].align_a != 8 || specs[i].align_b != 8) continue;
     const std::string sass = Sass(cuobjdump, *binaries[i], dir.path);
-    if (specs[i].config.pipeline == TilePipeline::kMultistage) {
-      saw_multistage = true;
-      EXPECT_NE(sass.find("HMMA.16816.F32"), std::string::npos) << SpecKey(specs[i]);
-      EXPECT_NE(sass.find("LDSM"), std::string::npos) << SpecKey(specs[i]);
-      EXPECT_NE(sass.find("LDGSTS"), std::string::npos) << SpecKey(specs[i]);
-    } else {
-      saw_small_m = true;
-      EXPECT_NE(sass.find("FFMA"), std::string::npos) << SpecKey(specs[i]);
-      EXPECT_EQ(sass.find("HMMA"), std::string::npos) << SpecKey(specs[i]);
+    switch (specs[i].config.pipeline) {
+      case TilePipeline::kMultistage:
+        saw_multistage = true;
+        EXPECT_NE(sass.find("HMMA.16816.F32"), std::string::npos) << SpecKey(specs[i]);
+        EXPECT_NE(sass.find("LDSM"), std::string::npos) << SpecKey(specs[i]);
+        EXPECT_NE(sass.find("LDGSTS"), std::string::npos) << SpecKey(specs[i]);
+        break;
+      case TilePipeline::kWarpSpecialized:
+        saw_wgmma = true;
+        EXPECT_NE(sass.find("HGMMA.64x" + std::to_string(specs[i].config.tile_n) + "x16.F32"),
+                  std::string::npos)
+            << SpecKey(specs[i]);
+        EXPECT_NE(sass.find("UTMALDG"), std::string::npos) << SpecKey(specs[i]);  // TMA loads
+        EXPECT_EQ(sass.find("STL"), std::string::npos) << "spills: " << SpecKey(specs[i]);
+        break;
+      case TilePipeline::kSmallM:
+        saw_small_m = true;
+        EXPECT_NE(sass.find("FFMA"), std::string::npos) << SpecKey(specs[i]);
+        EXPECT_EQ(sass.find("HMMA"), std::string::npos) << SpecKey(specs[i]);
+        break;
     }
   }
+  EXPECT_TRUE(saw_wgmma);
   EXPECT_TRUE(saw_multistage);
   EXPECT_TRUE(saw_small_m);
 }

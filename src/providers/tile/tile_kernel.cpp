@@ -28,6 +28,26 @@ Status DriverStatus(const cuda::DriverApi& api, CUresult result, const std::stri
   return InternalError(what + ": " + cuda::DriverErrorText(api, result));
 }
 
+// The TMA descriptor of a K-major operand: `rows` rows of `k` contiguous elements per batch,
+// boxes of tile_k x box_rows, 128-byte swizzle (matching the kernel's wgmma descriptors).
+Status EncodeKMajor(const cuda::DriverApi& api, CUtensorMap* map, const void* base, DataType type,
+                    int64_t k, int64_t rows, int64_t batch, int32_t tile_k, int32_t box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k * 2),
+                                 static_cast<cuuint64_t>(k * rows * 2)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(tile_k), static_cast<cuuint32_t>(box_rows),
+                             1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result = api.tensor_map_encode_tiled(
+      map,
+      type == DataType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      3, const_cast<void*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return DriverStatus(api, result, "cuTensorMapEncodeTiled");
+}
+
 bool Aligned(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
 }
@@ -96,7 +116,17 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
                       KTilesPerSplit(c, problem),
                       static_cast<float>(problem.alpha),
                       static_cast<float>(problem.beta)};
-  void* kernel_args[] = {&params};
+  void* kernel_args[] = {&params, nullptr, nullptr};
+  CUtensorMap map_a, map_b;
+  if (spec_.config.pipeline == TilePipeline::kWarpSpecialized) {
+    const TileConfig& t = spec_.config;
+    KSELECT_RETURN_IF_ERROR(EncodeKMajor(*api, &map_a, args.a, spec_.input, problem.k, problem.m,
+                                         problem.batch, t.tile_k, t.tile_m));
+    KSELECT_RETURN_IF_ERROR(EncodeKMajor(*api, &map_b, args.b, spec_.input, problem.k, problem.n,
+                                         problem.batch, t.tile_k, t.tile_n));
+    kernel_args[1] = &map_a;
+    kernel_args[2] = &map_b;
+  }
 
   const LaunchShape shape = LaunchShapeOf(spec_);
   const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;

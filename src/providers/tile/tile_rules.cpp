@@ -219,6 +219,13 @@ TileKernelSpec MakeSpec(const TileConfig& c, const TileBuildVariant& v) {
   return s;
 }
 
+std::string FirstBrokenRule(const TileKernelSpec& spec) {
+  for (const ValidityRule& rule : ValidityRules()) {
+    if (!rule.check(spec).empty()) return rule.name;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string DefaultRulesDir() {
@@ -273,17 +280,20 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
         const std::string key = ConfigKey(c);
         if (!seen.insert(key).second) continue;
         ++set.generated;
+        // A config joins the catalogue when some variant can build it (the warp-specialized
+        // family, say, builds K-major layouts only); the rule that rejects it under the first
+        // variant is counted when none can.
         std::string broken;
+        bool buildable = false;
         for (const TileBuildVariant& v : set.variants) {
-          const TileKernelSpec spec = MakeSpec(c, v);
-          for (const ValidityRule& rule : ValidityRules()) {
-            if (!rule.check(spec).empty()) {
-              broken = rule.name;
-              break;
-            }
+          const std::string rule = FirstBrokenRule(MakeSpec(c, v));
+          if (rule.empty()) {
+            buildable = true;
+            break;
           }
-          if (!broken.empty()) break;
+          if (broken.empty()) broken = rule;
         }
+        if (buildable) broken.clear();
         if (broken.empty()) {
           set.configs.push_back(c);
         } else {
@@ -302,7 +312,10 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
 std::vector<TileKernelSpec> BuildSpecs(const TileRuleSet& rules) {
   std::vector<TileKernelSpec> specs;
   for (const TileConfig& c : rules.configs) {
-    for (const TileBuildVariant& v : rules.variants) specs.push_back(MakeSpec(c, v));
+    for (const TileBuildVariant& v : rules.variants) {
+      TileKernelSpec spec = MakeSpec(c, v);
+      if (FirstBrokenRule(spec).empty()) specs.push_back(std::move(spec));
+    }
   }
   return specs;
 }

@@ -475,7 +475,187 @@ extern "C" __global__ void __launch_bounds__(kThreads) kselect_tile_gemm(const P
 }
 )CUDA";
 
+constexpr const char* kWarpSpecialized = R"CUDA(
+// Warp-specialized (sm_90a): warpgroup 0 is the producer (one thread issues TMA loads of A and B
+// tiles into a kStages-deep ring, 128-byte swizzled, completing on "full" mbarriers); warpgroups
+// 1..kWarpsM are consumers, each issuing wgmma m64nNk16 on its 64 rows of the tile from shared
+// memory descriptors and releasing a stage on its "empty" mbarrier once the wgmma reading it has
+// retired. A and B are K-major (A row-major, B column-major); TMA zero-fills out-of-range boxes,
+// so any M, N and K (a multiple of 8) runs.
+constexpr int kConsumers = kWarpsM;
+constexpr int kThreads = 128 * (kConsumers + 1);
+constexpr int kAStageBytes = kTileM * kTileK * 2;
+constexpr int kBStageBytes = kTileN * kTileK * 2;
+constexpr int kStageBytes = kAStageBytes + kBStageBytes;
+typedef unsigned long long u64;
+
+struct alignas(64) TensorMap {
+  u64 opaque[16];
+};
+
+__device__ __forceinline__ u32 SmemAddress(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void BarrierInit(u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void BarrierExpectTx(u32 bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void BarrierArrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void BarrierWait(u32 bar, int parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void TmaLoad(u32 dst, const TensorMap* map, u32 bar, int x, int y, int z) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
+__device__ __forceinline__ u64 Descriptor(u32 address) {
+  u64 d = static_cast<u64>((address & 0x3FFFF) >> 4);
+  d |= static_cast<u64>(1) << 16;
+  d |= static_cast<u64>(1024 >> 4) << 32;
+  d |= static_cast<u64>(1) << 62;
+  return d;
+}
+__device__ __forceinline__ void WgmmaFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void WgmmaCommit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void WgmmaWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+@WGMMA@
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    kselect_tile_gemm(const Params p, const __grid_constant__ TensorMap map_a,
+                      const __grid_constant__ TensorMap map_b) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // 128-byte swizzled tiles want 1024-byte aligned stages.
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<u64>(smem_raw) + 1023) & ~static_cast<u64>(1023));
+  u64* bars = reinterpret_cast<u64*>(smem + kStages * kStageBytes);
+  const u32 full0 = SmemAddress(bars);
+  const u32 empty0 = SmemAddress(bars + kStages);
+
+  const int tiles_m = (p.m + kTileM - 1) / kTileM;
+  const int tiles_n = (p.n + kTileN - 1) / kTileN;
+  int tile_m, tile_n;
+  {
+    const int id = blockIdx.x;
+    const int group_size = kSwizzle * tiles_m;
+    const int group = id / group_size;
+    const int first_n = group * kSwizzle;
+    const int width = min(kSwizzle, tiles_n - first_n);
+    const int local = id - group * group_size;
+    tile_n = first_n + local % width;
+    tile_m = local / width;
+  }
+  const int z = blockIdx.z / kSplitK;
+  const int split = blockIdx.z % kSplitK;
+  const int m0 = tile_m * kTileM;
+  const int n0 = tile_n * kTileN;
+  const int k_tiles_total = (p.k + kTileK - 1) / kTileK;
+  const int kt_begin = split * p.k_tiles_per_split;
+  const int kt_end = min(k_tiles_total, kt_begin + p.k_tiles_per_split);
+  const int k_tiles = max(0, kt_end - kt_begin);
+
+  const int wg = threadIdx.x / 128;
+  const int t = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      BarrierInit(full0 + 8 * s, 1);
+      BarrierInit(empty0 + 8 * s, kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (t == 0) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % kStages;
+        if (kt >= kStages) BarrierWait(empty0 + 8 * s, ((kt / kStages) + 1) & 1);
+        const u32 full = full0 + 8 * s;
+        BarrierExpectTx(full, kStageBytes);
+        const int k0 = (kt_begin + kt) * kTileK;
+        const u32 sa = SmemAddress(smem + s * kStageBytes);
+        TmaLoad(sa, &map_a, full, k0, m0, z);
+        TmaLoad(sa + kAStageBytes, &map_b, full, k0, n0, z);
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int consumer = wg - 1;
+    float acc[kTileN / 2];
+#pragma unroll
+    for (int i = 0; i < kTileN / 2; ++i) acc[i] = 0.0f;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int s = kt % kStages;
+      BarrierWait(full0 + 8 * s, (kt / kStages) & 1);
+      const u32 sa = SmemAddress(smem + s * kStageBytes) + consumer * 64 * kTileK * 2;
+      const u32 sb = SmemAddress(smem + s * kStageBytes + kAStageBytes);
+      const u64 da = Descriptor(sa);
+      const u64 db = Descriptor(sb);
+      WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + 2 * kk, db + 2 * kk);
+      WgmmaCommit();
+      WgmmaWait<1>();
+      // The wgmma group of the previous k tile has retired: its stage may be refilled.
+      if (kt > 0 && t == 0) BarrierArrive(empty0 + 8 * ((kt - 1) % kStages));
+    }
+    WgmmaWait<0>();
+
+    const int warp = t / 32;
+    const int lane = t % 32;
+    const int row = m0 + consumer * 64 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kTileN / 8; ++j) {
+      const int col = n0 + j * 8 + (lane % 4) * 2;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = row + (e / 2) * 8;
+        const int c = col + (e % 2);
+        if (r < p.m && c < p.n) Finish(p, z, split, r, c, acc[j * 4 + e]);
+      }
+    }
+  }
+}
+)CUDA";
+
 const char* Bool(bool b) { return b ? "true" : "false"; }
+
+// The wgmma m64nNk16 wrapper: its asm lists N/2 accumulator registers, so it is written out here.
+std::string WgmmaFunction(int n, bool bf16) {
+  std::ostringstream s;
+  const int regs = n / 2;
+  s << "__device__ __forceinline__ void Wgmma(float (&d)[" << regs << "], u64 da, u64 db) {\n";
+  // scale-d is a predicate (accumulate into d); A and B are K-major (no transpose).
+  s << "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
+    << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
+    << (bf16 ? "bf16.bf16" : "f16.f16") << " {";
+  for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "%" << i;
+  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, 0, 0;\\n}\\n\"\n    : ";
+  for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << i << "])";
+  s << "\n    : \"l\"(da), \"l\"(db));\n}\n";
+  return s.str();
+}
 
 }  // namespace
 
@@ -501,7 +681,13 @@ std::string GenerateSource(const TileKernelSpec& spec) {
   s << "constexpr int kAlignA = " << spec.align_a << ", kAlignB = " << spec.align_b
     << ", kAlignC = " << spec.align_c << ";\n";
   s << kPrelude;
-  s << (c.pipeline == TilePipeline::kSmallM ? kSmallM : kMultistage);
+  if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    std::string body = kWarpSpecialized;
+    body.replace(body.find("@WGMMA@"), 7, WgmmaFunction(c.tile_n, spec.input == DataType::kBF16));
+    s << body;
+  } else {
+    s << (c.pipeline == TilePipeline::kSmallM ? kSmallM : kMultistage);
+  }
   return s.str();
 }
 

@@ -13,6 +13,9 @@ std::string Str(int64_t v) { return std::to_string(v); }
 
 bool IsMultistage(const TileKernelSpec& s) { return s.config.pipeline == TilePipeline::kMultistage; }
 bool IsSmallM(const TileKernelSpec& s) { return s.config.pipeline == TilePipeline::kSmallM; }
+bool IsWarpSpecialized(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kWarpSpecialized;
+}
 
 // The widest of 8, 4, 2, 1 elements that divides `extent`.
 int32_t WidestAlignment(int64_t extent) {
@@ -44,24 +47,15 @@ const std::vector<ValidityRule>& Rules() {
          }
          return {};
        }},
-      {"pipeline_generated",
-       "the warp-specialized TMA + wgmma pipeline is declared but not generated yet",
-       [](const TileKernelSpec& s) -> std::string {
-         if (s.config.pipeline == TilePipeline::kWarpSpecialized) {
-           return "pipeline warp_specialized has no source generator yet";
-         }
-         return {};
-       }},
       {"scheduler_data_parallel",
-       "one block per output tile: the persistent scheduler belongs to the (not yet generated) "
-       "warp-specialized family",
+       "one block per output tile: the persistent scheduler is not generated yet",
        [](const TileKernelSpec& s) -> std::string {
          return s.config.scheduler == TileScheduler::kDataParallel
                     ? std::string()
                     : "scheduler persistent is not generated for " +
                           std::string(TilePipelineName(s.config.pipeline));
        }},
-      {"cluster_1x1", "thread-block clusters need the TMA multicast of the wgmma family",
+      {"cluster_1x1", "thread-block clusters (TMA multicast) are not generated yet",
        [](const TileKernelSpec& s) -> std::string {
          return s.config.cluster_m == 1 && s.config.cluster_n == 1
                     ? std::string()
@@ -135,15 +129,15 @@ const std::vector<ValidityRule>& Rules() {
          if (!IsMultistage(s) || (warps >= 1 && warps <= 16)) return {};
          return Str(warps) + " warps per block is outside 1..16";
        }},
-      {"stages_range", "the cp.async ring is 2 to 8 stages deep",
+      {"stages_range", "the cp.async / TMA ring is 2 to 8 stages deep",
        [](const TileKernelSpec& s) -> std::string {
-         if (!IsMultistage(s) || (s.config.stages >= 2 && s.config.stages <= 8)) return {};
+         if (IsSmallM(s) || (s.config.stages >= 2 && s.config.stages <= 8)) return {};
          return "stages " + Str(s.config.stages) + " is outside 2..8";
        }},
-      {"shared_memory", "the stages' padded A and B tiles fit in 227 KiB of shared memory",
+      {"shared_memory", "the stages' A and B tiles fit in 227 KiB of shared memory",
        [](const TileKernelSpec& s) -> std::string {
-         if (!IsMultistage(s)) return {};
-         const int64_t bytes = MultistageSharedBytes(s.config);
+         if (IsSmallM(s)) return {};
+         const int64_t bytes = LaunchShapeOf(s).shared_bytes;
          if (bytes <= kMaxSharedBytesPerBlock) return {};
          return Str(bytes) + " bytes of shared memory exceed " + Str(kMaxSharedBytesPerBlock);
        }},
@@ -157,6 +151,48 @@ const std::vector<ValidityRule>& Rules() {
              static_cast<int64_t>(c.tile_m) * c.tile_n / (32LL * c.warps_m * c.warps_n);
          if (per_thread <= 128) return {};
          return Str(per_thread) + " accumulators per thread exceed 128";
+       }},
+      // Warp-specialized (TMA + wgmma) rules.
+      {"ws_tile_shape",
+       "warp_specialized: warps_m consumer warpgroups (1 or 2) of 64 rows each, so tile_m = "
+       "64 * warps_m; warps_n 1; tile_k 64 (one 128-byte swizzle row of 16-bit elements); "
+       "tile_n a multiple of 16 up to 256 (wgmma N and the TMA box limit)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsWarpSpecialized(s)) return {};
+         if (c.warps_m < 1 || c.warps_m > 2) return "warps_m " + Str(c.warps_m) + " is not 1 or 2";
+         if (c.tile_m != 64 * c.warps_m) return "tile_m " + Str(c.tile_m) + " != 64 * warps_m";
+         if (c.warps_n != 1) return "warps_n " + Str(c.warps_n) + " is not 1";
+         if (c.tile_k != 64) return "tile_k " + Str(c.tile_k) + " is not 64";
+         if (c.tile_n < 16 || c.tile_n > 256 || c.tile_n % 16 != 0) {
+           return "tile_n " + Str(c.tile_n) + " is not a multiple of 16 in 16..256";
+         }
+         return {};
+       }},
+      {"ws_instr", "warp_specialized issues wgmma m64nNk16 with N = tile_n (instr 64 x tile_n x 16)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsWarpSpecialized(s) ||
+             (c.instr_m == 64 && c.instr_n == c.tile_n && c.instr_k == 16)) {
+           return {};
+         }
+         return "instr " + Str(c.instr_m) + "x" + Str(c.instr_n) + "x" + Str(c.instr_k) +
+                " is not 64x" + Str(c.tile_n) + "x16";
+       }},
+      {"ws_k_major",
+       "warp_specialized reads K-major operands only (A row-major, B column-major); other "
+       "layouts need transposed wgmma descriptors, not generated yet",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsWarpSpecialized(s) || (s.layout.a == MatrixOrder::kRowMajor &&
+                                       s.layout.b == MatrixOrder::kColMajor)) {
+           return {};
+         }
+         return "layout " + s.layout.ToString() + " is not K-major for A and B";
+       }},
+      {"ws_alignment", "TMA needs 16-byte global strides: align_a and align_b are 8",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsWarpSpecialized(s) || (s.align_a == 8 && s.align_b == 8)) return {};
+         return "alignments " + Str(s.align_a) + "." + Str(s.align_b) + " are not 8.8";
        }},
       // Small-M rules.
       {"small_m_shape",
@@ -307,6 +343,12 @@ Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem) {
 LaunchShape LaunchShapeOf(const TileKernelSpec& spec) {
   const TileConfig& c = spec.config;
   if (c.pipeline == TilePipeline::kSmallM) return {32 * c.warps_n, 0};
+  if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    // Stages, 1024 bytes of slack to align them for the 128-byte swizzle, then the mbarriers.
+    const int64_t bytes = static_cast<int64_t>(c.stages) * (c.tile_m + c.tile_n) * c.tile_k * 2 +
+                          1024 + 16LL * c.stages;
+    return {128 * (1 + c.warps_m), static_cast<int32_t>(std::min<int64_t>(bytes, 1 << 30))};
+  }
   return {32 * c.warps_m * c.warps_n, static_cast<int32_t>(MultistageSharedBytes(c))};
 }
 
