@@ -69,8 +69,8 @@ Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem);
 
 // Launch resources of a spec's kernel.
 struct LaunchShape {
-  int32_t threads = 0;        // per block
-  int32_t shared_bytes = 0;   // dynamic shared memory per block
+  int32_t threads = 0;       // per block
+  int32_t shared_bytes = 0;  // dynamic shared memory per block
 };
 LaunchShape LaunchShapeOf(const TileKernelSpec& spec);
 // Bytes of fp32 workspace a launch of `problem` needs (0 without split-K).
@@ -88,7 +88,7 @@ std::string GenerateSource(const TileKernelSpec& spec);
 struct TileBinary {
   TileKernelSpec spec;
   std::vector<char> cubin;
-  std::string cache_key;       // sha256 hex of config key, source, options and arch
+  std::string cache_key;  // sha256 hex of config key, source, options and arch
   bool from_cache = false;
   double compile_seconds = 0;  // NVRTC time (0 on a cache hit)
 };
@@ -128,9 +128,9 @@ class TileCompiler {
 struct GemmArguments {
   const void* a = nullptr;
   const void* b = nullptr;
-  void* c = nullptr;           // read when beta != 0, then written: C = alpha*A*B + beta*C
-  void* workspace = nullptr;   // WorkspaceBytes() bytes, 16-byte aligned (nullptr when 0)
-  void* stream = nullptr;      // a CUstream / cudaStream_t; nullptr = the legacy default stream
+  void* c = nullptr;          // read when beta != 0, then written: C = alpha*A*B + beta*C
+  void* workspace = nullptr;  // WorkspaceBytes() bytes, 16-byte aligned (nullptr when 0)
+  void* stream = nullptr;     // a CUstream / cudaStream_t; nullptr = the legacy default stream
 };
 
 // A compiled module loaded into the current CUDA context (needs a GPU and the driver).
@@ -171,7 +171,7 @@ struct TileRuleSet {
   std::string path;
   std::vector<TileConfig> configs;  // the catalogue, de-duplicated, in generation order
   std::vector<TileBuildVariant> variants;
-  int64_t generated = 0;  // before the validity rules
+  int64_t generated = 0;                                          // before the validity rules
   std::vector<std::pair<std::string, int64_t>> rejected_by_rule;  // rule name -> configs dropped
 };
 

@@ -6,9 +6,9 @@
 //   tile time   --rules R   (GPU) TFLOP/s of every config on one shape, beside cuBLASLt's pick
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,8 +60,7 @@ int RunList(const TileOptions& o) {
   for (const TileConfig& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());
   if (o.stats) {
     std::fprintf(stderr, "%s: %lld generated, %zu valid, %zu variants\n", set->name.c_str(),
-                 static_cast<long long>(set->generated), set->configs.size(),
-                 set->variants.size());
+                 static_cast<long long>(set->generated), set->configs.size(), set->variants.size());
     for (const auto& [rule, count] : set->rejected_by_rule) {
       std::fprintf(stderr, "  rejected by %s: %lld\n", rule.c_str(), static_cast<long long>(count));
     }

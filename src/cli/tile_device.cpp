@@ -31,12 +31,12 @@ using tile::TileBinary;
 using tile::TileKernel;
 using tile::TileKernelSpec;
 
-#define KSELECT_CUDA_RETURN(expr)                                                          \
-  do {                                                                                     \
-    const cudaError_t kselect_cuda_err_ = (expr);                                          \
-    if (kselect_cuda_err_ != cudaSuccess) {                                                \
+#define KSELECT_CUDA_RETURN(expr)                                                              \
+  do {                                                                                         \
+    const cudaError_t kselect_cuda_err_ = (expr);                                              \
+    if (kselect_cuda_err_ != cudaSuccess) {                                                    \
       return InternalError(std::string(#expr) + ": " + cudaGetErrorString(kselect_cuda_err_)); \
-    }                                                                                      \
+    }                                                                                          \
   } while (0)
 
 // One verification shape; alpha/beta as given.
@@ -48,9 +48,8 @@ struct Shape {
 // (alignment 1), exact multiples, alpha/beta != 1/0, and a batch.
 const std::vector<Shape>& VerifyShapes() {
   static const std::vector<Shape> shapes = {
-      {1, 256, 1024, 1, 1.0, 0.0},   {13, 520, 4104, 1, 1.0, 0.0},
-      {127, 257, 263, 1, 1.0, 0.0},  {256, 512, 512, 1, 1.0, 0.0},
-      {300, 200, 96, 1, 1.5, 0.5},   {64, 96, 80, 3, 1.0, 0.0},
+      {1, 256, 1024, 1, 1.0, 0.0},  {13, 520, 4104, 1, 1.0, 0.0}, {127, 257, 263, 1, 1.0, 0.0},
+      {256, 512, 512, 1, 1.0, 0.0}, {300, 200, 96, 1, 1.5, 0.5},  {64, 96, 80, 3, 1.0, 0.0},
   };
   return shapes;
 }
@@ -100,7 +99,9 @@ float FromHalfBits(uint16_t u, DataType t) {
   return __half2float(__half(raw));
 }
 
-int ElementBytes(DataType t) { return t == DataType::kF32 ? 4 : 2; }
+int ElementBytes(DataType t) {
+  return t == DataType::kF32 ? 4 : 2;
+}
 
 // Device buffer owned for the scope of one check.
 struct DeviceBuffer {
@@ -151,9 +152,9 @@ struct Case {
 class Reference {
  public:
   Status Init() {
-    KSELECT_ASSIGN_OR_RETURN(cuda::CompiledModule m,
-                             cuda::CompileModule(kReferenceSource, "reference.cu",
-                                                 cuda::DefaultCompileOptions(), {}));
+    KSELECT_ASSIGN_OR_RETURN(
+        cuda::CompiledModule m,
+        cuda::CompileModule(kReferenceSource, "reference.cu", cuda::DefaultCompileOptions(), {}));
     KSELECT_ASSIGN_OR_RETURN(api_, cuda::GetDriverApi());
     if (api_->module_load_data(&module_, m.cubin.data()) != CUDA_SUCCESS ||
         api_->module_get_function(&fn_, module_, "reference_gemm") != CUDA_SUCCESS) {
@@ -198,8 +199,8 @@ class Reference {
     int a_row = p.layout.a == MatrixOrder::kRowMajor, b_col = p.layout.b == MatrixOrder::kColMajor;
     int c_row = p.layout.c == MatrixOrder::kRowMajor, bf16 = p.dtype_a == DataType::kBF16;
     float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
-    void* args[] = {&c.a.ptr, &c.b.ptr, &c.c0_f32.ptr, &c.ref.ptr, &m,    &n,    &k,
-                    &batch,   &a_row,   &b_col,       &c_row,     &bf16, &alpha, &beta};
+    void* args[] = {&c.a.ptr, &c.b.ptr, &c.c0_f32.ptr, &c.ref.ptr, &m,    &n,     &k,
+                    &batch,   &a_row,   &b_col,        &c_row,     &bf16, &alpha, &beta};
     CUlaunchConfig cfg{};
     cfg.gridDimX = 1024;
     cfg.gridDimY = cfg.gridDimZ = 1;
@@ -222,9 +223,12 @@ class Reference {
 
 double Tolerance(DataType out) {
   switch (out) {
-    case DataType::kBF16: return 1e-2;
-    case DataType::kF16: return 2e-3;
-    default: return 5e-4;
+    case DataType::kBF16:
+      return 1e-2;
+    case DataType::kF16:
+      return 2e-3;
+    default:
+      return 5e-4;
   }
 }
 
@@ -280,7 +284,8 @@ int RunTileVerify(const tile::TileRuleSet& rules, const tile::CompilerOptions& c
     std::vector<std::vector<int64_t>> spec_of(rules.configs.size());
     for (size_t ci = 0; ci < rules.configs.size(); ++ci) {
       for (const Shape& shape : VerifyShapes()) {
-        StatusOr<TileKernelSpec> spec = tile::SpecForProblem(rules.configs[ci], MakeProblem(variant, shape));
+        StatusOr<TileKernelSpec> spec =
+            tile::SpecForProblem(rules.configs[ci], MakeProblem(variant, shape));
         if (!spec.ok() || !tile::CheckValid(*spec).ok()) {
           spec_of[ci].push_back(-1);
           continue;
@@ -329,8 +334,8 @@ int RunTileVerify(const tile::TileRuleSet& rules, const tile::CompilerOptions& c
         if (err.ok() && std::isfinite(*err)) worst = std::max(worst, *err);
         if (log.is_open()) {
           log << (pass ? "PASS " : "FAIL ") << c.problem.ToString() << " | "
-              << tile::SpecKey(specs[idx]) << " | err="
-              << (err.ok() ? std::to_string(*err) : err.status().ToString()) << "\n";
+              << tile::SpecKey(specs[idx])
+              << " | err=" << (err.ok() ? std::to_string(*err) : err.status().ToString()) << "\n";
         }
         if (!pass) {
           ++failures;
@@ -345,12 +350,12 @@ int RunTileVerify(const tile::TileRuleSet& rules, const tile::CompilerOptions& c
         }
       }
     }
-    std::printf("verify %s in=%s out=%s layout=%s: %zu specs, %d checks, %d failed, %d skipped, "
-                "worst rel err %.2e (tol %.0e)\n",
-                rules.name.c_str(), std::string(DataTypeName(variant.input)).c_str(),
-                std::string(DataTypeName(variant.output)).c_str(),
-                variant.layout.ToString().c_str(), specs.size(), checks, failures, skipped, worst,
-                Tolerance(variant.output));
+    std::printf(
+        "verify %s in=%s out=%s layout=%s: %zu specs, %d checks, %d failed, %d skipped, "
+        "worst rel err %.2e (tol %.0e)\n",
+        rules.name.c_str(), std::string(DataTypeName(variant.input)).c_str(),
+        std::string(DataTypeName(variant.output)).c_str(), variant.layout.ToString().c_str(),
+        specs.size(), checks, failures, skipped, worst, Tolerance(variant.output));
     std::fflush(stdout);
     total_checks += checks;
     total_failures += failures;
@@ -497,7 +502,8 @@ int RunTileTime(const tile::TileRuleSet& rules, const tile::CompilerOptions& com
       if (!ms.ok()) return ReportError("tile time", ms.status());
       rows.push_back({p.Flops() / (*ms * 1e-3) / 1e12, tile::SpecKey(specs[i])});
     }
-    std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return x.tflops > y.tflops; });
+    std::sort(rows.begin(), rows.end(),
+              [](const Row& x, const Row& y) { return x.tflops > y.tflops; });
     StatusOr<double> lt = TimeCublasLt(p, a.ptr, b.ptr, c.ptr, repeats);
     const double lt_tflops = lt.ok() ? p.Flops() / (*lt * 1e-3) / 1e12 : 0.0;
     std::printf("time %s: %zu configs timed; cuBLASLt first heuristic pick %.1f TFLOP/s%s\n",

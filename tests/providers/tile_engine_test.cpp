@@ -66,19 +66,22 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"operand_dtypes", [](TileKernelSpec& s) { s.input = DataType::kF32; }},
       {"ws_tile_shape",
        [](TileKernelSpec& s) { s.config.pipeline = TilePipeline::kWarpSpecialized; }},
-      {"ws_instr", [](TileKernelSpec& s) {
+      {"ws_instr",
+       [](TileKernelSpec& s) {
          s.config.pipeline = TilePipeline::kWarpSpecialized;
          s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
          s.config.warps_m = 2, s.config.warps_n = 1;
        }},
-      {"ws_k_major", [](TileKernelSpec& s) {
+      {"ws_k_major",
+       [](TileKernelSpec& s) {
          s.config.pipeline = TilePipeline::kWarpSpecialized;
          s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
          s.config.warps_m = 2, s.config.warps_n = 1;
          s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
          s.layout.b = MatrixOrder::kRowMajor;
        }},
-      {"ws_alignment", [](TileKernelSpec& s) {
+      {"ws_alignment",
+       [](TileKernelSpec& s) {
          s.config.pipeline = TilePipeline::kWarpSpecialized;
          s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
          s.config.warps_m = 2, s.config.warps_n = 1;
@@ -88,7 +91,8 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"scheduler_data_parallel",
        [](TileKernelSpec& s) { s.config.scheduler = TileScheduler::kPersistent; }},
       {"cluster_1x1", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
-      {"epilogue_direct", [](TileKernelSpec& s) { s.config.epilogue = TileEpilogue::kSharedStaged; }},
+      {"epilogue_direct",
+       [](TileKernelSpec& s) { s.config.epilogue = TileEpilogue::kSharedStaged; }},
       {"split_k_range", [](TileKernelSpec& s) { s.config.split_k = 0; }},
       {"swizzle_range", [](TileKernelSpec& s) { s.config.swizzle = 17; }},
       {"alignment_values", [](TileKernelSpec& s) { s.align_a = 3; }},
@@ -97,22 +101,26 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"warp_tile_m_multiple_of_16", [](TileKernelSpec& s) { s.config.tile_m = 48; }},
       {"warp_tile_n_multiple_of_16", [](TileKernelSpec& s) { s.config.tile_n = 16; }},
       {"tile_k_multiple_of_16", [](TileKernelSpec& s) { s.config.tile_k = 24; }},
-      {"threads_per_block", [](TileKernelSpec& s) {
+      {"threads_per_block",
+       [](TileKernelSpec& s) {
          s.config.tile_m = s.config.tile_n = 256;
          s.config.warps_m = s.config.warps_n = 8;
        }},
       {"stages_range", [](TileKernelSpec& s) { s.config.stages = 1; }},
-      {"shared_memory", [](TileKernelSpec& s) {
+      {"shared_memory",
+       [](TileKernelSpec& s) {
          s.config.tile_m = s.config.tile_n = 256;
          s.config.tile_k = 64;
          s.config.warps_m = s.config.warps_n = 4;
          s.config.stages = 4;
        }},
-      {"accumulator_registers", [](TileKernelSpec& s) {
+      {"accumulator_registers",
+       [](TileKernelSpec& s) {
          s.config.tile_m = s.config.tile_n = 256;
          s.config.warps_m = s.config.warps_n = 2;
        }},
-      {"small_m_shape", [](TileKernelSpec& s) {
+      {"small_m_shape",
+       [](TileKernelSpec& s) {
          s.config.pipeline = TilePipeline::kSmallM;
          s.config.tile_m = 32;
        }},

@@ -93,8 +93,8 @@ StatusOr<TileBinary> TileCompiler::Compile(const TileKernelSpec& spec) const {
     std::error_code error;
     std::filesystem::create_directories(options_.cache_dir, error);
     if (error) {
-      return IoError(options_.cache_dir + ": cannot create the tile cache folder: " +
-                     error.message());
+      return IoError(options_.cache_dir +
+                     ": cannot create the tile cache folder: " + error.message());
     }
     KSELECT_RETURN_IF_ERROR(
         text::WriteFileAtomically(CachePath(options_.cache_dir, binary.cache_key),

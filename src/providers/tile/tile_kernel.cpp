@@ -36,15 +36,14 @@ Status EncodeKMajor(const cuda::DriverApi& api, CUtensorMap* map, const void* ba
                               static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k * 2),
                                  static_cast<cuuint64_t>(k * rows * 2)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(tile_k), static_cast<cuuint32_t>(box_rows),
-                             1};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(tile_k), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult result = api.tensor_map_encode_tiled(
       map,
       type == DataType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
       3, const_cast<void*>(base), dims, strides, box, element_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return DriverStatus(api, result, "cuTensorMapEncodeTiled");
 }
 
@@ -76,16 +75,16 @@ StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary)
   CUfunction reduce = nullptr;
   KSELECT_RETURN_IF_ERROR(DriverStatus(
       *api, api->module_get_function(&gemm, module, kGemmKernelName), "cuModuleGetFunction"));
-  KSELECT_RETURN_IF_ERROR(DriverStatus(
-      *api, api->module_get_function(&reduce, module, kSplitKReduceKernelName),
-      "cuModuleGetFunction"));
+  KSELECT_RETURN_IF_ERROR(
+      DriverStatus(*api, api->module_get_function(&reduce, module, kSplitKReduceKernelName),
+                   "cuModuleGetFunction"));
   const LaunchShape shape = LaunchShapeOf(binary.spec);
   if (shape.shared_bytes > 0) {
-    KSELECT_RETURN_IF_ERROR(DriverStatus(
-        *api,
-        api->func_set_attribute(gemm, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                shape.shared_bytes),
-        "cuFuncSetAttribute(max dynamic shared memory)"));
+    KSELECT_RETURN_IF_ERROR(
+        DriverStatus(*api,
+                     api->func_set_attribute(gemm, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             shape.shared_bytes),
+                     "cuFuncSetAttribute(max dynamic shared memory)"));
   }
   kernel->gemm_ = gemm;
   kernel->reduce_ = reduce;

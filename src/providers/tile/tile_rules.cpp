@@ -98,10 +98,10 @@ Status CheckKeys(const json& object, const std::string& path, const std::set<std
 
 // Expands one group into configs (cross product of its fields, in a fixed nesting order).
 StatusOr<std::vector<TileConfig>> ExpandGroup(const json& g, const std::string& path) {
-  KSELECT_RETURN_IF_ERROR(CheckKeys(g, path,
-                                    {"comment", "pipeline", "tile", "warps", "instr", "stages",
-                                     "split_k", "swizzle", "mask", "scheduler", "epilogue",
-                                     "cluster"}));
+  KSELECT_RETURN_IF_ERROR(
+      CheckKeys(g, path,
+                {"comment", "pipeline", "tile", "warps", "instr", "stages", "split_k", "swizzle",
+                 "mask", "scheduler", "epilogue", "cluster"}));
   const TileConfig d;
   auto field = [&](const char* key) -> const json* {
     return g.contains(key) ? &g.at(key) : nullptr;
@@ -236,9 +236,9 @@ std::string DefaultRulesDir() {
 }
 
 StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir) {
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 &&
-                        name_or_path.substr(name_or_path.size() - 5) == ".json");
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
   const std::string path =
       is_path ? name_or_path
               : (std::filesystem::path(rules_dir) / (name_or_path + ".json")).string();
@@ -262,9 +262,9 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
     if (!root.contains("variants")) return ParseError(path + ".variants: required");
     KSELECT_RETURN_IF_ERROR(ExpectArray(root.at("variants"), path + ".variants"));
     for (size_t i = 0; i < root.at("variants").size(); ++i) {
-      KSELECT_ASSIGN_OR_RETURN(TileBuildVariant v,
-                               ParseVariant(root.at("variants")[i],
-                                            path + ".variants[" + std::to_string(i) + "]"));
+      KSELECT_ASSIGN_OR_RETURN(
+          TileBuildVariant v,
+          ParseVariant(root.at("variants")[i], path + ".variants[" + std::to_string(i) + "]"));
       set.variants.push_back(v);
     }
     if (!root.contains("groups")) return ParseError(path + ".groups: required");
@@ -302,7 +302,8 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
         }
       }
     }
-    for (const std::string& rule : rule_order) set.rejected_by_rule.emplace_back(rule, rejected[rule]);
+    for (const std::string& rule : rule_order)
+      set.rejected_by_rule.emplace_back(rule, rejected[rule]);
     return set;
   } catch (const json::exception& e) {
     return ParseError(path + ": " + e.what());

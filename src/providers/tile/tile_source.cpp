@@ -639,7 +639,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 }
 )CUDA";
 
-const char* Bool(bool b) { return b ? "true" : "false"; }
+const char* Bool(bool b) {
+  return b ? "true" : "false";
+}
 
 // The wgmma m64nNk16 wrapper: its asm lists N/2 accumulator registers, so it is written out here.
 std::string WgmmaFunction(int n, bool bf16) {
@@ -648,8 +650,8 @@ std::string WgmmaFunction(int n, bool bf16) {
   s << "__device__ __forceinline__ void Wgmma(float (&d)[" << regs << "], u64 da, u64 db) {\n";
   // scale-d is a predicate (accumulate into d); A and B are K-major (no transpose).
   s << "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"
-    << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
-    << (bf16 ? "bf16.bf16" : "f16.f16") << " {";
+    << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << (bf16 ? "bf16.bf16" : "f16.f16")
+    << " {";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "%" << i;
   s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, 0, 0;\\n}\\n\"\n    : ";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << i << "])";

@@ -9,10 +9,16 @@
 namespace kselect::tile {
 namespace {
 
-std::string Str(int64_t v) { return std::to_string(v); }
+std::string Str(int64_t v) {
+  return std::to_string(v);
+}
 
-bool IsMultistage(const TileKernelSpec& s) { return s.config.pipeline == TilePipeline::kMultistage; }
-bool IsSmallM(const TileKernelSpec& s) { return s.config.pipeline == TilePipeline::kSmallM; }
+bool IsMultistage(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kMultistage;
+}
+bool IsSmallM(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kSmallM;
+}
 bool IsWarpSpecialized(const TileKernelSpec& s) {
   return s.config.pipeline == TilePipeline::kWarpSpecialized;
 }
@@ -25,12 +31,20 @@ int32_t WidestAlignment(int64_t extent) {
   return 1;
 }
 
-bool IsAlignment(int32_t a) { return a == 1 || a == 2 || a == 4 || a == 8; }
+bool IsAlignment(int32_t a) {
+  return a == 1 || a == 2 || a == 4 || a == 8;
+}
 
 // Contiguous extents of the packed operands.
-int64_t ExtentA(const GemmProblem& p) { return p.layout.a == MatrixOrder::kRowMajor ? p.k : p.m; }
-int64_t ExtentB(const GemmProblem& p) { return p.layout.b == MatrixOrder::kColMajor ? p.k : p.n; }
-int64_t ExtentC(const GemmProblem& p) { return p.layout.c == MatrixOrder::kRowMajor ? p.n : p.m; }
+int64_t ExtentA(const GemmProblem& p) {
+  return p.layout.a == MatrixOrder::kRowMajor ? p.k : p.m;
+}
+int64_t ExtentB(const GemmProblem& p) {
+  return p.layout.b == MatrixOrder::kColMajor ? p.k : p.n;
+}
+int64_t ExtentC(const GemmProblem& p) {
+  return p.layout.c == MatrixOrder::kRowMajor ? p.n : p.m;
+}
 
 const std::vector<ValidityRule>& Rules() {
   static const std::vector<ValidityRule> rules = {
@@ -98,8 +112,7 @@ const std::vector<ValidityRule>& Rules() {
          return "instr " + Str(c.instr_m) + "x" + Str(c.instr_n) + "x" + Str(c.instr_k) +
                 " is not 16x8x16";
        }},
-      {"warp_tile_m_multiple_of_16",
-       "each warp's rows (tile_m / warps_m) are whole m16 MMA tiles",
+      {"warp_tile_m_multiple_of_16", "each warp's rows (tile_m / warps_m) are whole m16 MMA tiles",
        [](const TileKernelSpec& s) -> std::string {
          const TileConfig& c = s.config;
          if (!IsMultistage(s)) return {};
@@ -169,7 +182,8 @@ const std::vector<ValidityRule>& Rules() {
          }
          return {};
        }},
-      {"ws_instr", "warp_specialized issues wgmma m64nNk16 with N = tile_n (instr 64 x tile_n x 16)",
+      {"ws_instr",
+       "warp_specialized issues wgmma m64nNk16 with N = tile_n (instr 64 x tile_n x 16)",
        [](const TileKernelSpec& s) -> std::string {
          const TileConfig& c = s.config;
          if (!IsWarpSpecialized(s) ||
@@ -183,8 +197,8 @@ const std::vector<ValidityRule>& Rules() {
        "warp_specialized reads K-major operands only (A row-major, B column-major); other "
        "layouts need transposed wgmma descriptors, not generated yet",
        [](const TileKernelSpec& s) -> std::string {
-         if (!IsWarpSpecialized(s) || (s.layout.a == MatrixOrder::kRowMajor &&
-                                       s.layout.b == MatrixOrder::kColMajor)) {
+         if (!IsWarpSpecialized(s) ||
+             (s.layout.a == MatrixOrder::kRowMajor && s.layout.b == MatrixOrder::kColMajor)) {
            return {};
          }
          return "layout " + s.layout.ToString() + " is not K-major for A and B";
@@ -243,8 +257,7 @@ int64_t MultistageSharedBytes(const TileConfig& c) {
   // larger so one figure bounds every layout.
   const int64_t a_alt = static_cast<int64_t>(c.tile_k) * (c.tile_m + pad);
   const int64_t b_alt = static_cast<int64_t>(c.tile_k) * (c.tile_n + pad);
-  return 2 * static_cast<int64_t>(c.stages) *
-         (std::max(a_stage, a_alt) + std::max(b_stage, b_alt));
+  return 2 * static_cast<int64_t>(c.stages) * (std::max(a_stage, a_alt) + std::max(b_stage, b_alt));
 }
 
 int64_t SmallMSharedBytes(const TileKernelSpec& spec) {
@@ -287,7 +300,9 @@ StatusOr<TileKernelSpec> SpecForProblem(const TileConfig& config, const GemmProb
   return spec;
 }
 
-const std::vector<ValidityRule>& ValidityRules() { return Rules(); }
+const std::vector<ValidityRule>& ValidityRules() {
+  return Rules();
+}
 
 Status CheckValid(const TileKernelSpec& spec) {
   for (const ValidityRule& rule : Rules()) {
