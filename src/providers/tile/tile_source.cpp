@@ -87,6 +87,32 @@ __device__ __forceinline__ void Finish(const Params& p, int z, int split, int ro
   StoreOut(p.c, i, v);
 }
 
+// Two horizontally adjacent accumulators (row, col) and (row, col + 1): one 4- or 8-byte store
+// when C is row-major, both columns exist and the pair is aligned; else two Finish calls.
+__device__ __forceinline__ void Finish2(const Params& p, int z, int split, int row, int col,
+                                        float v0, float v1) {
+  const int bytes = kOutKind == 2 ? 4 : 2;
+  if (kSplitK == 1 && kCRow && col + 1 < p.n && (p.n & 1) == 0 &&
+      (reinterpret_cast<unsigned long long>(p.c) & (2 * bytes - 1)) == 0) {
+    const i64 i = CIndex(p, z, row, col);
+    float a = p.alpha * v0, b = p.alpha * v1;
+    if (p.beta != 0.0f) {
+      a += p.beta * OutToFloat(p.c, i);
+      b += p.beta * OutToFloat(p.c, i + 1);
+    }
+    if (kOutKind == 2) {
+      *reinterpret_cast<float2*>(static_cast<float*>(p.c) + i) = make_float2(a, b);
+    } else {
+      const u32 lo = kOutKind == 0 ? FloatToBf16(a) : FloatToF16(a);
+      const u32 hi = kOutKind == 0 ? FloatToBf16(b) : FloatToF16(b);
+      *reinterpret_cast<u32*>(static_cast<u16*>(p.c) + i) = lo | (hi << 16);
+    }
+    return;
+  }
+  Finish(p, z, split, row, col, v0);
+  if (col + 1 < p.n) Finish(p, z, split, row, col + 1, v1);
+}
+
 // Sums the split-K partials (fp32, row-major per split) and applies alpha/beta.
 extern "C" __global__ void kselect_tile_splitk_reduce(Params p) {
   const i64 mn = static_cast<i64>(p.m) * p.n;
@@ -324,10 +350,12 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kMmaN; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = m0 + wm * kWarpM + i * 16 + group_row + (e / 2) * 8;
-        const int col = n0 + wn * kWarpN + j * 8 + group_col + (e % 2);
-        if ((!kMaskM || row < p.m) && (!kMaskN || col < p.n)) Finish(p, z, split, row, col, acc[i][j][e]);
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + wm * kWarpM + i * 16 + group_row + h * 8;
+        const int col = n0 + wn * kWarpN + j * 8 + group_col;
+        if ((!kMaskM || row < p.m) && (!kMaskN || col < p.n)) {
+          Finish2(p, z, split, row, col, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        }
       }
     }
   }
@@ -629,10 +657,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < kTileN / 8; ++j) {
       const int col = n0 + j * 8 + (lane % 4) * 2;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = row + (e / 2) * 8;
-        const int c = col + (e % 2);
-        if (r < p.m && c < p.n) Finish(p, z, split, r, c, acc[j * 4 + e]);
+      for (int h = 0; h < 2; ++h) {
+        const int r = row + h * 8;
+        if (r < p.m && col < p.n) Finish2(p, z, split, r, col, acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
       }
     }
   }
