@@ -72,12 +72,12 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
          s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
          s.config.warps_m = 2, s.config.warps_n = 1;
        }},
-      {"ws_k_major",
+      {"ws_mn_major_chunks",
        [](TileKernelSpec& s) {
          s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
+         s.config.tile_m = 128, s.config.tile_n = 96, s.config.tile_k = 64;
          s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         s.config.instr_m = 64, s.config.instr_n = 96, s.config.instr_k = 16;
          s.layout.b = MatrixOrder::kRowMajor;
        }},
       {"ws_alignment",

@@ -28,15 +28,18 @@ Status DriverStatus(const cuda::DriverApi& api, CUresult result, const std::stri
   return InternalError(what + ": " + cuda::DriverErrorText(api, result));
 }
 
-// The TMA descriptor of a K-major operand: `rows` rows of `k` contiguous elements per batch,
-// boxes of tile_k x box_rows, 128-byte swizzle (matching the kernel's wgmma descriptors).
-Status EncodeKMajor(const cuda::DriverApi& api, CUtensorMap* map, const void* base, DataType type,
-                    int64_t k, int64_t rows, int64_t batch, int32_t tile_k, int32_t box_rows) {
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows),
+// The TMA descriptor of one operand: `rows` rows of `inner` contiguous elements per batch, boxes
+// of box_inner x box_rows, 128-byte swizzle (matching the kernel's wgmma descriptors). K-major
+// operands: inner = k, box tile_k x tile rows; MN-major: inner = m or n, box 64 x tile_k.
+Status EncodeOperand(const cuda::DriverApi& api, CUtensorMap* map, const void* base, DataType type,
+                     int64_t inner, int64_t rows, int64_t batch, int32_t box_inner,
+                     int32_t box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(k * 2),
-                                 static_cast<cuuint64_t>(k * rows * 2)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(tile_k), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(inner * 2),
+                                 static_cast<cuuint64_t>(inner * rows * 2)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_rows),
+                             1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const CUresult result = api.tensor_map_encode_tiled(
       map,
@@ -119,10 +122,20 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   CUtensorMap map_a, map_b;
   if (spec_.config.pipeline == TilePipeline::kWarpSpecialized) {
     const TileConfig& t = spec_.config;
-    KSELECT_RETURN_IF_ERROR(EncodeKMajor(*api, &map_a, args.a, spec_.input, problem.k, problem.m,
-                                         problem.batch, t.tile_k, t.tile_m));
-    KSELECT_RETURN_IF_ERROR(EncodeKMajor(*api, &map_b, args.b, spec_.input, problem.k, problem.n,
-                                         problem.batch, t.tile_k, t.tile_n));
+    if (spec_.layout.a == MatrixOrder::kRowMajor) {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.k, problem.m,
+                                            problem.batch, t.tile_k, t.tile_m));
+    } else {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.m, problem.k,
+                                            problem.batch, 64, t.tile_k));
+    }
+    if (spec_.layout.b == MatrixOrder::kColMajor) {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.k, problem.n,
+                                            problem.batch, t.tile_k, t.tile_n));
+    } else {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.n, problem.k,
+                                            problem.batch, 64, t.tile_k));
+    }
     kernel_args[1] = &map_a;
     kernel_args[2] = &map_b;
   }

@@ -508,14 +508,22 @@ constexpr const char* kWarpSpecialized = R"CUDA(
 // tiles into a kStages-deep ring, 128-byte swizzled, completing on "full" mbarriers); warpgroups
 // 1..kWarpsM are consumers, each issuing wgmma m64nNk16 on its 64 rows of the tile from shared
 // memory descriptors and releasing a stage on its "empty" mbarrier once the wgmma reading it has
-// retired. A and B are K-major (A row-major, B column-major); TMA zero-fills out-of-range boxes,
-// so any M, N and K (a multiple of 8) runs.
+// retired. A and B are K-major or MN-major (wgmma's transpose bits); TMA zero-fills out-of-range
+// boxes, so any M, N and K runs whose contiguous extents are multiples of 8.
 constexpr int kConsumers = kWarpsM;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kAStageBytes = kTileM * kTileK * 2;
 constexpr int kBStageBytes = kTileN * kTileK * 2;
 constexpr int kStageBytes = kAStageBytes + kBStageBytes;
 typedef unsigned long long u64;
+// MN-major operands (A column-major, B row-major) are read with wgmma's transpose bit.
+constexpr bool kAMN = !kARow;
+constexpr bool kBMN = !kBCol;
+constexpr int kChunkBytes = 64 * kTileK * 2;  // one 64-element MN chunk of a stage (8 KiB)
+// Descriptor advance per k16 step, in 16-byte units: 32 bytes along a K-major row, or two
+// 8-row groups (2048 bytes) down an MN-major chunk.
+constexpr int kAStep = kAMN ? 128 : 2;
+constexpr int kBStep = kBMN ? 128 : 2;
 
 struct alignas(64) TensorMap {
   u64 opaque[16];
@@ -552,10 +560,12 @@ __device__ __forceinline__ void TmaLoad(u32 dst, const TensorMap* map, u32 bar, 
       "l"(reinterpret_cast<u64>(map)), "r"(x), "r"(y), "r"(z), "r"(bar)
       : "memory");
 }
-// Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
-__device__ __forceinline__ u64 Descriptor(u32 address) {
+// Shared-memory matrix descriptor, 128-byte swizzle. K-major: rows of 64 k-elements, 8-row
+// groups 1024 bytes apart (SBO), LBO unused. MN-major: 64-element MN chunks of 64 k-rows each,
+// chunks `lbo` bytes apart, 8-k-row groups 1024 bytes apart.
+__device__ __forceinline__ u64 Descriptor(u32 address, u32 lbo) {
   u64 d = static_cast<u64>((address & 0x3FFFF) >> 4);
-  d |= static_cast<u64>(1) << 16;
+  d |= static_cast<u64>((lbo >> 4) & 0x3FFF) << 16;
   d |= static_cast<u64>(1024 >> 4) << 32;
   d |= static_cast<u64>(1) << 62;
   return d;
@@ -623,8 +633,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         BarrierExpectTx(full, kStageBytes);
         const int k0 = (kt_begin + kt) * kTileK;
         const u32 sa = SmemAddress(smem + s * kStageBytes);
-        TmaLoad(sa, &map_a, full, k0, m0, z);
-        TmaLoad(sa + kAStageBytes, &map_b, full, k0, n0, z);
+        // K-major operands arrive as one box per stage; MN-major ones as 64-wide MN chunks.
+        if (kAMN) {
+#pragma unroll
+          for (int c = 0; c < kTileM / 64; ++c) TmaLoad(sa + c * kChunkBytes, &map_a, full, m0 + 64 * c, k0, z);
+        } else {
+          TmaLoad(sa, &map_a, full, k0, m0, z);
+        }
+        if (kBMN) {
+#pragma unroll
+          for (int c = 0; c < kTileN / 64; ++c) {
+            TmaLoad(sa + kAStageBytes + c * kChunkBytes, &map_b, full, n0 + 64 * c, k0, z);
+          }
+        } else {
+          TmaLoad(sa + kAStageBytes, &map_b, full, k0, n0, z);
+        }
       }
     }
   } else {
@@ -638,11 +661,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       BarrierWait(full0 + 8 * s, (kt / kStages) & 1);
       const u32 sa = SmemAddress(smem + s * kStageBytes) + consumer * 64 * kTileK * 2;
       const u32 sb = SmemAddress(smem + s * kStageBytes + kAStageBytes);
-      const u64 da = Descriptor(sa);
-      const u64 db = Descriptor(sb);
+      const u64 da = Descriptor(sa, kAMN ? kChunkBytes : 16);
+      const u64 db = Descriptor(sb, kBMN ? kChunkBytes : 16);
       WgmmaFence();
 #pragma unroll
-      for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + 2 * kk, db + 2 * kk);
+      for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + kAStep * kk, db + kBStep * kk);
       WgmmaCommit();
       WgmmaWait<1>();
       // The wgmma group of the previous k tile has retired: its stage may be refilled.
@@ -671,7 +694,7 @@ const char* Bool(bool b) {
 }
 
 // The wgmma m64nNk16 wrapper: its asm lists N/2 accumulator registers, so it is written out here.
-std::string WgmmaFunction(int n, bool bf16) {
+std::string WgmmaFunction(int n, bool bf16, bool trans_a, bool trans_b) {
   std::ostringstream s;
   const int regs = n / 2;
   s << "__device__ __forceinline__ void Wgmma(float (&d)[" << regs << "], u64 da, u64 db) {\n";
@@ -680,7 +703,8 @@ std::string WgmmaFunction(int n, bool bf16) {
     << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << (bf16 ? "bf16.bf16" : "f16.f16")
     << " {";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "%" << i;
-  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, 0, 0;\\n}\\n\"\n    : ";
+  s << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, " << (trans_a ? 1 : 0) << ", "
+    << (trans_b ? 1 : 0) << ";\\n}\\n\"\n    : ";
   for (int i = 0; i < regs; ++i) s << (i ? ", " : "") << "\"+f\"(d[" << i << "])";
   s << "\n    : \"l\"(da), \"l\"(db));\n}\n";
   return s.str();
@@ -712,7 +736,10 @@ std::string GenerateSource(const TileKernelSpec& spec) {
   s << kPrelude;
   if (c.pipeline == TilePipeline::kWarpSpecialized) {
     std::string body = kWarpSpecialized;
-    body.replace(body.find("@WGMMA@"), 7, WgmmaFunction(c.tile_n, spec.input == DataType::kBF16));
+    body.replace(body.find("@WGMMA@"), 7,
+                 WgmmaFunction(c.tile_n, spec.input == DataType::kBF16,
+                               spec.layout.a == MatrixOrder::kColMajor,
+                               spec.layout.b == MatrixOrder::kRowMajor));
     s << body;
   } else {
     s << (c.pipeline == TilePipeline::kSmallM ? kSmallM : kMultistage);

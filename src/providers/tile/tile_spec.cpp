@@ -193,15 +193,15 @@ const std::vector<ValidityRule>& Rules() {
          return "instr " + Str(c.instr_m) + "x" + Str(c.instr_n) + "x" + Str(c.instr_k) +
                 " is not 64x" + Str(c.tile_n) + "x16";
        }},
-      {"ws_k_major",
-       "warp_specialized reads K-major operands only (A row-major, B column-major); other "
-       "layouts need transposed wgmma descriptors, not generated yet",
+      {"ws_mn_major_chunks",
+       "warp_specialized loads an MN-major operand (column-major A, row-major B) as 64-element "
+       "TMA boxes (the 128-byte swizzle span), so a row-major B needs tile_n a multiple of 64",
        [](const TileKernelSpec& s) -> std::string {
-         if (!IsWarpSpecialized(s) ||
-             (s.layout.a == MatrixOrder::kRowMajor && s.layout.b == MatrixOrder::kColMajor)) {
+         if (!IsWarpSpecialized(s) || s.layout.b == MatrixOrder::kColMajor ||
+             s.config.tile_n % 64 == 0) {
            return {};
          }
-         return "layout " + s.layout.ToString() + " is not K-major for A and B";
+         return "tile_n " + Str(s.config.tile_n) + " is not a multiple of 64 for row-major B";
        }},
       {"ws_alignment", "TMA needs 16-byte global strides: align_a and align_b are 8",
        [](const TileKernelSpec& s) -> std::string {
