@@ -20,7 +20,11 @@ bool HaveHopper() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return false;
   cudaDeviceProp prop{};
-  return cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.major == 9 && prop.minor == 0;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major != 9 || prop.minor != 0) {
+    return false;
+  }
+  // TileKernel::Load uses the current context: make the runtime create the primary one.
+  return cudaSetDevice(0) == cudaSuccess && cudaFree(nullptr) == cudaSuccess;
 }
 
 uint16_t Bits(__nv_bfloat16 h) {
