@@ -10,9 +10,10 @@
 //   small_m     memory-bound decode GEMMs (M <= tile_m <= 16): CUDA-core FMAs with 16-byte loads
 //               along B's contiguous dimension, split-K as above.
 //   warp_specialized  sm_90a: a producer warpgroup issues TMA loads into a stages-deep ring of
-//               128-byte-swizzled tiles (mbarriers), 1-2 consumer warpgroups issue wgmma m64nNk16;
-//               K-major A and B only (layout r c *), 16-byte aligned rows; split-K as above.
-//               Clusters and the persistent scheduler are not generated yet.
+//               128-byte-swizzled tiles (mbarriers), 1-2 consumer warpgroups issue wgmma m64nNk16
+//               (transpose bits for MN-major A/B, so all four layouts); contiguous extents must be
+//               multiples of 8 (16-byte TMA strides); split-K as above. Clusters and the
+//               persistent scheduler are not generated yet.
 #pragma once
 
 #include <cstddef>
