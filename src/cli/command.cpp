@@ -11,14 +11,13 @@ namespace kselect::cli {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       VersionCommand(), HwCommand(),        IngestCommand(), DataCommand(),
-      ShapesCommand(),  CatalogueCommand(), BenchCommand(),
+      ShapesCommand(),  CatalogueCommand(), BenchCommand(),  TileCommand(),
   };
   return commands;
 }
 
 const std::vector<PlannedCommand>& PlannedCommands() {
   static const std::vector<PlannedCommand> planned = {
-      {"tile", "list and build the tile engine's NVRTC kernels"},
       {"train", "train LightGBM models on a dataset"},
       {"eval", "efficiency against the oracle and the peers' heuristics"},
       {"predict", "rank configs for a problem with a trained model"},

@@ -70,5 +70,6 @@ Command DataCommand();
 Command ShapesCommand();
 Command CatalogueCommand();
 Command BenchCommand();
+Command TileCommand();
 
 }  // namespace kselect::cli

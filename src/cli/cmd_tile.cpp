@@ -1,0 +1,164 @@
+// kselect tile: the tile engine's rule sets and kernels.
+//   tile list   --rules R   one catalogue config key per line (the committed snapshot's format)
+//   tile source --rules R   the generated source of the first build spec (or --index i)
+//   tile build  --rules R   compile every (config, variant) spec with NVRTC into the cubin cache
+//   tile verify --rules R   (GPU) every config against a naive fp32 reference on a shape list
+//   tile time   --rules R   (GPU) TFLOP/s of every config on one shape, beside cuBLASLt's pick
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/tile_device.h"
+#include "kselect/tile_engine.h"
+
+namespace kselect::cli {
+namespace {
+
+struct TileOptions {
+  std::string rules;
+  std::string rules_dir = tile::DefaultRulesDir();
+  std::string cache_dir = tile::CompilerOptions::DefaultCacheDir();
+  bool no_cache = false;
+  int jobs = 0;
+  bool stats = false;
+  int index = 0;
+  bool fail_fast = false;
+  std::string shape = "4096,4096,4096";
+  int repeats = 20;
+  std::string log_path;
+};
+
+void AddRuleOptions(CLI::App& app, TileOptions& o) {
+  app.add_option("--rules", o.rules, "rule set name (rules/tile/<name>.json) or a .json path")
+      ->required();
+  app.add_option("--rules-dir", o.rules_dir, "folder of the named rule sets")
+      ->capture_default_str();
+}
+
+void AddCompileOptions(CLI::App& app, TileOptions& o) {
+  app.add_option("--cache-dir", o.cache_dir, "on-disk cubin cache")->capture_default_str();
+  app.add_flag("--no-cache", o.no_cache, "compile everything, read and write no cache");
+  app.add_option("-j,--jobs", o.jobs, "parallel NVRTC compiles (0 = all cores)")
+      ->capture_default_str();
+}
+
+tile::CompilerOptions CompilerOptionsOf(const TileOptions& o) {
+  tile::CompilerOptions c;
+  c.cache_dir = o.no_cache ? std::string() : o.cache_dir;
+  c.threads = o.jobs;
+  return c;
+}
+
+int RunList(const TileOptions& o) {
+  StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
+  if (!set.ok()) return ReportError("tile list", set.status());
+  for (const TileConfig& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());
+  if (o.stats) {
+    std::fprintf(stderr, "%s: %lld generated, %zu valid, %zu variants\n", set->name.c_str(),
+                 static_cast<long long>(set->generated), set->configs.size(), set->variants.size());
+    for (const auto& [rule, count] : set->rejected_by_rule) {
+      std::fprintf(stderr, "  rejected by %s: %lld\n", rule.c_str(), static_cast<long long>(count));
+    }
+  }
+  return kExitOk;
+}
+
+int RunSource(const TileOptions& o) {
+  StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
+  if (!set.ok()) return ReportError("tile source", set.status());
+  const std::vector<tile::TileKernelSpec> specs = tile::BuildSpecs(*set);
+  if (o.index < 0 || o.index >= static_cast<int>(specs.size())) {
+    return ReportError("tile source", InvalidArgumentError("--index out of range"));
+  }
+  std::printf("%s", tile::GenerateSource(specs[o.index]).c_str());
+  return kExitOk;
+}
+
+int RunBuild(const TileOptions& o) {
+  StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
+  if (!set.ok()) return ReportError("tile build", set.status());
+  const std::vector<tile::TileKernelSpec> specs = tile::BuildSpecs(*set);
+  const tile::TileCompiler compiler(CompilerOptionsOf(o));
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<StatusOr<tile::TileBinary>> results = compiler.CompileAll(specs);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int failures = 0, hits = 0;
+  std::vector<double> seconds;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      ++failures;
+      std::fprintf(stderr, "FAILED %s\n%s\n", tile::SpecKey(specs[i]).c_str(),
+                   results[i].status().ToString().c_str());
+      continue;
+    }
+    if (results[i]->from_cache) {
+      ++hits;
+    } else {
+      seconds.push_back(results[i]->compile_seconds);
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double median = seconds.empty() ? 0.0 : seconds[seconds.size() / 2];
+  const double max = seconds.empty() ? 0.0 : seconds.back();
+  std::printf(
+      "%s: %zu specs (%zu configs x %zu variants), %d compiled, %d cache hits, %d failed; "
+      "NVRTC median %.3f s, max %.3f s per spec; wall %.1f s\n",
+      set->name.c_str(), specs.size(), set->configs.size(), set->variants.size(),
+      static_cast<int>(seconds.size()), hits, failures, median, max, wall);
+  return failures == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Command TileCommand() {
+  return {"tile", "list, build, verify and time the tile engine's NVRTC kernels",
+          [](CLI::App& app) -> RunFunction {
+            auto o = std::make_shared<TileOptions>();
+            auto selected = std::make_shared<std::string>();
+            app.require_subcommand(1);
+            CLI::App* list = app.add_subcommand("list", "one catalogue config key per line");
+            AddRuleOptions(*list, *o);
+            list->add_flag("--stats", o->stats, "counts per validity rule on stderr");
+            CLI::App* source = app.add_subcommand("source", "print one build spec's source");
+            AddRuleOptions(*source, *o);
+            source->add_option("--index", o->index, "build spec index")->capture_default_str();
+            CLI::App* build = app.add_subcommand("build", "compile every build spec (NVRTC)");
+            AddRuleOptions(*build, *o);
+            AddCompileOptions(*build, *o);
+            CLI::App* verify =
+                app.add_subcommand("verify", "(GPU) check every config against a reference");
+            AddRuleOptions(*verify, *o);
+            AddCompileOptions(*verify, *o);
+            verify->add_flag("--fail-fast", o->fail_fast, "stop at the first mismatch");
+            verify->add_option("--log", o->log_path, "write one line per check here");
+            CLI::App* time = app.add_subcommand("time", "(GPU) TFLOP/s per config on one shape");
+            AddRuleOptions(*time, *o);
+            AddCompileOptions(*time, *o);
+            time->add_option("--shape", o->shape, "m,n,k")->capture_default_str();
+            time->add_option("--repeats", o->repeats, "timed launches per config")
+                ->capture_default_str();
+            for (CLI::App* sub : {list, source, build, verify, time}) {
+              sub->callback([selected, sub] { *selected = sub->get_name(); });
+            }
+            return [o, selected]() -> int {
+              if (*selected == "list") return RunList(*o);
+              if (*selected == "source") return RunSource(*o);
+              if (*selected == "build") return RunBuild(*o);
+              const tile::CompilerOptions compiler = CompilerOptionsOf(*o);
+              StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
+              if (!set.ok()) return ReportError("tile", set.status());
+              if (*selected == "verify") {
+                return RunTileVerify(*set, compiler, o->fail_fast, o->log_path);
+              }
+              return RunTileTime(*set, compiler, o->shape, o->repeats);
+            };
+          }};
+}
+
+}  // namespace kselect::cli

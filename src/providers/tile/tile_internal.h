@@ -1,0 +1,26 @@
+// Helpers shared by the tile engine's source files.
+#pragma once
+
+#include <cstdint>
+
+#include "kselect/tile_engine.h"
+
+namespace kselect::tile {
+
+// The generated code's output kind: 0 bf16, 1 fp16, 2 fp32.
+inline int OutKind(DataType t) {
+  return t == DataType::kBF16 ? 0 : t == DataType::kF16 ? 1 : 2;
+}
+
+// Dynamic shared memory of a multistage kernel: `stages` padded A and B tiles of 2-byte elements.
+int64_t MultistageSharedBytes(const TileConfig& c);
+// Static shared memory of a small-M kernel (the k-slice sums when B is row-major).
+int64_t SmallMSharedBytes(const TileKernelSpec& spec);
+
+// The largest shared memory a block may use on sm_90 (227 KiB).
+inline constexpr int64_t kMaxSharedBytesPerBlock = 232448;
+
+// k tiles per split-K slice of `problem` (ceil(ceil(k / tile_k) / split_k)).
+int32_t KTilesPerSplit(const TileConfig& c, const GemmProblem& problem);
+
+}  // namespace kselect::tile

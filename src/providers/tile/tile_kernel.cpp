@@ -1,0 +1,178 @@
+// Loading a tile module into the current context and launching it through the driver API.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cuda/driver_api.h"
+#include "kselect/tile_engine.h"
+#include "providers/tile/tile_internal.h"
+
+namespace kselect::tile {
+namespace {
+
+// Mirrors `struct Params` in the generated source (tile_source.cpp's prelude), field for field.
+struct KernelParams {
+  const void* a;
+  const void* b;
+  void* c;
+  float* workspace;
+  int32_t m, n, k;
+  int32_t batch;
+  int32_t k_tiles_per_split;
+  float alpha, beta;
+};
+
+Status DriverStatus(const cuda::DriverApi& api, CUresult result, const std::string& what) {
+  if (result == CUDA_SUCCESS) return Status::Ok();
+  return InternalError(what + ": " + cuda::DriverErrorText(api, result));
+}
+
+// The TMA descriptor of one operand: `rows` rows of `inner` contiguous elements per batch, boxes
+// of box_inner x box_rows, 128-byte swizzle (matching the kernel's wgmma descriptors). K-major
+// operands: inner = k, box tile_k x tile rows; MN-major: inner = m or n, box 64 x tile_k.
+Status EncodeOperand(const cuda::DriverApi& api, CUtensorMap* map, const void* base, DataType type,
+                     int64_t inner, int64_t rows, int64_t batch, int32_t box_inner,
+                     int32_t box_rows) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(inner * 2),
+                                 static_cast<cuuint64_t>(inner * rows * 2)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_inner), static_cast<cuuint32_t>(box_rows),
+                             1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult result = api.tensor_map_encode_tiled(
+      map,
+      type == DataType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      3, const_cast<void*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return DriverStatus(api, result, "cuTensorMapEncodeTiled");
+}
+
+bool Aligned(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+}  // namespace
+
+TileKernel::~TileKernel() {
+  if (module_ == nullptr) return;
+  if (StatusOr<const cuda::DriverApi*> api = cuda::GetDriverApi(); api.ok()) {
+    (*api)->module_unload(static_cast<CUmodule>(module_));
+  }
+}
+
+StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary) {
+  KSELECT_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::GetDriverApi());
+  std::unique_ptr<TileKernel> kernel(new TileKernel());
+  kernel->spec_ = binary.spec;
+  CUmodule module = nullptr;
+  CUresult result = api->module_load_data(&module, binary.cubin.data());
+  if (result != CUDA_SUCCESS) {
+    return InvalidArgumentError("loading tile cubin " + binary.cache_key.substr(0, 12) + ": " +
+                                cuda::DriverErrorText(*api, result));
+  }
+  kernel->module_ = module;
+  CUfunction gemm = nullptr;
+  CUfunction reduce = nullptr;
+  KSELECT_RETURN_IF_ERROR(DriverStatus(
+      *api, api->module_get_function(&gemm, module, kGemmKernelName), "cuModuleGetFunction"));
+  KSELECT_RETURN_IF_ERROR(
+      DriverStatus(*api, api->module_get_function(&reduce, module, kSplitKReduceKernelName),
+                   "cuModuleGetFunction"));
+  const LaunchShape shape = LaunchShapeOf(binary.spec);
+  if (shape.shared_bytes > 0) {
+    KSELECT_RETURN_IF_ERROR(
+        DriverStatus(*api,
+                     api->func_set_attribute(gemm, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                             shape.shared_bytes),
+                     "cuFuncSetAttribute(max dynamic shared memory)"));
+  }
+  kernel->gemm_ = gemm;
+  kernel->reduce_ = reduce;
+  return kernel;
+}
+
+Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args) const {
+  KSELECT_RETURN_IF_ERROR(CanImplement(spec_, problem));
+  if (!Aligned(args.a, 16) || !Aligned(args.b, 16) ||
+      !Aligned(args.c, spec_.output == DataType::kF32 ? 4 : 2)) {
+    return CannotImplementError("A and B must be 16-byte aligned, C element aligned");
+  }
+  const size_t workspace = WorkspaceBytes(spec_, problem);
+  if (workspace > 0 && (args.workspace == nullptr || !Aligned(args.workspace, 16))) {
+    return InvalidArgumentError("split-K needs a 16-byte aligned workspace of " +
+                                std::to_string(workspace) + " bytes");
+  }
+  KSELECT_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::GetDriverApi());
+  const TileConfig& c = spec_.config;
+  KernelParams params{args.a,
+                      args.b,
+                      args.c,
+                      static_cast<float*>(args.workspace),
+                      static_cast<int32_t>(problem.m),
+                      static_cast<int32_t>(problem.n),
+                      static_cast<int32_t>(problem.k),
+                      static_cast<int32_t>(problem.batch),
+                      KTilesPerSplit(c, problem),
+                      static_cast<float>(problem.alpha),
+                      static_cast<float>(problem.beta)};
+  void* kernel_args[] = {&params, nullptr, nullptr};
+  CUtensorMap map_a, map_b;
+  if (spec_.config.pipeline == TilePipeline::kWarpSpecialized) {
+    const TileConfig& t = spec_.config;
+    if (spec_.layout.a == MatrixOrder::kRowMajor) {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.k, problem.m,
+                                            problem.batch, t.tile_k, t.tile_m));
+    } else {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.m, problem.k,
+                                            problem.batch, 64, t.tile_k));
+    }
+    if (spec_.layout.b == MatrixOrder::kColMajor) {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.k, problem.n,
+                                            problem.batch, t.tile_k, t.tile_n));
+    } else {
+      KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.n, problem.k,
+                                            problem.batch, 64, t.tile_k));
+    }
+    kernel_args[1] = &map_a;
+    kernel_args[2] = &map_b;
+  }
+
+  const LaunchShape shape = LaunchShapeOf(spec_);
+  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  CUlaunchConfig config{};
+  if (c.pipeline == TilePipeline::kSmallM) {
+    config.gridDimX = static_cast<unsigned>(tiles_n);
+    config.gridDimY = static_cast<unsigned>(tiles_m);
+  } else {
+    config.gridDimX = static_cast<unsigned>(tiles_m * tiles_n);
+    config.gridDimY = 1;
+  }
+  config.gridDimZ = static_cast<unsigned>(problem.batch * c.split_k);
+  config.blockDimX = static_cast<unsigned>(shape.threads);
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
+  config.hStream = static_cast<CUstream>(args.stream);
+  KSELECT_RETURN_IF_ERROR(DriverStatus(
+      *api, api->launch_kernel_ex(&config, static_cast<CUfunction>(gemm_), kernel_args, nullptr),
+      "launching " + std::string(kGemmKernelName)));
+  if (c.split_k > 1) {
+    const int64_t total = problem.batch * problem.m * problem.n;
+    CUlaunchConfig reduce{};
+    reduce.gridDimX = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096));
+    reduce.gridDimY = reduce.gridDimZ = 1;
+    reduce.blockDimX = 256;
+    reduce.blockDimY = reduce.blockDimZ = 1;
+    reduce.hStream = config.hStream;
+    KSELECT_RETURN_IF_ERROR(DriverStatus(
+        *api,
+        api->launch_kernel_ex(&reduce, static_cast<CUfunction>(reduce_), kernel_args, nullptr),
+        "launching " + std::string(kSplitKReduceKernelName)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kselect::tile

@@ -1,0 +1,376 @@
+// Specs, validity rules and can-implement checks of the tile engine.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "kselect/tile_engine.h"
+#include "providers/tile/tile_internal.h"
+
+namespace kselect::tile {
+namespace {
+
+std::string Str(int64_t v) {
+  return std::to_string(v);
+}
+
+bool IsMultistage(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kMultistage;
+}
+bool IsSmallM(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kSmallM;
+}
+bool IsWarpSpecialized(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kWarpSpecialized;
+}
+
+// The widest of 8, 4, 2, 1 elements that divides `extent`.
+int32_t WidestAlignment(int64_t extent) {
+  for (int32_t a : {8, 4, 2}) {
+    if (extent % a == 0) return a;
+  }
+  return 1;
+}
+
+bool IsAlignment(int32_t a) {
+  return a == 1 || a == 2 || a == 4 || a == 8;
+}
+
+// Contiguous extents of the packed operands.
+int64_t ExtentA(const GemmProblem& p) {
+  return p.layout.a == MatrixOrder::kRowMajor ? p.k : p.m;
+}
+int64_t ExtentB(const GemmProblem& p) {
+  return p.layout.b == MatrixOrder::kColMajor ? p.k : p.n;
+}
+int64_t ExtentC(const GemmProblem& p) {
+  return p.layout.c == MatrixOrder::kRowMajor ? p.n : p.m;
+}
+
+const std::vector<ValidityRule>& Rules() {
+  static const std::vector<ValidityRule> rules = {
+      {"operand_dtypes",
+       "A and B are bf16 or fp16 (one type), C is bf16, fp16 or fp32: the generated code has "
+       "conversions and mma.sync forms for these only",
+       [](const TileKernelSpec& s) -> std::string {
+         if (s.input != DataType::kBF16 && s.input != DataType::kF16) {
+           return "input " + std::string(DataTypeName(s.input)) + " is not bf16 or fp16";
+         }
+         if (s.output != DataType::kBF16 && s.output != DataType::kF16 &&
+             s.output != DataType::kF32) {
+           return "output " + std::string(DataTypeName(s.output)) + " is not bf16, fp16 or fp32";
+         }
+         return {};
+       }},
+      {"scheduler_data_parallel",
+       "one block per output tile: the persistent scheduler is not generated yet",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.scheduler == TileScheduler::kDataParallel
+                    ? std::string()
+                    : "scheduler persistent is not generated for " +
+                          std::string(TilePipelineName(s.config.pipeline));
+       }},
+      {"cluster_1x1", "thread-block clusters (TMA multicast) are not generated yet",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.cluster_m == 1 && s.config.cluster_n == 1
+                    ? std::string()
+                    : "cluster " + Str(s.config.cluster_m) + "x" + Str(s.config.cluster_n) +
+                          " is not 1x1";
+       }},
+      {"epilogue_direct", "accumulators are stored straight from registers (no smem staging yet)",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.epilogue == TileEpilogue::kDirect ? std::string()
+                                                           : "epilogue smem is not generated yet";
+       }},
+      {"split_k_range", "split_k is 1 (none) to 64 slices of K",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.split_k >= 1 && s.config.split_k <= 64
+                    ? std::string()
+                    : "split_k " + Str(s.config.split_k) + " is outside 1..64";
+       }},
+      {"swizzle_range", "raster swizzle width is 1 to 16 tile columns",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.swizzle >= 1 && s.config.swizzle <= 16
+                    ? std::string()
+                    : "swizzle " + Str(s.config.swizzle) + " is outside 1..16";
+       }},
+      {"alignment_values", "operand alignments are 1, 2, 4 or 8 elements (2..16-byte loads)",
+       [](const TileKernelSpec& s) -> std::string {
+         if (IsAlignment(s.align_a) && IsAlignment(s.align_b) && IsAlignment(s.align_c)) return {};
+         return "alignments " + Str(s.align_a) + "." + Str(s.align_b) + "." + Str(s.align_c) +
+                " are not all in {1,2,4,8}";
+       }},
+      {"warps_k_one", "no intra-block K split: warps_k is 1",
+       [](const TileKernelSpec& s) -> std::string {
+         return s.config.warps_k == 1 ? std::string()
+                                      : "warps_k " + Str(s.config.warps_k) + " is not 1";
+       }},
+      // Multistage (mma.sync) rules.
+      {"mma_instr_m16n8k16", "multistage issues mma.sync m16n8k16 (instr 16x8x16)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsMultistage(s) || (c.instr_m == 16 && c.instr_n == 8 && c.instr_k == 16)) return {};
+         return "instr " + Str(c.instr_m) + "x" + Str(c.instr_n) + "x" + Str(c.instr_k) +
+                " is not 16x8x16";
+       }},
+      {"warp_tile_m_multiple_of_16", "each warp's rows (tile_m / warps_m) are whole m16 MMA tiles",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsMultistage(s)) return {};
+         if (c.warps_m > 0 && c.tile_m > 0 && c.tile_m % (16 * c.warps_m) == 0) return {};
+         return "tile_m " + Str(c.tile_m) + " is not a multiple of 16 * warps_m (" +
+                Str(c.warps_m) + ")";
+       }},
+      {"warp_tile_n_multiple_of_16",
+       "each warp's columns (tile_n / warps_n) are whole pairs of n8 MMA tiles (one ldmatrix.x4 "
+       "loads B for two)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsMultistage(s)) return {};
+         if (c.warps_n > 0 && c.tile_n > 0 && c.tile_n % (16 * c.warps_n) == 0) return {};
+         return "tile_n " + Str(c.tile_n) + " is not a multiple of 16 * warps_n (" +
+                Str(c.warps_n) + ")";
+       }},
+      {"tile_k_multiple_of_16", "tile_k is whole k16 MMA steps",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsMultistage(s) || (c.tile_k >= 16 && c.tile_k % 16 == 0)) return {};
+         return "tile_k " + Str(c.tile_k) + " is not a positive multiple of 16";
+       }},
+      {"threads_per_block", "multistage blocks have 1 to 16 warps (32..512 threads)",
+       [](const TileKernelSpec& s) -> std::string {
+         const int64_t warps = static_cast<int64_t>(s.config.warps_m) * s.config.warps_n;
+         if (!IsMultistage(s) || (warps >= 1 && warps <= 16)) return {};
+         return Str(warps) + " warps per block is outside 1..16";
+       }},
+      {"stages_range", "the cp.async / TMA ring is 2 to 8 stages deep",
+       [](const TileKernelSpec& s) -> std::string {
+         if (IsSmallM(s) || (s.config.stages >= 2 && s.config.stages <= 8)) return {};
+         return "stages " + Str(s.config.stages) + " is outside 2..8";
+       }},
+      {"shared_memory", "the stages' A and B tiles fit in 227 KiB of shared memory",
+       [](const TileKernelSpec& s) -> std::string {
+         if (IsSmallM(s)) return {};
+         const int64_t bytes = LaunchShapeOf(s).shared_bytes;
+         if (bytes <= kMaxSharedBytesPerBlock) return {};
+         return Str(bytes) + " bytes of shared memory exceed " + Str(kMaxSharedBytesPerBlock);
+       }},
+      {"accumulator_registers",
+       "at most 128 fp32 accumulators per thread, leaving room for fragments and addresses "
+       "under the 255-register limit",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsMultistage(s) || c.warps_m * c.warps_n <= 0) return {};
+         const int64_t per_thread =
+             static_cast<int64_t>(c.tile_m) * c.tile_n / (32LL * c.warps_m * c.warps_n);
+         if (per_thread <= 128) return {};
+         return Str(per_thread) + " accumulators per thread exceed 128";
+       }},
+      // Warp-specialized (TMA + wgmma) rules.
+      {"ws_tile_shape",
+       "warp_specialized: warps_m consumer warpgroups (1 or 2) of 64 rows each, so tile_m = "
+       "64 * warps_m; warps_n 1; tile_k 64 (one 128-byte swizzle row of 16-bit elements); "
+       "tile_n a multiple of 16 up to 256 (wgmma N and the TMA box limit)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsWarpSpecialized(s)) return {};
+         if (c.warps_m < 1 || c.warps_m > 2) return "warps_m " + Str(c.warps_m) + " is not 1 or 2";
+         if (c.tile_m != 64 * c.warps_m) return "tile_m " + Str(c.tile_m) + " != 64 * warps_m";
+         if (c.warps_n != 1) return "warps_n " + Str(c.warps_n) + " is not 1";
+         if (c.tile_k != 64) return "tile_k " + Str(c.tile_k) + " is not 64";
+         if (c.tile_n < 16 || c.tile_n > 256 || c.tile_n % 16 != 0) {
+           return "tile_n " + Str(c.tile_n) + " is not a multiple of 16 in 16..256";
+         }
+         return {};
+       }},
+      {"ws_instr",
+       "warp_specialized issues wgmma m64nNk16 with N = tile_n (instr 64 x tile_n x 16)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsWarpSpecialized(s) ||
+             (c.instr_m == 64 && c.instr_n == c.tile_n && c.instr_k == 16)) {
+           return {};
+         }
+         return "instr " + Str(c.instr_m) + "x" + Str(c.instr_n) + "x" + Str(c.instr_k) +
+                " is not 64x" + Str(c.tile_n) + "x16";
+       }},
+      {"ws_mn_major_chunks",
+       "warp_specialized loads an MN-major operand (column-major A, row-major B) as 64-element "
+       "TMA boxes (the 128-byte swizzle span), so a row-major B needs tile_n a multiple of 64",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsWarpSpecialized(s) || s.layout.b == MatrixOrder::kColMajor ||
+             s.config.tile_n % 64 == 0) {
+           return {};
+         }
+         return "tile_n " + Str(s.config.tile_n) + " is not a multiple of 64 for row-major B";
+       }},
+      {"ws_alignment", "TMA needs 16-byte global strides: align_a and align_b are 8",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsWarpSpecialized(s) || (s.align_a == 8 && s.align_b == 8)) return {};
+         return "alignments " + Str(s.align_a) + "." + Str(s.align_b) + " are not 8.8";
+       }},
+      // Small-M rules.
+      {"small_m_shape",
+       "small_m: 1 <= tile_m <= 16 rows, warps_m 1, stages 1, instr 1x1x1 (CUDA-core FMA)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsSmallM(s)) return {};
+         if (c.tile_m < 1 || c.tile_m > 16) return "tile_m " + Str(c.tile_m) + " is outside 1..16";
+         if (c.warps_m != 1) return "warps_m " + Str(c.warps_m) + " is not 1";
+         if (c.stages != 1) return "stages " + Str(c.stages) + " is not 1";
+         if (c.instr_m != 1 || c.instr_n != 1 || c.instr_k != 1) return "instr is not 1x1x1";
+         return {};
+       }},
+      {"small_m_threads", "small_m: 1 to 16 warps; tile_k a multiple of 8 (vector K slices)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsSmallM(s)) return {};
+         if (c.warps_n < 1 || c.warps_n > 16) return "warps_n " + Str(c.warps_n) + " not in 1..16";
+         if (c.tile_k < 8 || c.tile_k % 8 != 0) return "tile_k " + Str(c.tile_k) + " not 8k";
+         return {};
+       }},
+      {"small_m_columns",
+       "small_m: B column-major splits tile_n evenly over warps; B row-major gives each thread "
+       "align_b adjacent columns, so tile_n / align_b column groups must divide the threads",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsSmallM(s) || c.warps_n < 1 || c.tile_n < 1) return {};
+         if (s.layout.b == MatrixOrder::kColMajor) {
+           if (c.tile_n % c.warps_n == 0) return {};
+           return "tile_n " + Str(c.tile_n) + " is not a multiple of warps_n " + Str(c.warps_n);
+         }
+         const int64_t threads = 32LL * c.warps_n;
+         if (c.tile_n % s.align_b == 0 && threads % (c.tile_n / s.align_b) == 0) return {};
+         return "tile_n " + Str(c.tile_n) + " / align_b " + Str(s.align_b) +
+                " column groups do not divide " + Str(threads) + " threads";
+       }},
+  };
+  return rules;
+}
+
+}  // namespace
+
+int64_t MultistageSharedBytes(const TileConfig& c) {
+  const int64_t pad = 8;
+  const int64_t a_stage = static_cast<int64_t>(c.tile_m) * (c.tile_k + pad);  // either layout
+  const int64_t b_stage = static_cast<int64_t>(c.tile_n) * (c.tile_k + pad);
+  // Column-major A ([k][m+pad]) and row-major B ([k][n+pad]) pad the other dimension; take the
+  // larger so one figure bounds every layout.
+  const int64_t a_alt = static_cast<int64_t>(c.tile_k) * (c.tile_m + pad);
+  const int64_t b_alt = static_cast<int64_t>(c.tile_k) * (c.tile_n + pad);
+  return 2 * static_cast<int64_t>(c.stages) * (std::max(a_stage, a_alt) + std::max(b_stage, b_alt));
+}
+
+int64_t SmallMSharedBytes(const TileKernelSpec& spec) {
+  if (spec.layout.b == MatrixOrder::kColMajor) return 0;
+  return 4LL * spec.config.tile_m * spec.config.tile_n;
+}
+
+int32_t KTilesPerSplit(const TileConfig& c, const GemmProblem& problem) {
+  const int64_t k_tiles = (problem.k + c.tile_k - 1) / c.tile_k;
+  return static_cast<int32_t>((k_tiles + c.split_k - 1) / c.split_k);
+}
+
+std::string SpecKey(const TileKernelSpec& spec) {
+  return ConfigKey(spec.config) + "|in=" + std::string(DataTypeName(spec.input)) +
+         ",out=" + std::string(DataTypeName(spec.output)) + ",layout=" + spec.layout.ToString() +
+         ",align=" + Str(spec.align_a) + "." + Str(spec.align_b) + "." + Str(spec.align_c);
+}
+
+StatusOr<TileKernelSpec> SpecForProblem(const TileConfig& config, const GemmProblem& problem) {
+  if (problem.dtype_a != problem.dtype_b) {
+    return CannotImplementError("tile kernels take A and B of one type, not " +
+                                std::string(DataTypeName(problem.dtype_a)) + " and " +
+                                std::string(DataTypeName(problem.dtype_b)));
+  }
+  if (problem.compute != DataType::kF32) {
+    return CannotImplementError("tile kernels accumulate in fp32, not " +
+                                std::string(DataTypeName(problem.compute)));
+  }
+  TileKernelSpec spec;
+  spec.config = config;
+  spec.input = problem.dtype_a;
+  spec.output = problem.dtype_c;
+  spec.layout = problem.layout;
+  spec.align_a = WidestAlignment(ExtentA(problem));
+  spec.align_b = WidestAlignment(ExtentB(problem));
+  spec.align_c = 1;  // the epilogue stores single elements
+  if (const std::string why = Rules()[0].check(spec); !why.empty()) {
+    return CannotImplementError("tile kernels: " + why);
+  }
+  return spec;
+}
+
+const std::vector<ValidityRule>& ValidityRules() {
+  return Rules();
+}
+
+Status CheckValid(const TileKernelSpec& spec) {
+  for (const ValidityRule& rule : Rules()) {
+    if (std::string why = rule.check(spec); !why.empty()) {
+      return InvalidArgumentError("validity rule " + std::string(rule.name) + ": " + why);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem) {
+  KSELECT_RETURN_IF_ERROR(problem.Validate());
+  const TileConfig& c = spec.config;
+  if (problem.dtype_a != spec.input || problem.dtype_b != spec.input ||
+      problem.dtype_c != spec.output || problem.compute != DataType::kF32) {
+    return CannotImplementError("dtypes of " + problem.ToString() + " differ from the kernel's " +
+                                SpecKey(spec));
+  }
+  if (!(problem.layout == spec.layout)) {
+    return CannotImplementError("layout " + problem.layout.ToString() + " is not the kernel's " +
+                                spec.layout.ToString());
+  }
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  if (problem.m > kIntMax || problem.n > kIntMax || problem.k > kIntMax) {
+    return CannotImplementError("dimensions above 2^31-1 are not supported");
+  }
+  if (ExtentA(problem) % spec.align_a != 0 || ExtentB(problem) % spec.align_b != 0 ||
+      ExtentC(problem) % spec.align_c != 0) {
+    return CannotImplementError("contiguous extents of " + problem.ToString() +
+                                " are not multiples of the kernel's alignments");
+  }
+  if (!c.mask_m && problem.m % c.tile_m != 0) {
+    return CannotImplementError("mask_m off needs m % tile_m == 0");
+  }
+  if (!c.mask_n && problem.n % c.tile_n != 0) {
+    return CannotImplementError("mask_n off needs n % tile_n == 0");
+  }
+  if (!c.mask_k && problem.k % c.tile_k != 0) {
+    return CannotImplementError("mask_k off needs k % tile_k == 0");
+  }
+  if (problem.batch * c.split_k > 65535) {
+    return CannotImplementError("batch * split_k exceeds the grid's 65535 z-limit");
+  }
+  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  if (c.pipeline == TilePipeline::kSmallM && tiles_m > 65535) {
+    return CannotImplementError("small_m: m / tile_m exceeds the grid's 65535 y-limit");
+  }
+  if (tiles_m * tiles_n > kIntMax) return CannotImplementError("too many output tiles");
+  return Status::Ok();
+}
+
+LaunchShape LaunchShapeOf(const TileKernelSpec& spec) {
+  const TileConfig& c = spec.config;
+  if (c.pipeline == TilePipeline::kSmallM) return {32 * c.warps_n, 0};
+  if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    // Stages, 1024 bytes of slack to align them for the 128-byte swizzle, then the mbarriers.
+    const int64_t bytes = static_cast<int64_t>(c.stages) * (c.tile_m + c.tile_n) * c.tile_k * 2 +
+                          1024 + 16LL * c.stages;
+    return {128 * (1 + c.warps_m), static_cast<int32_t>(std::min<int64_t>(bytes, 1 << 30))};
+  }
+  return {32 * c.warps_m * c.warps_n, static_cast<int32_t>(MultistageSharedBytes(c))};
+}
+
+size_t WorkspaceBytes(const TileKernelSpec& spec, const GemmProblem& problem) {
+  if (spec.config.split_k <= 1) return 0;
+  return static_cast<size_t>(problem.batch) * spec.config.split_k * problem.m * problem.n *
+         sizeof(float);
+}
+
+}  // namespace kselect::tile
