@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ProviderOptions {
   int device = 0;  // CUDA device ordinal the provider works on
   // Largest workspace a config may need; configs needing more cannot implement (bytes).
   int64_t max_workspace_bytes = 32ll << 20;
+  // For providers that generate their configs from a rule set (the tile engine: a name under
+  // rules/tile/ or a path); "" means the provider's default set.
+  std::string rule_set;
 };
 
 // Device memory for one GEMM launch, owned by the caller. Pointers are device addresses laid out

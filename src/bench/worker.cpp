@@ -78,6 +78,7 @@ class Timer {
     ProviderOptions po;
     po.device = device;
     po.max_workspace_bytes = options.max_workspace_bytes;
+    po.rule_set = options.rules.name;
     auto created = CreateProvider(options.provider, po);
     if (created.ok()) provider_ = std::move(created).value();
   }

@@ -46,9 +46,17 @@ int RunBenchCommand(BenchArgs& args) {
   auto provider = ParseProvider(args.provider);
   if (!provider.ok()) return ReportError("bench", provider.status());
   o.provider = *provider;
-  auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
-  if (!rules.ok()) return ReportError("bench", rules.status());
-  o.rules = *rules;
+  if (o.provider == Provider::kTile) {
+    // The tile engine generates its catalogue from rules/tile/<name>.json (a generator, not a
+    // filter over an enumerated space): the provider reads the set by name, the bench filters
+    // nothing more.
+    o.rules.name = args.rules;
+    o.rules.provider = Provider::kTile;
+  } else {
+    auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
+    if (!rules.ok()) return ReportError("bench", rules.status());
+    o.rules = *rules;
+  }
   o.output_path = args.output;
   o.resume = args.resume;
   if (!args.shard.empty()) {

@@ -3,6 +3,7 @@
 
 #include "kselect/provider.h"
 #include "providers/cublaslt/cublaslt_provider.h"
+#include "providers/tile/tile_provider.h"
 
 namespace kselect {
 namespace {
@@ -10,6 +11,8 @@ namespace {
 constexpr std::array kRegistry = {
     ProviderEntry{Provider::kCublasLt, "cuBLASLt algorithm configs (AlgoGetIds/AlgoCheck space)",
                   &cublaslt::CreateCublasLtProvider},
+    ProviderEntry{Provider::kTile, "kselect tile engine (NVRTC-compiled GEMM kernels, rules/tile)",
+                  &tile::CreateTileProvider},
 };
 
 }  // namespace
@@ -24,7 +27,7 @@ StatusOr<std::unique_ptr<KernelProvider>> CreateProvider(Provider provider,
     if (entry.provider == provider) return entry.create(options);
   }
   return NotFoundError("no kernel provider '" + std::string(ProviderName(provider)) +
-                       "' in this build (runnable: cublaslt)");
+                       "' in this build (runnable: cublaslt, tile)");
 }
 
 }  // namespace kselect

@@ -4,4 +4,5 @@ set(KSELECT_TILE_SOURCES
     src/providers/tile/tile_spec.cpp
     src/providers/tile/tile_compiler.cpp
     src/providers/tile/tile_kernel.cpp
-    src/providers/tile/tile_rules.cpp)
+    src/providers/tile/tile_rules.cpp
+    src/providers/tile/tile_provider.cpp)

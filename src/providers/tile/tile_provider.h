@@ -1,0 +1,14 @@
+// The tile engine behind the KernelProvider interface, so `kselect bench` times its kernels like
+// any other provider's: configs come from a tile rule set (rules/tile/<name>.json), each is bound
+// to a problem as a TileKernelSpec, compiled with NVRTC (cached on disk) and launched.
+#pragma once
+
+#include <memory>
+
+#include "kselect/provider.h"
+
+namespace kselect::tile {
+
+std::unique_ptr<KernelProvider> CreateTileProvider(const ProviderOptions& options);
+
+}  // namespace kselect::tile
