@@ -1,5 +1,7 @@
 #include "providers/tile/tile_provider.h"
 
+#include <cuda_runtime_api.h>
+
 #include <utility>
 
 #include "kselect/tile_engine.h"
@@ -101,6 +103,7 @@ class TileProvider : public KernelProvider {
     KSELECT_ASSIGN_OR_RETURN(const TileKernelSpec spec, BoundSpecOf(problem, config));
     const GemmProblem& gemm = std::get<GemmProblem>(problem);
     KSELECT_ASSIGN_OR_RETURN(const TileBinary binary, compiler_.Compile(spec));
+    KSELECT_RETURN_IF_ERROR(MakeContextCurrent());
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<TileKernel> kernel, TileKernel::Load(binary));
     return std::unique_ptr<PreparedKernel>(std::make_unique<PreparedTileKernel>(
         gemm, std::move(kernel), static_cast<int64_t>(tile::WorkspaceBytes(spec, gemm))));
@@ -115,6 +118,18 @@ class TileProvider : public KernelProvider {
   StatusOr<TileRuleSet> Rules() const {
     return LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set,
                        DefaultRulesDir());
+  }
+
+  // Loading a module needs a current context: make the device's primary context current, as
+  // the CUDA runtime would on its first call (callers that already use the runtime have one).
+  Status MakeContextCurrent() const {
+    cudaError_t e = cudaSetDevice(options_.device);
+    if (e == cudaSuccess) e = cudaFree(nullptr);
+    if (e != cudaSuccess) {
+      return UnavailableError("CUDA device " + std::to_string(options_.device) + ": " +
+                              cudaGetErrorString(e));
+    }
+    return Status::Ok();
   }
 
   // The spec that runs `problem` with `config`, or why none does (validity rules, problem facts,
