@@ -10,10 +10,8 @@ namespace kselect::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      VersionCommand(),
-      HwCommand(),
-      IngestCommand(),
-      DataCommand(),
+      VersionCommand(), HwCommand(),   IngestCommand(),  DataCommand(),
+      TrainCommand(),   EvalCommand(), PredictCommand(), CompareCommand(),
   };
   return commands;
 }
@@ -23,10 +21,6 @@ const std::vector<PlannedCommand>& PlannedCommands() {
       {"catalogue", "list kernel configs a named rule set generates, per provider"},
       {"bench", "time (problem, config) pairs on the GPU into streaming JSONL"},
       {"tile", "list and build the tile engine's NVRTC kernels"},
-      {"train", "train LightGBM models on a dataset"},
-      {"eval", "efficiency against the oracle and the peers' heuristics"},
-      {"predict", "rank configs for a problem with a trained model"},
-      {"compare", "compare two models with the acceptance rules"},
       {"tune", "tune an application's GEMMs with a model-seeded genetic algorithm"},
   };
   return planned;

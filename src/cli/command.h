@@ -67,5 +67,9 @@ Command VersionCommand();
 Command HwCommand();
 Command IngestCommand();
 Command DataCommand();
+Command TrainCommand();
+Command EvalCommand();
+Command PredictCommand();
+Command CompareCommand();
 
 }  // namespace kselect::cli
