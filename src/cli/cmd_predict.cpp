@@ -16,6 +16,7 @@ namespace {
 struct PredictArgs {
   std::string model;
   std::string candidates;
+  std::string hardware;  // a saved profile (kselect hw --save) of the device to predict for
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string dtype = "bf16";
   std::string dtype_c;
@@ -26,6 +27,11 @@ struct PredictArgs {
 
 StatusOr<int> Run(const PredictArgs& args) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
+  if (!args.hardware.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(HardwareProfile profile, LoadHardwareProfile(args.hardware));
+    KSELECT_ASSIGN_OR_RETURN(HardwareConstants constants, HardwareConstantsFor(profile));
+    KSELECT_RETURN_IF_ERROR(model.CheckHardware(constants));
+  }
   GemmProblem problem;
   problem.m = args.m;
   problem.n = args.n;

@@ -10,8 +10,16 @@ namespace kselect::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      VersionCommand(), HwCommand(),   IngestCommand(),  DataCommand(),
-      TrainCommand(),   EvalCommand(), PredictCommand(), CompareCommand(),
+      // clang-format off
+      VersionCommand(),
+      HwCommand(),
+      IngestCommand(),
+      DataCommand(),
+      TrainCommand(),
+      EvalCommand(),
+      PredictCommand(),
+      CompareCommand(),
+      // clang-format on
   };
   return commands;
 }

@@ -49,7 +49,12 @@ std::string Pct(double v) {
   return buf;
 }
 
+// Stats over no problems are null, never a misleading 0 %.
 nlohmann::json StatsJson(const EfficiencyStats& s) {
+  if (s.count == 0) {
+    return {
+        {"count", 0}, {"mean", nullptr}, {"median", nullptr}, {"p10", nullptr}, {"min", nullptr}};
+  }
   return {
       {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p10", s.p10}, {"min", s.min}};
 }

@@ -337,6 +337,8 @@ void InteractionBlock(const GemmProblem& p, const KernelConfig& c, const TileSha
   }
 }
 
+constexpr size_t kEstimateWidth = 5;  // the features EstimateBlock writes
+
 void EstimateBlock(const GemmProblem& p, const TileShape& t, const HardwareConstants& hw,
                    FeatureSink& s) {
   const AnalyticalEstimate e = EstimateGemm(p, t, hw);
@@ -566,7 +568,7 @@ Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
   ProblemBlock(problem, ps);
   FeatureSink hs(hardware_values.data());
   HardwareBlock(problem, hw, hs);
-  const size_t per_config_width = engine_width - ps.count() - hs.count() - 5;
+  const size_t per_config_width = engine_width - ps.count() - hs.count() - kEstimateWidth;
   std::vector<double> row(engine_width);
   const size_t width = NumFeatures();
   out->assign(candidates.size() * width, 0.0);
@@ -579,6 +581,7 @@ Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
     std::copy_n(hardware_values.begin(), hs.count(), row.begin() + ps.count() + cs.count());
     FeatureSink es(row.data() + ps.count() + cs.count() + hs.count());
     EstimateBlock(problem, t, hw, es);
+    KSELECT_CHECK(es.count() == kEstimateWidth);
     double* dst = out->data() + i * width;
     for (size_t slot = 0; slot < width; ++slot) dst[slot] = row[column_of_slot_[slot]];
   }
