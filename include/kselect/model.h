@@ -87,6 +87,9 @@ std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds);
 // built without LightGBM.
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
                                  const std::string& out_dir);
+// The same from an already built candidate set (BuildCandidateSet's checks are the caller's).
+StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const TrainOptions& options,
+                                             const std::string& out_dir);
 
 // A loaded model directory.
 class Model {

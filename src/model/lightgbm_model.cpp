@@ -366,10 +366,18 @@ StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& p
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
                                  const std::string& out_dir) {
+  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, options.provider));
+  return TrainModelOnCandidates(data, options, out_dir);
+}
+
+StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const TrainOptions& options,
+                                             const std::string& out_dir) {
   if (options.targets.empty() || options.targets.front() != Target::kTflops) {
     return InvalidArgumentError("the TFLOPS target is required and comes first");
   }
-  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, options.provider));
+  if (options.provider && *options.provider != data.provider) {
+    return InvalidArgumentError("the candidate set is for another provider than --provider");
+  }
   TrainResult result;
   result.spec = GemmFeatureSpec(data.provider, data.hardware);
   KSELECT_ASSIGN_OR_RETURN(GemmFeatureExtractor extractor,

@@ -45,5 +45,9 @@ StatusOr<std::vector<double>> Model::Predict(Target, const GemmProblem&,
 StatusOr<TrainResult> TrainModel(const Dataset&, const TrainOptions&, const std::string&) {
   return NoLightGbm();
 }
+StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet&, const TrainOptions&,
+                                             const std::string&) {
+  return NoLightGbm();
+}
 
 }  // namespace kselect
