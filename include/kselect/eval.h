@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -93,8 +94,15 @@ struct EvalSummary {
   double ndcg_at_5 = 0, ndcg_at_10 = 0;
   EfficiencyStats peer_top1;       // over problems with a peer rank-1 row
   EfficiencyStats peer_best_of_8;  // over problems with peer-ranked rows
+  // Model efficiency per slice of problems (ck_tile_heuristics.md §4.4 thresholds), keyed
+  // "m: tiny (<32)", "m: small (32-255)", "m: medium (256-4095)", "m: large (>=4096)",
+  // "k: shallow (<512)", "k: medium (512-4095)", "k: deep (>=4096)". Efficiency stays relative
+  // to each problem's overall oracle.
+  std::map<std::string, EfficiencyStats> slices;
   std::vector<ProblemOutcome> problems;
 };
+// The slice names of a problem: one M family and one K regime.
+std::vector<std::string> SlicesOf(int64_t m, int64_t k);
 EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
 
 // JSON (machine-readable, with per-problem rows) and Markdown (a report for people).

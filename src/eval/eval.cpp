@@ -263,8 +263,24 @@ EfficiencyStats ComputeStats(std::vector<double> values) {
   return s;
 }
 
+std::vector<std::string> SlicesOf(int64_t m, int64_t k) {
+  const char* m_family = m < 32     ? "m: tiny (<32)"
+                         : m < 256  ? "m: small (32-255)"
+                         : m < 4096 ? "m: medium (256-4095)"
+                                    : "m: large (>=4096)";
+  const char* k_regime = k < 512    ? "k: shallow (<512)"
+                         : k < 4096 ? "k: medium (512-4095)"
+                                    : "k: deep (>=4096)";
+  return {m_family, k_regime};
+}
+
 EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   EvalSummary s;
+  std::map<std::string, std::vector<double>> by_slice;
+  for (const ProblemOutcome& o : outcomes) {
+    for (const std::string& slice : SlicesOf(o.m, o.k)) by_slice[slice].push_back(o.efficiency);
+  }
+  for (auto& [slice, values] : by_slice) s.slices[slice] = ComputeStats(std::move(values));
   std::vector<double> eff, peer1, peer8;
   double n5 = 0, n10 = 0;
   int64_t hits[4] = {0, 0, 0, 0};
@@ -315,6 +331,8 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                                          : nlohmann::json();
     problems.push_back(std::move(p));
   }
+  nlohmann::json slices = nlohmann::json::object();
+  for (const auto& [name, stats] : s.slices) slices[name] = StatsJson(stats);
   nlohmann::json j = {
       {"format", "kselect.eval_report"},
       {"format_major", 1},
@@ -331,6 +349,7 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
         {"ndcg_at_10", s.ndcg_at_10}}},
       {"peers",
        {{"peer_top1", StatsJson(s.peer_top1)}, {"peer_best_of_8", StatsJson(s.peer_best_of_8)}}},
+      {"slices", slices},
       {"problems", problems}};
   return j.dump(2);
 }
@@ -357,6 +376,9 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
      << "| top-10 hit rate | " << Pct(s.top10) << " |\n"
      << "| NDCG@5 (graded) | " << Pct(s.ndcg_at_5) << " |\n"
      << "| NDCG@10 (graded) | " << Pct(s.ndcg_at_10) << " |\n";
+  md << "\n## Slices\n\n| slice | problems | mean | median | P10 | min "
+        "|\n|---|---|---|---|---|---|\n";
+  for (const auto& [name, stats] : s.slices) row(name.c_str(), stats);
   std::vector<const ProblemOutcome*> worst;
   for (const ProblemOutcome& o : s.problems) worst.push_back(&o);
   std::sort(worst.begin(), worst.end(), [](const ProblemOutcome* a, const ProblemOutcome* b) {

@@ -132,6 +132,26 @@ TEST(BuildCandidateSet, SkipsInvalidRowsAndFingerprintsTheData) {
             BuildCandidateSet(testing_util::SyntheticDataset(4, 4), std::nullopt)->fingerprint);
 }
 
+TEST(Summarize, SlicesByMFamilyAndKRegime) {
+  std::vector<ProblemOutcome> outcomes(3);
+  outcomes[0].m = 1;
+  outcomes[0].k = 8192;
+  outcomes[0].efficiency = 0.5;
+  outcomes[1].m = 16;
+  outcomes[1].k = 256;
+  outcomes[1].efficiency = 0.7;
+  outcomes[2].m = 5000;
+  outcomes[2].k = 4096;
+  outcomes[2].efficiency = 1.0;
+  const EvalSummary s = Summarize(outcomes);
+  EXPECT_EQ(s.slices.at("m: tiny (<32)").count, 2);
+  EXPECT_NEAR(s.slices.at("m: tiny (<32)").mean, 0.6, 1e-12);
+  EXPECT_EQ(s.slices.at("m: large (>=4096)").count, 1);
+  EXPECT_EQ(s.slices.at("k: deep (>=4096)").count, 2);
+  EXPECT_EQ(s.slices.at("k: shallow (<512)").min, 0.7);
+  EXPECT_EQ(s.slices.count("m: small (32-255)"), 0u);
+}
+
 TEST(EvalReports, JsonAndMarkdownCarryTheFigures) {
   const EvalSummary s = SummaryOf({1.0, 0.9, 0.8});
   const std::string json = EvalSummaryToJson(s, "models/x", "data/y.parquet");
@@ -140,6 +160,8 @@ TEST(EvalReports, JsonAndMarkdownCarryTheFigures) {
   const std::string md = EvalSummaryToMarkdown(s, "models/x", "data/y.parquet");
   EXPECT_TRUE(Contains(md, "| kselect model | 3 | 90.00%"));
   EXPECT_TRUE(Contains(md, "top-1 accuracy | 33.33%"));
+  EXPECT_TRUE(Contains(md, "| m: tiny (<32) | 3 |"));
+  EXPECT_TRUE(Contains(json, "\"slices\""));
 }
 
 }  // namespace
