@@ -29,6 +29,13 @@ enum class Target { kTflops, kLatency, kBandwidth };
 std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
 StatusOr<Target> ParseTarget(std::string_view name);
 
+// How the TFLOPS model learns: regression on log1p(TFLOPS) (predictions are TFLOPS), or
+// LightGBM lambdarank with one query per problem and relevance grade round(30 * TFLOPS / oracle)
+// (predictions are ranking scores only). Latency and bandwidth models are always regressions.
+enum class Objective { kRegression, kLambdarank };
+std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank"
+StatusOr<Objective> ParseObjective(std::string_view name);
+
 // LightGBM parameters kselect sets (the rest are LightGBM's defaults).
 struct LightGbmParams {
   int num_leaves = 63;
@@ -54,6 +61,7 @@ struct TrainOptions {
   // rounds; the fold's own validation shapes are never used for that.
   double inner_valid_fraction = 0.2;
   std::vector<Target> targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
+  Objective objective = Objective::kRegression;
   LightGbmParams params;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
@@ -105,7 +113,11 @@ class Model {
   const FeatureSpec& spec() const;
   const GemmFeatureExtractor& extractor() const;
   bool Has(Target target) const;
-  // Predictions in the target's units (TFLOPS, ms, GB/s) for row-major features.
+  // True when the target's model is a ranker: its predictions order candidates but are not in
+  // the target's units.
+  bool Ranks(Target target) const;
+  // Predictions in the target's units (TFLOPS, ms, GB/s), or ranking scores for a ranker, for
+  // row-major features.
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
                                                 size_t rows) const;
   // Predictions for every candidate of one problem.

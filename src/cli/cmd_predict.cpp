@@ -73,6 +73,8 @@ StatusOr<int> Run(const PredictArgs& args) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return tflops[a] > tflops[b]; });
+  // A ranker orders candidates without predicting TFLOPS: print its scores as scores.
+  const bool ranker = model.Ranks(Target::kTflops);
   const size_t top = std::min(order.size(), static_cast<size_t>(std::max(args.top, 1)));
   if (args.json) {
     nlohmann::json ranked = nlohmann::json::array();
@@ -80,7 +82,7 @@ StatusOr<int> Run(const PredictArgs& args) {
       ranked.push_back({{"rank", r + 1},
                         {"config", keys[order[r]]},
                         {"name", DescribeConfig(configs[order[r]])},
-                        {"predicted_tflops", tflops[order[r]]}});
+                        {ranker ? "score" : "predicted_tflops", tflops[order[r]]}});
     }
     std::cout << nlohmann::json{{"problem", problem.ToString()},
                                 {"model", args.model},
@@ -91,7 +93,7 @@ StatusOr<int> Run(const PredictArgs& args) {
   } else {
     std::cout << problem.ToString() << ": " << configs.size() << " candidates\n";
     for (size_t r = 0; r < top; ++r) {
-      std::printf("%3zu  %9.2f TFLOPS  %s\n", r + 1, tflops[order[r]],
+      std::printf("%3zu  %9.2f %s  %s\n", r + 1, tflops[order[r]], ranker ? "score " : "TFLOPS",
                   DescribeConfig(configs[order[r]]).c_str());
     }
   }

@@ -14,6 +14,7 @@ struct TrainArgs {
   std::string provider;
   std::string targets = "tflops,latency,bandwidth";
   std::string warm_start;
+  std::string objective = "regression";
   TrainOptions options;
 };
 
@@ -23,6 +24,9 @@ int RunTrain(TrainArgs& args) {
     if (!provider.ok()) return ReportError("train", provider.status());
     args.options.provider = *provider;
   }
+  auto objective = ParseObjective(args.objective);
+  if (!objective.ok()) return ReportError("train", objective.status());
+  args.options.objective = *objective;
   args.options.targets.clear();
   size_t start = 0;
   while (start <= args.targets.size()) {
@@ -38,8 +42,9 @@ int RunTrain(TrainArgs& args) {
   if (!dataset.ok()) return ReportError("train", dataset.status());
   auto result = TrainModel(*dataset, args.options, args.out);
   if (!result.ok()) return ReportError("train", result.status());
-  std::cout << "trained " << ProviderName(result->spec.provider) << " model on " << result->rows
-            << " rows (" << result->problems << " problems, " << result->shapes << " shapes, "
+  std::cout << "trained " << ProviderName(result->spec.provider) << " "
+            << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
+            << result->problems << " problems, " << result->shapes << " shapes, "
             << result->spec.features.size() << " features) into " << args.out << "\n";
   for (const FoldMetrics& f : result->folds) {
     std::printf(
@@ -86,6 +91,9 @@ Command TrainCommand() {
                 ->capture_default_str()
                 ->check(CLI::Range(1, 10000));
             app.add_option("--targets", args->targets, "comma-separated targets, tflops first")
+                ->capture_default_str();
+            app.add_option("--objective", args->objective,
+                           "TFLOPS model: regression (log1p TFLOPS) or lambdarank (per problem)")
                 ->capture_default_str();
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();

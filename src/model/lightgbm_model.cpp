@@ -87,14 +87,24 @@ double TargetValue(const Candidate& c, Target t) {
   return c.tflops;
 }
 
-std::string BoosterParams(const TrainOptions& o) {
+// The relevance grades of the ranking objective: 0..kMaxGrade, linear gains (like the graded
+// NDCG that evaluation reports).
+constexpr int kMaxGrade = 30;
+
+std::string BoosterParams(const TrainOptions& o, bool ranking) {
   const LightGbmParams& p = o.params;
   std::ostringstream s;
-  s << "objective=regression metric=rmse num_leaves=" << p.num_leaves
-    << " max_depth=" << p.max_depth << " learning_rate=" << p.learning_rate
-    << " min_data_in_leaf=" << p.min_data_in_leaf << " feature_fraction=" << p.feature_fraction
-    << " bagging_fraction=" << p.bagging_fraction << " bagging_freq=" << p.bagging_freq
-    << " lambda_l1=" << p.lambda_l1 << " lambda_l2=" << p.lambda_l2 << " seed=" << o.seed
+  if (ranking) {
+    s << "objective=lambdarank metric=ndcg eval_at=10 label_gain=";
+    for (int g = 0; g <= kMaxGrade; ++g) s << (g ? "," : "") << g;
+  } else {
+    s << "objective=regression metric=rmse";
+  }
+  s << " num_leaves=" << p.num_leaves << " max_depth=" << p.max_depth
+    << " learning_rate=" << p.learning_rate << " min_data_in_leaf=" << p.min_data_in_leaf
+    << " feature_fraction=" << p.feature_fraction << " bagging_fraction=" << p.bagging_fraction
+    << " bagging_freq=" << p.bagging_freq << " lambda_l1=" << p.lambda_l1
+    << " lambda_l2=" << p.lambda_l2 << " seed=" << o.seed
     << " deterministic=true force_row_wise=true num_threads=" << o.num_threads << " verbose=-1";
   return s.str();
 }
@@ -141,7 +151,9 @@ struct FitResult {
 StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
                         std::span<const int32_t> valid, const std::vector<float>& labels,
                         const std::vector<double>* init, const std::string& dataset_params,
-                        const std::string& booster_params, int max_rounds, int patience) {
+                        const std::string& booster_params, int max_rounds, int patience,
+                        std::span<const int> query_of_row) {
+  const bool ranking = !query_of_row.empty();
   auto subset = [&](std::span<const int32_t> rows) -> StatusOr<DatasetPtr> {
     DatasetHandle h = nullptr;
     if (LGBM_DatasetGetSubset(full, rows.data(), static_cast<int32_t>(rows.size()),
@@ -154,6 +166,19 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
     if (LGBM_DatasetSetField(h, "label", y.data(), static_cast<int>(y.size()),
                              C_API_DTYPE_FLOAT32) != 0) {
       return LgbmError("label");
+    }
+    if (ranking) {
+      // Rows of one problem are contiguous: each run is one query.
+      std::vector<int32_t> sizes;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int q = query_of_row[static_cast<size_t>(rows[i])];
+        if (i == 0 || q != query_of_row[static_cast<size_t>(rows[i - 1])]) sizes.push_back(0);
+        ++sizes.back();
+      }
+      if (LGBM_DatasetSetField(h, "group", sizes.data(), static_cast<int>(sizes.size()),
+                               C_API_DTYPE_INT32) != 0) {
+        return LgbmError("query groups");
+      }
     }
     if (init) {
       std::vector<double> s(rows.size());
@@ -187,10 +212,11 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
     if (finished) break;
     if (valid_set.get()) {
       int len = 0;
-      double rmse = 0;
-      if (LGBM_BoosterGetEval(b, 1, &len, &rmse) != 0) return LgbmError("evaluation");
-      if (rmse < best - 1e-12) {
-        best = rmse;
+      double metric = 0;
+      if (LGBM_BoosterGetEval(b, 1, &len, &metric) != 0) return LgbmError("evaluation");
+      const double loss = ranking ? -metric : metric;  // NDCG: higher is better
+      if (loss < best - 1e-12) {
+        best = loss;
         best_round = round;
       } else if (round - best_round >= patience) {
         break;
@@ -270,7 +296,21 @@ struct Model::Impl {
   std::optional<GemmFeatureExtractor> extractor;
   std::map<Target, BoosterPtr> boosters;
   std::map<Target, int> iterations;
+  std::set<Target> rankers;
 };
+
+namespace {
+// The model file itself says how it was trained ("objective=lambdarank" in its header).
+bool IsRankerFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
+    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
+    if (line.starts_with("Tree=")) break;
+  }
+  return false;
+}
+}  // namespace
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
@@ -285,6 +325,9 @@ const GemmFeatureExtractor& Model::extractor() const {
 }
 bool Model::Has(Target target) const {
   return impl_->boosters.count(target) > 0;
+}
+bool Model::Ranks(Target target) const {
+  return impl_->rankers.count(target) > 0;
 }
 
 StatusOr<Model> Model::Load(const std::string& dir) {
@@ -322,6 +365,7 @@ StatusOr<Model> Model::Load(const std::string& dir) {
                                  ": the model's feature names differ from feature_spec.json");
     }
     impl->iterations[t] = iterations;
+    if (IsRankerFile(path)) impl->rankers.insert(t);
     impl->boosters.emplace(t, std::move(booster));
   }
   return Model(std::move(impl));
@@ -352,8 +396,10 @@ StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
                                 out.data()) != 0) {
     return LgbmError("predict");
   }
-  // Every kselect model is trained on log1p(target).
-  for (double& v : out) v = std::expm1(v);
+  // Regression models are trained on log1p(target); a ranker's scores stay scores.
+  if (!Ranks(target)) {
+    for (double& v : out) v = std::expm1(v);
+  }
   return out;
 }
 
@@ -422,7 +468,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   result.shapes = next_group;
 
   const std::string dataset_params = DatasetParams(options, result.spec);
-  const std::string booster_params = BoosterParams(options);
+  const std::string regression_params = BoosterParams(options, false);
   DatasetHandle full_handle = nullptr;
   if (LGBM_DatasetCreateFromMat(x.data(), C_API_DTYPE_FLOAT64, static_cast<int32_t>(rows),
                                 static_cast<int32_t>(cols), 1, dataset_params.c_str(), nullptr,
@@ -451,11 +497,19 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   std::vector<double> oof(rows, std::nan(""));
   std::vector<int> fold_of_row(rows, -1);
 
+  json objectives = json::object();
   for (Target target : options.targets) {
+    const bool ranking = target == Target::kTflops && options.objective == Objective::kLambdarank;
+    const std::string booster_params = BoosterParams(options, ranking);
+    const std::span<const int> queries =
+        ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
+    objectives[std::string(TargetName(target))] = ranking ? "lambdarank" : "regression";
     std::vector<float> labels(rows);
     {
       size_t r = 0;
       for (const ProblemCandidates& p : data.problems) {
+        double oracle = 0;
+        for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
         for (const Candidate& c : p.candidates) {
           const double v = TargetValue(c, target);
           if (!(v > 0) || !std::isfinite(v)) {
@@ -463,7 +517,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                         std::string(TargetName(target)) +
                                         "; train only the targets the data has (--targets)");
           }
-          labels[r++] = static_cast<float>(std::log1p(v));
+          labels[r++] = ranking ? static_cast<float>(std::lround(kMaxGrade * v / oracle))
+                                : static_cast<float>(std::log1p(v));
         }
       }
     }
@@ -478,8 +533,15 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         return FailedPreconditionError("warm start: " + options.warm_start_dir + " has no " +
                                        std::string(TargetName(target)) + " model");
       }
+      if (previous->Ranks(target) != ranking) {
+        return FailedPreconditionError("warm start: the " + std::string(TargetName(target)) +
+                                       " model in " + options.warm_start_dir +
+                                       " was trained with another objective");
+      }
       KSELECT_ASSIGN_OR_RETURN(std::vector<double> p, previous->PredictFeatures(target, x, rows));
-      for (double& v : p) v = std::log1p(v);
+      if (!ranking) {
+        for (double& v : p) v = std::log1p(v);
+      }
       init = std::move(p);
     }
     const std::vector<double>* init_ptr = init ? &*init : nullptr;
@@ -500,9 +562,10 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
-        KSELECT_ASSIGN_OR_RETURN(FitResult fit, Fit(full.get(), inner_train, inner_valid, labels,
-                                                    init_ptr, dataset_params, booster_params,
-                                                    max_rounds, options.early_stopping_rounds));
+        KSELECT_ASSIGN_OR_RETURN(
+            FitResult fit,
+            Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
+                booster_params, max_rounds, options.early_stopping_rounds, queries));
         KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
                                                                        valid, fit.best_iteration));
         FoldMetrics m;
@@ -516,12 +579,13 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           if (init_ptr) pred[i] += (*init_ptr)[r];
           sse += std::pow(pred[i] - labels[r], 2);
           mean += labels[r];
-          oof[r] = std::expm1(pred[i]);
+          oof[r] = ranking ? pred[i] : std::expm1(pred[i]);  // a ranker's scores stay scores
         }
         mean /= std::max<double>(1.0, static_cast<double>(valid.size()));
         for (int32_t r : valid) sst += std::pow(labels[static_cast<size_t>(r)] - mean, 2);
         m.rmse_log = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
         m.r2_log = 1.0 - sse / std::max(sst, 1e-10);
+        if (ranking) m.rmse_log = m.r2_log = std::nan("");  // scores are not log1p(TFLOPS)
         // Efficiency of the fold's problems from the out-of-fold predictions.
         std::vector<ProblemOutcome> outcomes;
         std::set<int> shapes;
@@ -559,6 +623,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       const EvalSummary oof_summary = Summarize(std::move(all));
       result.oof_efficiency = oof_summary.model;
       cv = {{"target", "tflops"},
+            {"objective", ranking ? "lambdarank" : "regression"},
             {"folds", fold_json},
             {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
             {"early_stopping", "inner split of each fold's training shapes"},
@@ -573,14 +638,14 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                  &inner_valid);
       KSELECT_ASSIGN_OR_RETURN(
           FitResult fit, Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
-                             booster_params, max_rounds, options.early_stopping_rounds));
+                             booster_params, max_rounds, options.early_stopping_rounds, queries));
       best_iterations.push_back(fit.best_iteration);
     }
     std::sort(best_iterations.begin(), best_iterations.end());
     const int final_rounds = best_iterations[best_iterations.size() / 2];
-    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit,
-                             Fit(full.get(), all_rows, {}, labels, init_ptr, dataset_params,
-                                 booster_params, final_rounds, options.early_stopping_rounds));
+    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, Fit(full.get(), all_rows, {}, labels, init_ptr,
+                                                      dataset_params, booster_params, final_rounds,
+                                                      options.early_stopping_rounds, queries));
     // Importances of the new trees, before merging in the warm-start model's.
     for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
       std::vector<double> imp(cols);
@@ -639,7 +704,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"shapes", result.shapes}}},
       {"provider", ProviderName(data.provider)},
       {"targets", targets},
-      {"target_transform", "log1p"},
+      {"target_transform", "log1p (regression models)"},
+      {"objectives", objectives},
       {"trees", rounds},
       {"options",
        {{"folds", options.folds},
@@ -650,7 +716,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"inner_valid_fraction", options.inner_valid_fraction},
         {"final_rounds", "median of the folds' early-stopped tree counts"}}},
       {"lightgbm",
-       {{"booster", booster_params},
+       {{"booster", regression_params},
         {"dataset", dataset_params},
         {"num_leaves", p.num_leaves},
         {"learning_rate", p.learning_rate}}},

@@ -26,6 +26,18 @@ StatusOr<Target> ParseTarget(std::string_view name) {
                               "' (expected tflops, latency or bandwidth)");
 }
 
+std::string_view ObjectiveName(Objective objective) {
+  return objective == Objective::kLambdarank ? "lambdarank" : "regression";
+}
+
+StatusOr<Objective> ParseObjective(std::string_view name) {
+  for (Objective o : {Objective::kRegression, Objective::kLambdarank}) {
+    if (ObjectiveName(o) == name) return o;
+  }
+  return InvalidArgumentError("unknown objective '" + std::string(name) +
+                              "' (expected regression or lambdarank)");
+}
+
 std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
   KSELECT_CHECK(folds >= 1);
   std::vector<size_t> order(group_sizes.size());

@@ -28,6 +28,9 @@ const GemmFeatureExtractor& Model::extractor() const {
 bool Model::Has(Target) const {
   return false;
 }
+bool Model::Ranks(Target) const {
+  return false;
+}
 StatusOr<Model> Model::Load(const std::string&) {
   return NoLightGbm();
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -138,7 +139,8 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   EXPECT_EQ(manifest["data"]["rows_used"], static_cast<int64_t>(data.rows.size()));
   EXPECT_EQ(manifest["data"]["duplicates_found"], 0);
   EXPECT_EQ(manifest["data"]["fingerprint"].get<std::string>().size(), 16u);
-  EXPECT_EQ(manifest["target_transform"], "log1p");
+  EXPECT_EQ(manifest["objectives"]["tflops"], "regression");
+  EXPECT_EQ(manifest["objectives"]["latency"], "regression");
   const auto importances = nlohmann::json::parse(Slurp(Dir("m") + "/feature_importances.json"));
   EXPECT_TRUE(importances["tflops"]["gain"].contains("wave_efficiency"));
 }
@@ -163,6 +165,42 @@ TEST_F(ModelTest, RecoversTheFormulasBestConfigOnHeldOutShapes) {
   // The synthetic peer (largest tile first) is worse than the model.
   EXPECT_EQ(summary->peer_top1.count, summary->model.count);
   EXPECT_LT(summary->peer_top1.mean, summary->model.mean);
+}
+
+// The ranking objective, compared with regression on the same held-out shapes.
+TEST_F(ModelTest, LambdarankSelectsWellAndComparesWithRegression) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset train = testing_util::SyntheticDataset(60, 11, &used);
+  const Dataset held_out = testing_util::SyntheticDataset(20, 99, &used);
+  TrainOptions options = FastOptions();
+  options.folds = 3;
+  ASSERT_TRUE(TrainModel(train, options, Dir("regression")).ok());
+  options.objective = Objective::kLambdarank;
+  const auto ranked = TrainModel(train, options, Dir("rank"));
+  ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+  EXPECT_TRUE(std::isnan(ranked->folds[0].rmse_log));  // scores are not log1p(TFLOPS)
+  EXPECT_GT(ranked->oof_efficiency.mean, 0.9);
+
+  const Model regression = Model::Load(Dir("regression")).value();
+  const Model rank = Model::Load(Dir("rank")).value();
+  EXPECT_FALSE(regression.Ranks(Target::kTflops));
+  EXPECT_TRUE(rank.Ranks(Target::kTflops));
+  const CandidateSet test = BuildCandidateSet(held_out, std::nullopt).value();
+  const EvalSummary reg_summary = EvaluateModel(regression, test).value();
+  const EvalSummary rank_summary = EvaluateModel(rank, test).value();
+  EXPECT_GT(rank_summary.model.mean, BestFixedConfigEfficiency(test) + 0.03);
+  EXPECT_GT(rank_summary.model.mean, 0.9);
+  const auto comparison = CompareSummaries(reg_summary, rank_summary);
+  ASSERT_TRUE(comparison.ok());
+  EXPECT_EQ(comparison->improved + comparison->same + comparison->degraded,
+            static_cast<int64_t>(test.problems.size()));
+
+  // A warm start must keep the objective.
+  options.objective = Objective::kRegression;
+  options.warm_start_dir = Dir("rank");
+  const auto refused = TrainModel(train, options, Dir("mixed"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "another objective"));
 }
 
 TEST_F(ModelTest, TrainingIsDeterministic) {
