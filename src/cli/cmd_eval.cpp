@@ -1,7 +1,10 @@
 // kselect eval: selection efficiency of a model against the oracle and the peers' heuristics;
 // kselect compare: two models on the same data, judged by the acceptance rules.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
@@ -10,9 +13,20 @@
 namespace kselect::cli {
 namespace {
 
-StatusOr<EvalSummary> Evaluate(const std::string& model_dir, const Dataset& dataset) {
+// True when `data` is exactly the data the model was trained on (same fingerprint).
+bool IsTrainingData(const std::string& model_dir, const CandidateSet& data) {
+  std::ifstream in(std::filesystem::path(model_dir) / "train_manifest.json");
+  const auto manifest = nlohmann::json::parse(in, nullptr, false);
+  if (manifest.is_discarded() || !manifest.contains("data")) return false;
+  const auto& fingerprint = manifest["data"].value("fingerprint", std::string());
+  return !fingerprint.empty() && fingerprint == data.fingerprint;
+}
+
+StatusOr<EvalSummary> Evaluate(const std::string& model_dir, const Dataset& dataset,
+                               bool* in_sample = nullptr) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(model_dir));
   KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, model.spec().provider));
+  if (in_sample) *in_sample = IsTrainingData(model_dir, data);
   return EvaluateModel(model, data);
 }
 
@@ -26,8 +40,13 @@ struct EvalArgs {
 int RunEval(const EvalArgs& args) {
   auto dataset = ReadDatasetChecked(args.data);
   if (!dataset.ok()) return ReportError("eval", dataset.status());
-  auto summary = Evaluate(args.model, *dataset);
+  bool in_sample = false;
+  auto summary = Evaluate(args.model, *dataset, &in_sample);
   if (!summary.ok()) return ReportError("eval", summary.status());
+  if (in_sample) {
+    std::cerr << "kselect eval: note: this is the model's training data, so these figures are "
+                 "in-sample; cv_metrics.json in the model directory holds the honest ones\n";
+  }
   if (!args.markdown.empty()) {
     std::ofstream out(args.markdown, std::ios::trunc);
     out << EvalSummaryToMarkdown(*summary, args.model, args.data);
