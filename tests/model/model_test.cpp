@@ -141,6 +141,16 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   EXPECT_EQ(manifest["data"]["fingerprint"].get<std::string>().size(), 16u);
   EXPECT_EQ(manifest["objectives"]["tflops"], "regression");
   EXPECT_EQ(manifest["objectives"]["latency"], "regression");
+  // Early stopping used an inner split of each fold's training shapes: training, inner
+  // validation and fold validation rows partition the data.
+  const auto cv = nlohmann::json::parse(Slurp(Dir("m") + "/cv_metrics.json"));
+  ASSERT_EQ(cv["folds"].size(), 4u);
+  for (const auto& fold : cv["folds"]) {
+    EXPECT_GT(fold["inner_valid_rows"].get<int64_t>(), 0);
+    EXPECT_EQ(fold["train_rows"].get<int64_t>() + fold["inner_valid_rows"].get<int64_t>() +
+                  fold["valid_rows"].get<int64_t>(),
+              static_cast<int64_t>(data.rows.size()));
+  }
   const auto importances = nlohmann::json::parse(Slurp(Dir("m") + "/feature_importances.json"));
   EXPECT_TRUE(importances["tflops"]["gain"].contains("wave_efficiency"));
 }
