@@ -10,18 +10,26 @@ namespace kselect::cli {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      VersionCommand(), HwCommand(),        IngestCommand(), DataCommand(),
-      ShapesCommand(),  CatalogueCommand(), BenchCommand(),  TileCommand(),
+      // clang-format off
+      VersionCommand(),
+      HwCommand(),
+      IngestCommand(),
+      DataCommand(),
+      ShapesCommand(),
+      CatalogueCommand(),
+      BenchCommand(),
+      TileCommand(),
+      TrainCommand(),
+      EvalCommand(),
+      PredictCommand(),
+      CompareCommand(),
+      // clang-format on
   };
   return commands;
 }
 
 const std::vector<PlannedCommand>& PlannedCommands() {
   static const std::vector<PlannedCommand> planned = {
-      {"train", "train LightGBM models on a dataset"},
-      {"eval", "efficiency against the oracle and the peers' heuristics"},
-      {"predict", "rank configs for a problem with a trained model"},
-      {"compare", "compare two models with the acceptance rules"},
       {"tune", "tune an application's GEMMs with a model-seeded genetic algorithm"},
   };
   return planned;

@@ -71,5 +71,9 @@ Command ShapesCommand();
 Command CatalogueCommand();
 Command BenchCommand();
 Command TileCommand();
+Command TrainCommand();
+Command EvalCommand();
+Command PredictCommand();
+Command CompareCommand();
 
 }  // namespace kselect::cli

@@ -1,0 +1,165 @@
+// Throughput of the ML core: feature extraction (configs/s, one at a time and batched per
+// problem) and LightGBM training time on generated data. The generated TFLOPS follow the test
+// formula of tests/model/synthetic_gemm_data.h: for timing only, never data or a model.
+//   kselect_bench_ml --benchmark_filter=Extract          extraction only (seconds)
+//   kselect_bench_ml --benchmark_filter='Train/1000000'  the 1 M-row training target
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <benchmark/benchmark.h>
+
+#include "kselect/model.h"
+#include "model/synthetic_gemm_data.h"
+
+namespace kselect {
+namespace {
+
+std::vector<KernelConfig> BenchTileConfigs() {
+  std::vector<KernelConfig> out;
+  for (const TileConfig& base : testing_util::SyntheticTileConfigs()) {
+    for (int stages : {3, 4}) {
+      for (int split_k : {1, 2}) {
+        TileConfig c = base;
+        c.stages = stages;
+        c.split_k = split_k;
+        out.push_back(c);
+      }
+    }
+  }
+  return out;  // 72 configs
+}
+
+std::vector<KernelConfig> BenchCublasLtConfigs(int count) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> pick(0, 3);
+  const int tiles[] = {64, 128, 192, 256};
+  std::vector<KernelConfig> out;
+  for (int i = 0; i < count; ++i) {
+    CublasLtConfig c;
+    c.algo_id = 66 + pick(rng);
+    c.tile_id = 20 + i % 40;
+    c.tile_m = tiles[pick(rng)];
+    c.tile_n = tiles[pick(rng)];
+    c.stage_k = 64;
+    c.stages = 3 + pick(rng);
+    c.split_k = 1 + pick(rng);
+    c.cluster_m = 1 + pick(rng) % 2;
+    c.cluster_n = 1;
+    c.cluster_k = 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
+HardwareConstants BenchHardware() {
+  return HardwareConstantsFor(testing_util::SyntheticH200()).value();
+}
+
+GemmProblem BenchProblem() {
+  GemmProblem p;
+  p.m = 3000;
+  p.n = 7168;
+  p.k = 2048;
+  return p;
+}
+
+void BM_ExtractSingle(benchmark::State& state) {
+  const auto e =
+      GemmFeatureExtractor::Create(GemmFeatureSpec(Provider::kCublasLt, BenchHardware())).value();
+  const std::vector<KernelConfig> configs = BenchCublasLtConfigs(512);
+  const GemmProblem p = BenchProblem();
+  std::vector<double> row;
+  for (auto _ : state) {
+    for (const KernelConfig& c : configs) {
+      benchmark::DoNotOptimize(e.Extract(p, c, &row).ok());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(configs.size()));
+  state.counters["features"] = static_cast<double>(e.NumFeatures());
+}
+BENCHMARK(BM_ExtractSingle);
+
+void BM_ExtractBatch(benchmark::State& state) {
+  const auto e =
+      GemmFeatureExtractor::Create(GemmFeatureSpec(Provider::kCublasLt, BenchHardware())).value();
+  const std::vector<KernelConfig> configs = BenchCublasLtConfigs(512);
+  const GemmProblem p = BenchProblem();
+  std::vector<double> matrix;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(e.ExtractBatch(p, configs, &matrix).ok());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(configs.size()));
+}
+BENCHMARK(BM_ExtractBatch);
+
+// `rows` rows: random shapes (log-uniform m, n in [1, 16384], k in [64, 16384]) x 72 configs.
+CandidateSet BenchCandidates(int64_t rows) {
+  CandidateSet set;
+  set.provider = Provider::kTile;
+  set.hardware = BenchHardware();
+  set.fingerprint = "bench";
+  const std::vector<KernelConfig> configs = BenchTileConfigs();
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> log_mn(0, std::log2(16384.0)), log_k(6, 14);
+  for (int64_t done = 0; done < rows;) {
+    ProblemCandidates pc;
+    pc.problem.m = static_cast<int64_t>(std::exp2(log_mn(rng)));
+    pc.problem.n = static_cast<int64_t>(std::exp2(log_mn(rng)));
+    pc.problem.k = static_cast<int64_t>(std::exp2(log_k(rng)));
+    pc.problem_key = pc.problem.ToString() + " #" + std::to_string(set.problems.size());
+    pc.shape_key = pc.problem_key;
+    for (const KernelConfig& c : configs) {
+      Candidate cand;
+      cand.config = c;
+      cand.config_key = ConfigKey(c);
+      const TileConfig& t = std::get<TileConfig>(c);
+      cand.tflops = testing_util::SyntheticTflops(pc.problem, t) * (t.split_k == 2 ? 0.9 : 1.0);
+      cand.latency_ms = pc.problem.Flops() / (cand.tflops * 1e12) * 1e3;
+      cand.bandwidth_gb_s = 1;
+      pc.candidates.push_back(std::move(cand));
+    }
+    done += static_cast<int64_t>(configs.size());
+    set.rows_used = done;
+    set.problems.push_back(std::move(pc));
+  }
+  return set;
+}
+
+// One `kselect train --folds 0 --targets tflops` equivalent: an inner-split early-stopped fit
+// to pick the tree count, then the final fit on every row.
+void BM_Train(benchmark::State& state) {
+  const CandidateSet data = BenchCandidates(state.range(0));
+  TrainOptions options;
+  options.folds = 0;
+  options.targets = {Target::kTflops};
+  options.num_threads = 2;
+  options.max_rounds = 200;
+  options.early_stopping_rounds = 20;
+  const std::string out =
+      (std::filesystem::temp_directory_path() / "kselect_bench_ml_model").string();
+  int trees = 0;
+  for (auto _ : state) {
+    const auto result = TrainModelOnCandidates(data, options, out);
+    if (!result.ok()) {
+      state.SkipWithError(result.status().ToString().c_str());
+      break;
+    }
+    trees = result->rounds.front().second;
+  }
+  std::filesystem::remove_all(out);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(data.NumCandidates()));
+  state.counters["rows"] = static_cast<double>(data.NumCandidates());
+  state.counters["trees"] = trees;
+}
+BENCHMARK(BM_Train)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace kselect
+
+BENCHMARK_MAIN();

@@ -1,0 +1,131 @@
+// Evaluation of a kernel selector against the oracle (the best measured config of each problem)
+// and against the peer heuristic recorded in the dataset (cuBLASLt's own ranking, peer_rank).
+//
+// Per problem (a GEMM shape with its layout and dtypes):
+//   efficiency   = measured TFLOPS of the selected config / oracle TFLOPS
+//   top-1        = the selected config is the oracle's
+//   top-k hit    = the oracle's config is among the k best predicted
+//   NDCG@k       = graded: relevance of a config = its TFLOPS / oracle TFLOPS; DCG over the
+//                  predicted order, divided by the DCG of the measured order (1 = perfect)
+// Peers: "peer_top1" = the config the peer ranks 1; "peer_best_of_8" = the best measured of the
+// peer's top 8 (what "autotune the heuristic's top 8" gets).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kselect/dataset.h"
+#include "kselect/features.h"
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+// One measured config of a problem.
+struct Candidate {
+  KernelConfig config;
+  std::string config_key;
+  double tflops = 0;
+  double latency_ms = 0;
+  double bandwidth_gb_s = 0;
+  std::optional<int32_t> peer_rank;
+};
+
+// All valid measured configs of one problem.
+struct ProblemCandidates {
+  std::string problem_key;  // GemmProblem::ToString(): shape, layout, dtypes
+  std::string shape_key;    // "m,n,k,batch": the GroupKFold key (layout deliberately left out)
+  GemmProblem problem;
+  std::vector<Candidate> candidates;
+};
+
+// The valid GEMM rows of one provider, grouped by problem, with the hardware they share.
+struct CandidateSet {
+  Provider provider = Provider::kCublasLt;
+  HardwareConstants hardware;
+  std::vector<ProblemCandidates> problems;  // sorted by problem_key; candidates by config_key
+  int64_t rows_read = 0;
+  int64_t rows_used = 0;
+  int64_t rows_skipped = 0;  // invalid, non-GEMM, other provider, or non-positive TFLOPS
+  std::string fingerprint;   // FNV-1a 64 over the used rows' keys and figures, hex
+  size_t NumCandidates() const;
+};
+
+// Builds the set. `provider` picks the provider; when unset, the data must hold exactly one.
+// Refuses (kFailedPrecondition) duplicated (problem, config) rows, naming the first and the
+// count, and rows from more than one hardware.
+StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider);
+
+// The outcome of one problem given a score per candidate (higher = better).
+struct ProblemOutcome {
+  std::string problem_key;
+  int64_t m = 0, n = 0, k = 0;
+  size_t candidates = 0;
+  double oracle_tflops = 0;
+  double selected_tflops = 0;
+  double efficiency = 0;
+  std::string selected_config, oracle_config;
+  int oracle_predicted_rank = 0;  // 1-based rank of the oracle config in the predicted order
+  double ndcg_at_5 = 0, ndcg_at_10 = 0;
+  std::optional<double> peer_top1_efficiency;
+  std::optional<double> peer_best_of_8_efficiency;
+};
+ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const double> scores);
+
+// Graded NDCG@k of `scores`' order with relevance = tflops / oracle tflops.
+double NdcgAtK(std::span<const double> tflops, std::span<const double> scores, int k);
+
+// Distribution of efficiencies over problems.
+struct EfficiencyStats {
+  int64_t count = 0;
+  double mean = 0, median = 0, p10 = 0, min = 0;
+};
+// Linear-interpolation quantiles (numpy's default). Empty input gives count 0 and zeros.
+EfficiencyStats ComputeStats(std::vector<double> values);
+
+struct EvalSummary {
+  EfficiencyStats model;
+  double top1 = 0, top3 = 0, top5 = 0, top10 = 0;
+  double ndcg_at_5 = 0, ndcg_at_10 = 0;
+  EfficiencyStats peer_top1;       // over problems with a peer rank-1 row
+  EfficiencyStats peer_best_of_8;  // over problems with peer-ranked rows
+  // Model efficiency per slice of problems (ck_tile_heuristics.md §4.4 thresholds), keyed
+  // "m: tiny (<32)", "m: small (32-255)", "m: medium (256-4095)", "m: large (>=4096)",
+  // "k: shallow (<512)", "k: medium (512-4095)", "k: deep (>=4096)". Efficiency stays relative
+  // to each problem's overall oracle.
+  std::map<std::string, EfficiencyStats> slices;
+  std::vector<ProblemOutcome> problems;
+};
+// The slice names of a problem: one M family and one K regime.
+std::vector<std::string> SlicesOf(int64_t m, int64_t k);
+EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
+
+// JSON (machine-readable, with per-problem rows) and Markdown (a report for people).
+std::string EvalSummaryToJson(const EvalSummary& summary, const std::string& model_dir,
+                              const std::string& data_path);
+std::string EvalSummaryToMarkdown(const EvalSummary& summary, const std::string& model_dir,
+                                  const std::string& data_path);
+
+// The acceptance rules of a model comparison on the same problems (ck_tile_heuristics.md §4.6):
+// mean and median efficiency within 0.5 points, P10 within 2 points, and no problem losing more
+// than 10 points.
+struct ComparisonResult {
+  bool passed = false;
+  EfficiencyStats old_stats, new_stats;
+  int64_t improved = 0, same = 0, degraded = 0;
+  int64_t same_selection = 0;
+  double worst_drop = 0;  // largest per-problem efficiency loss (old - new), >= 0
+  std::string worst_problem;
+  std::vector<std::string> failures;  // one line per broken rule
+};
+// Both summaries must cover the same problems (by key); otherwise kInvalidArgument.
+StatusOr<ComparisonResult> CompareSummaries(const EvalSummary& old_summary,
+                                            const EvalSummary& new_summary);
+std::string ComparisonToText(const ComparisonResult& result);
+
+}  // namespace kselect

@@ -1,0 +1,148 @@
+// The feature engine: one versioned feature spec, saved with every model and read back at
+// inference, and the GEMM feature extractor that fills it from typed problems and kernel configs.
+//
+// A feature vector has five blocks (docs in features.cpp list every formula):
+//   problem      dims, logs, arithmetic intensity, aspect ratios, layout, dtype
+//   kernel       shared typed fields (tile, split-K, stages, cluster, shared-memory estimate)
+//                plus the provider's own columns (cuBLASLt ids, CK warps/pipeline, tile engine)
+//   interaction  tiles per dim, tile fill, resident blocks per SM, waves and wave efficiency,
+//                problem-to-tile ratios, padding needs
+//   hardware     SMs, clock, L2, shared memory, memory bandwidth, peak tensor throughput
+//   estimate     an analytical (Origami-like) compute/memory time per tile with wave quantisation
+// Kernel features read KernelConfig's typed fields only, never kernel names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/hardware.h"
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+// Bumped whenever a formula, an encoding or the column set of the extractor changes meaning; a
+// model whose spec carries another version is refused.
+inline constexpr int kFeatureEncodingVersion = 1;
+// Major version of the feature_spec.json format itself.
+inline constexpr int kFeatureSpecFormatMajor = 1;
+
+// The hardware constants features are computed with. They are saved in the spec; a model is
+// refused on hardware whose constants differ (features divide by them).
+struct HardwareConstants {
+  std::string arch;  // "sm_90", "gfx950"
+  int32_t sm_count = 0;
+  int32_t sm_clock_mhz = 0;
+  int64_t l2_bytes = 0;
+  int64_t smem_per_sm_bytes = 0;
+  int64_t smem_per_block_bytes = 0;  // the opt-in maximum per block
+  int32_t max_threads_per_sm = 0;
+  int32_t max_blocks_per_sm = 0;
+  double mem_bandwidth_gb_s = 0;
+  // Dense tensor-core FLOPs per clock per SM for 16-bit inputs; other dtypes scale from it
+  // (fp8/int8 x2, tf32 /2, fp32 /16).
+  double flops_per_clock_per_sm_16bit = 0;
+
+  bool operator==(const HardwareConstants&) const = default;
+};
+
+// Constants for a measured profile; fields the profile lacks (AMD rows carry only the arch) are
+// filled from a small table of known parts (sm_90, sm_100, sm_80, gfx950, gfx942). Fails for an
+// unknown arch whose profile lacks the SM count, clock or bandwidth.
+StatusOr<HardwareConstants> HardwareConstantsFor(const HardwareProfile& profile);
+// A one-line difference between two constant sets, "" when equal.
+std::string DescribeHardwareDifference(const HardwareConstants& expected,
+                                       const HardwareConstants& actual);
+
+enum class FeatureKind { kNumeric, kCategorical };
+
+struct FeatureInfo {
+  std::string name;
+  FeatureKind kind = FeatureKind::kNumeric;
+  bool operator==(const FeatureInfo&) const = default;
+};
+
+// Everything inference needs to rebuild the training features exactly.
+struct FeatureSpec {
+  int format_major = kFeatureSpecFormatMajor;
+  int encoding_version = kFeatureEncodingVersion;
+  std::string extractor = "gemm";  // the extractor that fills it
+  Provider provider = Provider::kCublasLt;
+  std::vector<FeatureInfo> features;  // column order of the model's input
+  // Categorical encodings: feature name -> values, code = index. A value outside the list
+  // encodes as missing (NaN), never as a guess.
+  std::map<std::string, std::vector<std::string>> encodings;
+  HardwareConstants hardware;
+
+  std::vector<std::string> Names() const;
+  // Indices of the categorical features, in order.
+  std::vector<int> CategoricalIndices() const;
+  bool operator==(const FeatureSpec&) const = default;
+};
+
+// The spec the GEMM extractor produces for `provider` on `hardware` (this build's version).
+FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware);
+
+// OK when a model trained with `model` can be fed features built as `runtime`; otherwise a
+// kSchemaMismatch naming the first difference (version, provider, feature order, encodings,
+// hardware) and what to do.
+Status CheckSpecCompatible(const FeatureSpec& model, const FeatureSpec& runtime);
+
+std::string FeatureSpecToJson(const FeatureSpec& spec);
+// Strict: unknown keys, missing keys, wrong types, another format major or an unknown encoding
+// version are errors naming `source`.
+StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_view source);
+Status SaveFeatureSpec(const FeatureSpec& spec, const std::string& path);
+StatusOr<FeatureSpec> LoadFeatureSpec(const std::string& path);
+
+// Fills feature vectors in a spec's column order. Built from a saved spec: it refuses specs of
+// another encoding version or naming a feature this extractor cannot compute.
+class GemmFeatureExtractor {
+ public:
+  static StatusOr<GemmFeatureExtractor> Create(const FeatureSpec& spec);
+
+  const FeatureSpec& spec() const { return spec_; }
+  size_t NumFeatures() const { return column_of_slot_.size(); }
+
+  // One (problem, config) pair into `out` (resized to NumFeatures()). The config must belong to
+  // the spec's provider.
+  Status Extract(const GemmProblem& problem, const KernelConfig& config,
+                 std::vector<double>* out) const;
+  // All candidates of one problem, row-major (candidates x NumFeatures()); the problem and
+  // hardware blocks are computed once. Equal to calling Extract per candidate.
+  Status ExtractBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
+                      std::vector<double>* out) const;
+
+ private:
+  explicit GemmFeatureExtractor(FeatureSpec spec) : spec_(std::move(spec)) {}
+  FeatureSpec spec_;
+  size_t engine_width_ = 0;
+  // For each engine column (the full list for the provider), its slot in the spec's order, or -1.
+  std::vector<int> column_of_slot_;  // spec slot -> engine column
+};
+
+// The analytical estimate on its own (also a feature block): per-tile compute and memory time
+// with wave quantisation. Times in microseconds.
+struct AnalyticalEstimate {
+  double compute_us = 0;
+  double memory_us = 0;
+  double time_us = 0;
+  double tflops = 0;
+};
+// Tile fields the estimate needs; 0 where a provider leaves them undefined.
+struct TileShape {
+  int64_t tile_m = 0, tile_n = 0, tile_k = 0;
+  int64_t split_k = 1;
+  int64_t stages = 0;
+  int64_t threads = 0;  // threads per block, 0 when unknown
+};
+TileShape TileShapeOf(const KernelConfig& config);
+AnalyticalEstimate EstimateGemm(const GemmProblem& problem, const TileShape& tile,
+                                const HardwareConstants& hardware);
+
+}  // namespace kselect

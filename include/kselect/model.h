@@ -1,0 +1,138 @@
+// Models: LightGBM regressors (through its C API) that score (problem, kernel config) pairs, one
+// per target, trained on log1p of the target, with honest grouped cross-validation.
+//
+// A model directory holds:
+//   model_tflops.lgbm (+ model_latency.lgbm, model_bandwidth.lgbm)   LightGBM text models
+//   feature_spec.json          the FeatureSpec the model was trained with (read at inference)
+//   train_manifest.json        data fingerprint, rows, duplicates, parameters, versions, lineage
+//   cv_metrics.json            per-fold and out-of-fold metrics of the TFLOPS model
+//   feature_importances.json   split and gain importances per target
+//   oof_predictions.csv        out-of-fold TFLOPS prediction of every training row
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/dataset.h"
+#include "kselect/eval.h"
+#include "kselect/features.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+enum class Target { kTflops, kLatency, kBandwidth };
+std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
+StatusOr<Target> ParseTarget(std::string_view name);
+
+// How the TFLOPS model learns: regression on log1p(TFLOPS) (predictions are TFLOPS), or
+// LightGBM lambdarank with one query per problem and relevance grade round(30 * TFLOPS / oracle)
+// (predictions are ranking scores only). Latency and bandwidth models are always regressions.
+enum class Objective { kRegression, kLambdarank };
+std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank"
+StatusOr<Objective> ParseObjective(std::string_view name);
+
+// LightGBM parameters kselect sets (the rest are LightGBM's defaults).
+struct LightGbmParams {
+  int num_leaves = 63;
+  int max_depth = -1;
+  double learning_rate = 0.05;
+  int min_data_in_leaf = 10;
+  double feature_fraction = 0.85;
+  double bagging_fraction = 0.85;
+  int bagging_freq = 1;  // without it LightGBM never bags (CK's subsample was inert)
+  double lambda_l1 = 0.05;
+  double lambda_l2 = 0.5;
+  int max_bin = 255;
+};
+
+struct TrainOptions {
+  std::optional<Provider> provider;  // unset: the dataset's only provider
+  int folds = 5;                     // GroupKFold over problem shapes; < 2 disables CV
+  uint64_t seed = 42;
+  int num_threads = 2;
+  int max_rounds = 2000;
+  int early_stopping_rounds = 50;
+  // Fraction of the training shapes held out (by shape) inside each fold to pick the number of
+  // rounds; the fold's own validation shapes are never used for that.
+  double inner_valid_fraction = 0.2;
+  std::vector<Target> targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
+  Objective objective = Objective::kRegression;
+  LightGbmParams params;
+  std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
+  int warm_start_rounds = 200;
+  std::string data_source;  // recorded in the manifest
+};
+
+struct FoldMetrics {
+  int fold = 0;
+  int64_t train_rows = 0, valid_rows = 0, valid_shapes = 0;
+  int best_iteration = 0;  // picked on the inner split
+  double rmse_log = 0;     // on the fold's validation rows, log1p space
+  double r2_log = 0;
+  EfficiencyStats efficiency;  // of the fold's validation problems
+};
+
+struct TrainResult {
+  FeatureSpec spec;
+  int64_t rows = 0, problems = 0, shapes = 0;
+  std::vector<FoldMetrics> folds;
+  EfficiencyStats oof_efficiency;              // out-of-fold, over all problems (when CV ran)
+  std::vector<std::pair<Target, int>> rounds;  // trees of each saved model (after warm start)
+};
+
+// Assigns each group a fold like scikit-learn's GroupKFold: groups in decreasing size order go
+// to the currently lightest fold (ties: lowest fold, then group order). `group_sizes[g]` is the
+// row count of group g; returns the fold of each group. Deterministic; a group is never split.
+std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds);
+
+// Trains every target on `dataset` and writes the model directory `out_dir` (created if
+// missing). Fails with LightGBM's message on library errors, kUnavailable when kselect was
+// built without LightGBM.
+StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
+                                 const std::string& out_dir);
+// The same from an already built candidate set (BuildCandidateSet's checks are the caller's).
+StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const TrainOptions& options,
+                                             const std::string& out_dir);
+
+// A loaded model directory.
+class Model {
+ public:
+  // Reads feature_spec.json and every model_*.lgbm present (the TFLOPS model is required);
+  // checks each model's feature count and names against the spec. Corrupt files give a
+  // kParseError naming the file and LightGBM's message.
+  static StatusOr<Model> Load(const std::string& dir);
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const FeatureSpec& spec() const;
+  const GemmFeatureExtractor& extractor() const;
+  bool Has(Target target) const;
+  // True when the target's model is a ranker: its predictions order candidates but are not in
+  // the target's units.
+  bool Ranks(Target target) const;
+  // Predictions in the target's units (TFLOPS, ms, GB/s), or ranking scores for a ranker, for
+  // row-major features.
+  StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
+                                                size_t rows) const;
+  // Predictions for every candidate of one problem.
+  StatusOr<std::vector<double>> Predict(Target target, const GemmProblem& problem,
+                                        std::span<const KernelConfig> candidates) const;
+  // Refuses (kSchemaMismatch) hardware other than the model's.
+  Status CheckHardware(const HardwareConstants& hardware) const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Scores every candidate set problem with the model's TFLOPS predictions and summarises.
+StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
+
+}  // namespace kselect

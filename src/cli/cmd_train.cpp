@@ -1,0 +1,111 @@
+// kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/dataset_io.h"
+#include "kselect/model.h"
+
+namespace kselect::cli {
+namespace {
+
+struct TrainArgs {
+  std::string data;
+  std::string out;
+  std::string provider;
+  std::string targets = "tflops,latency,bandwidth";
+  std::string warm_start;
+  std::string objective = "regression";
+  TrainOptions options;
+};
+
+int RunTrain(TrainArgs& args) {
+  if (!args.provider.empty()) {
+    auto provider = ParseProvider(args.provider);
+    if (!provider.ok()) return ReportError("train", provider.status());
+    args.options.provider = *provider;
+  }
+  auto objective = ParseObjective(args.objective);
+  if (!objective.ok()) return ReportError("train", objective.status());
+  args.options.objective = *objective;
+  args.options.targets.clear();
+  size_t start = 0;
+  while (start <= args.targets.size()) {
+    const size_t comma = std::min(args.targets.find(',', start), args.targets.size());
+    auto target = ParseTarget(args.targets.substr(start, comma - start));
+    if (!target.ok()) return ReportError("train", target.status());
+    args.options.targets.push_back(*target);
+    start = comma + 1;
+  }
+  args.options.warm_start_dir = args.warm_start;
+  args.options.data_source = args.data;
+  auto dataset = ReadDatasetChecked(args.data);
+  if (!dataset.ok()) return ReportError("train", dataset.status());
+  auto result = TrainModel(*dataset, args.options, args.out);
+  if (!result.ok()) return ReportError("train", result.status());
+  std::cout << "trained " << ProviderName(result->spec.provider) << " "
+            << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
+            << result->problems << " problems, " << result->shapes << " shapes, "
+            << result->spec.features.size() << " features) into " << args.out << "\n";
+  for (const FoldMetrics& f : result->folds) {
+    std::printf(
+        "  fold %d: %lld shapes, %d trees, rmse(log1p) %.4f, r2 %.4f, efficiency mean "
+        "%.2f%% p10 %.2f%%\n",
+        f.fold, static_cast<long long>(f.valid_shapes), f.best_iteration, f.rmse_log, f.r2_log,
+        100 * f.efficiency.mean, 100 * f.efficiency.p10);
+  }
+  if (!result->folds.empty()) {
+    const EfficiencyStats& e = result->oof_efficiency;
+    std::printf("  out-of-fold efficiency: mean %.2f%%, median %.2f%%, p10 %.2f%%, min %.2f%%\n",
+                100 * e.mean, 100 * e.median, 100 * e.p10, 100 * e.min);
+  }
+  for (const auto& [target, trees] : result->rounds) {
+    std::cout << "  model_" << TargetName(target) << ".lgbm: " << trees << " trees\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command TrainCommand() {
+  return {"train", "train LightGBM models on a dataset (GroupKFold CV by shape)",
+          [](CLI::App& app) -> RunFunction {
+            auto args = std::make_shared<TrainArgs>();
+            app.add_option("--data", args->data, "canonical dataset (.parquet)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            app.add_option("--out", args->out, "model directory to write")->required();
+            app.add_option("--provider", args->provider,
+                           "provider to train for (default: the dataset's only one)");
+            app.add_option("--folds", args->options.folds, "GroupKFold folds (< 2: no CV)")
+                ->capture_default_str()
+                ->check(CLI::Range(0, 100));
+            app.add_option("--seed", args->options.seed, "random seed")->capture_default_str();
+            app.add_option("--threads", args->options.num_threads, "LightGBM threads")
+                ->capture_default_str()
+                ->check(CLI::Range(1, 256));
+            app.add_option("--max-rounds", args->options.max_rounds, "most trees per model")
+                ->capture_default_str()
+                ->check(CLI::Range(1, 100000));
+            app.add_option("--early-stopping", args->options.early_stopping_rounds,
+                           "rounds without improvement on the inner split before stopping")
+                ->capture_default_str()
+                ->check(CLI::Range(1, 10000));
+            app.add_option("--targets", args->targets, "comma-separated targets, tflops first")
+                ->capture_default_str();
+            app.add_option("--objective", args->objective,
+                           "TFLOPS model: regression (log1p TFLOPS) or lambdarank (per problem)")
+                ->capture_default_str();
+            app.add_option("--learning-rate", args->options.params.learning_rate)
+                ->capture_default_str();
+            app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();
+            app.add_option("--warm-start", args->warm_start,
+                           "model directory to add trees to (same feature spec required)")
+                ->check(CLI::ExistingDirectory);
+            app.add_option("--warm-start-rounds", args->options.warm_start_rounds,
+                           "most trees added by a warm start")
+                ->capture_default_str();
+            return [args]() { return RunTrain(*args); };
+          }};
+}
+
+}  // namespace kselect::cli

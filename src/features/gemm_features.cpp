@@ -1,0 +1,591 @@
+// The GEMM feature extractor. Names and values come from one code path (FeatureSink in "names"
+// or "values" mode), so the column list saved in a spec cannot drift from what is computed.
+//
+// Formulas (tm, tn, tk = block tile; S = split-K; bpe = bytes per input element; SMs, clock etc.
+// from HardwareConstants). A feature that a provider leaves undefined (cuBLASLt tile id AUTO)
+// is NaN, which LightGBM treats as missing.
+//   problem:     m n k batch; log2 of m, n, k, m*n*k*batch; arithmetic_intensity =
+//                flops / minimum bytes; aspect ratios m/n, m/k, n/k; layout, dtype (categorical);
+//                bytes_per_element; beta_nonzero
+//   kernel:      tile_m/n/k, split_k, stages, threads_per_block, tile_mn, tile_volume,
+//                smem_estimate = stages*(tm+tn)*tk*bpe, smem_ratio = estimate / per-block limit,
+//                cluster_m/n, then the provider's own typed fields
+//   interaction: tiles_m/n = ceil(D/t), tiles_k = ceil(ceil(k/S)/tk), output_tiles (x batch),
+//                blocks = output_tiles*S, fill_d = D/(t*tiles_d) (useful fraction of the padded
+//                work, not CK's last-tile fraction), fill_all, resident_blocks_per_sm (limited by
+//                the hardware block limit, shared memory and threads; 1 when neither is known),
+//                waves = ceil(blocks/(SMs*resident)), wave_efficiency =
+//                blocks/(waves*SMs*resident), sm_coverage = min(1, blocks/SMs), ratio_d = D/t,
+//                d_smaller_than_tile, needs_padding_d = [D mod t != 0], missing_padding_d = needs
+//                AND NOT masked (NaN where the provider has no padding flags)
+//   hardware:    hw_sm_count, hw_sm_clock_mhz, hw_l2_mb, hw_smem_per_sm_kb, hw_smem_per_block_kb,
+//                hw_mem_bandwidth_gb_s, hw_peak_tflops (dense tensor peak for the problem dtype)
+//   estimate:    see EstimateGemm below.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "kselect/features.h"
+
+namespace kselect {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Writes features in order. In names mode it records (name, kind); in values mode it writes
+// values. Both modes run the same code, so names and values stay aligned.
+class FeatureSink {
+ public:
+  explicit FeatureSink(std::vector<FeatureInfo>* names) : names_(names) {}
+  explicit FeatureSink(double* values) : values_(values) {}
+
+  void Num(std::string_view name, double value) { Put(name, FeatureKind::kNumeric, value); }
+  void Cat(std::string_view name, double code) { Put(name, FeatureKind::kCategorical, code); }
+  size_t count() const { return count_; }
+
+ private:
+  void Put(std::string_view name, FeatureKind kind, double value) {
+    if (names_) names_->push_back({std::string(name), kind});
+    if (values_) values_[count_] = value;
+    ++count_;
+  }
+  std::vector<FeatureInfo>* names_ = nullptr;
+  double* values_ = nullptr;
+  size_t count_ = 0;
+};
+
+// String-valued categorical encodings (code = index). Numeric ids (cuBLASLt algo ids) are their
+// own codes and need no list.
+const std::map<std::string, std::vector<std::string>>& Encodings() {
+  static const std::map<std::string, std::vector<std::string>> encodings = {
+      {"layout", {"rrr", "rrc", "rcr", "rcc", "crr", "crc", "ccr", "ccc"}},
+      {"dtype", {"fp32", "tf32", "fp16", "bf16", "fp8", "bf8", "int8", "int32"}},
+      {"ck_pipeline", {"compv3", "compv4", "compv5", "mem", "preshufflev2", "basic_v1", "compv6"}},
+      {"ck_scheduler", {"intrawave", "interwave"}},
+      {"ck_epilogue", {"default", "cshuffle"}},
+      {"tile_pipeline", {"multistage", "warp_specialized", "small_m"}},
+      {"tile_scheduler", {"data_parallel", "persistent"}},
+      {"tile_epilogue", {"direct", "smem"}},
+  };
+  return encodings;
+}
+
+double Code(std::string_view feature, std::string_view value) {
+  const auto& values = Encodings().at(std::string(feature));
+  const auto it = std::find(values.begin(), values.end(), value);
+  return it == values.end() ? kNaN : static_cast<double>(it - values.begin());
+}
+
+double Log2(double x) {
+  return std::log2(std::max(x, 1.0));
+}
+double Ratio(double a, double b) {
+  return b > 0 ? a / b : kNaN;
+}
+double Flag(bool b) {
+  return b ? 1.0 : 0.0;
+}
+// NaN for an undefined (0) field.
+double Defined(int64_t v) {
+  return v > 0 ? static_cast<double>(v) : kNaN;
+}
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Tensor throughput relative to 16-bit inputs.
+double DtypeThroughputScale(DataType t) {
+  switch (t) {
+    case DataType::kF8E4M3:
+    case DataType::kF8E5M2:
+    case DataType::kI8:
+      return 2.0;
+    case DataType::kTF32:
+      return 0.5;
+    case DataType::kF32:
+    case DataType::kI32:
+      return 1.0 / 16.0;
+    case DataType::kF16:
+    case DataType::kBF16:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+double PeakFlops(const GemmProblem& p, const HardwareConstants& hw) {
+  return hw.flops_per_clock_per_sm_16bit * DtypeThroughputScale(p.dtype_a) * hw.sm_clock_mhz * 1e6 *
+         hw.sm_count;
+}
+
+void ProblemBlock(const GemmProblem& p, FeatureSink& s) {
+  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n);
+  const double k = static_cast<double>(p.k), batch = static_cast<double>(p.batch);
+  s.Num("m", m);
+  s.Num("n", n);
+  s.Num("k", k);
+  s.Num("batch", batch);
+  s.Num("log2_m", Log2(m));
+  s.Num("log2_n", Log2(n));
+  s.Num("log2_k", Log2(k));
+  s.Num("log2_mnk", Log2(m * n * k * batch));
+  s.Num("arithmetic_intensity", Ratio(p.Flops(), p.MinBytes()));
+  s.Num("aspect_ratio_mn", Ratio(m, n));
+  s.Num("aspect_ratio_mk", Ratio(m, k));
+  s.Num("aspect_ratio_nk", Ratio(n, k));
+  s.Cat("layout", Code("layout", p.layout.ToString()));
+  s.Cat("dtype", Code("dtype", DataTypeName(p.dtype_a)));
+  s.Num("bytes_per_element", DataTypeBits(p.dtype_a) / 8.0);
+  s.Num("beta_nonzero", Flag(p.beta != 0.0));
+}
+
+void HardwareBlock(const GemmProblem& p, const HardwareConstants& hw, FeatureSink& s) {
+  s.Num("hw_sm_count", hw.sm_count);
+  s.Num("hw_sm_clock_mhz", hw.sm_clock_mhz);
+  s.Num("hw_l2_mb", static_cast<double>(hw.l2_bytes) / (1 << 20));
+  s.Num("hw_smem_per_sm_kb", static_cast<double>(hw.smem_per_sm_bytes) / 1024.0);
+  s.Num("hw_smem_per_block_kb", static_cast<double>(hw.smem_per_block_bytes) / 1024.0);
+  s.Num("hw_mem_bandwidth_gb_s", hw.mem_bandwidth_gb_s);
+  s.Num("hw_peak_tflops", PeakFlops(p, hw) / 1e12);
+}
+
+int64_t ResidentBlocksPerSm(const TileShape& t, double smem_estimate, const HardwareConstants& hw) {
+  int64_t r = std::max<int64_t>(hw.max_blocks_per_sm, 1);
+  bool limited = false;
+  if (smem_estimate > 0 && hw.smem_per_sm_bytes > 0) {
+    r = std::min<int64_t>(
+        r, static_cast<int64_t>(static_cast<double>(hw.smem_per_sm_bytes) / smem_estimate));
+    limited = true;
+  }
+  if (t.threads > 0 && hw.max_threads_per_sm > 0) {
+    r = std::min<int64_t>(r, hw.max_threads_per_sm / t.threads);
+    limited = true;
+  }
+  // Unknown resources (cuBLASLt does not say): assume one large block per SM, the common case
+  // for Hopper kernels.
+  if (!limited) r = 1;
+  return std::max<int64_t>(r, 1);
+}
+
+double SmemEstimate(const GemmProblem& p, const TileShape& t) {
+  if (t.tile_m <= 0 || t.tile_n <= 0 || t.tile_k <= 0 || t.stages <= 0) return kNaN;
+  return static_cast<double>(t.stages) * static_cast<double>(t.tile_m + t.tile_n) *
+         static_cast<double>(t.tile_k) * DataTypeBits(p.dtype_a) / 8.0;
+}
+
+struct PaddingFlags {
+  bool m, n, k;
+};
+
+void SharedKernelBlock(const GemmProblem& p, const KernelConfig& c, const TileShape& t,
+                       const HardwareConstants& hw, FeatureSink& s) {
+  s.Num("tile_m", Defined(t.tile_m));
+  s.Num("tile_n", Defined(t.tile_n));
+  s.Num("tile_k", Defined(t.tile_k));
+  s.Num("split_k", static_cast<double>(t.split_k));
+  s.Num("stages", Defined(t.stages));
+  s.Num("threads_per_block", Defined(t.threads));
+  s.Num("tile_mn", Defined(t.tile_m * t.tile_n));
+  s.Num("tile_volume", Defined(t.tile_m * t.tile_n * t.tile_k));
+  const double smem = SmemEstimate(p, t);
+  s.Num("smem_estimate_bytes", smem);
+  s.Num("smem_ratio", hw.smem_per_block_bytes > 0 ? smem / hw.smem_per_block_bytes : kNaN);
+  double cluster_m = 1, cluster_n = 1;
+  if (const auto* lt = std::get_if<CublasLtConfig>(&c)) {
+    cluster_m = Defined(lt->cluster_m);
+    cluster_n = Defined(lt->cluster_n);
+  } else if (const auto* tc = std::get_if<TileConfig>(&c)) {
+    cluster_m = tc->cluster_m;
+    cluster_n = tc->cluster_n;
+  }
+  s.Num("cluster_m", cluster_m);
+  s.Num("cluster_n", cluster_n);
+}
+
+void ProviderKernelBlock(Provider provider, const KernelConfig& c, FeatureSink& s) {
+  switch (provider) {
+    case Provider::kCublasLt: {
+      const CublasLtConfig& x = std::get<CublasLtConfig>(c);
+      s.Cat("cublaslt_algo_id", x.algo_id);
+      s.Cat("cublaslt_tile_id", x.tile_id);
+      s.Cat("cublaslt_stages_id", x.stages_id);
+      s.Cat("cublaslt_reduction_scheme", x.reduction_scheme);
+      s.Num("cublaslt_swizzle", x.swizzle);
+      s.Cat("cublaslt_custom_option", x.custom_option);
+      s.Cat("cublaslt_inner_shape_id", x.inner_shape_id);
+      s.Num("cluster_k", Defined(x.cluster_k));
+      return;
+    }
+    case Provider::kTile: {
+      const TileConfig& x = std::get<TileConfig>(c);
+      s.Num("warps_m", x.warps_m);
+      s.Num("warps_n", x.warps_n);
+      s.Num("warps_k", x.warps_k);
+      s.Num("instr_m", x.instr_m);
+      s.Num("instr_n", x.instr_n);
+      s.Num("instr_k", x.instr_k);
+      s.Cat("tile_pipeline", Code("tile_pipeline", TilePipelineName(x.pipeline)));
+      s.Cat("tile_scheduler", Code("tile_scheduler", TileSchedulerName(x.scheduler)));
+      s.Cat("tile_epilogue", Code("tile_epilogue", TileEpilogueName(x.epilogue)));
+      s.Num("mask_m", Flag(x.mask_m));
+      s.Num("mask_n", Flag(x.mask_n));
+      s.Num("mask_k", Flag(x.mask_k));
+      s.Num("swizzle", x.swizzle);
+      return;
+    }
+    case Provider::kCkTile: {
+      const CkTileConfig& x = std::get<CkTileConfig>(c);
+      s.Num("warp_m", x.warp_m);
+      s.Num("warp_n", x.warp_n);
+      s.Num("warp_k", x.warp_k);
+      s.Num("warp_tile_m", x.warp_tile_m);
+      s.Num("warp_tile_n", x.warp_tile_n);
+      s.Num("warp_tile_k", x.warp_tile_k);
+      s.Cat("ck_pipeline", Code("ck_pipeline", x.pipeline));
+      s.Cat("ck_scheduler", Code("ck_scheduler", x.scheduler));
+      s.Cat("ck_epilogue", Code("ck_epilogue", x.epilogue));
+      s.Num("pad_m", Flag(x.pad_m));
+      s.Num("pad_n", Flag(x.pad_n));
+      s.Num("pad_k", Flag(x.pad_k));
+      s.Num("persistent", Flag(x.persistent));
+      s.Num("vec_a", x.vec_a);
+      s.Num("vec_b", x.vec_b);
+      s.Num("vec_c", x.vec_c);
+      return;
+    }
+    case Provider::kCudnn:
+    case Provider::kCkConv:
+      break;
+  }
+  KSELECT_CHECK_MSG(false, "GEMM features requested for a convolution provider");
+}
+
+std::optional<PaddingFlags> PaddingOf(const KernelConfig& c) {
+  if (const auto* x = std::get_if<TileConfig>(&c))
+    return PaddingFlags{x->mask_m, x->mask_n, x->mask_k};
+  if (const auto* x = std::get_if<CkTileConfig>(&c))
+    return PaddingFlags{x->pad_m, x->pad_n, x->pad_k};
+  return std::nullopt;
+}
+
+void InteractionBlock(const GemmProblem& p, const KernelConfig& c, const TileShape& t,
+                      const HardwareConstants& hw, FeatureSink& s) {
+  const bool known = t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0;
+  const int64_t split = std::max<int64_t>(t.split_k, 1);
+  const int64_t k_split = CeilDiv(p.k, split);
+  double tiles_m = kNaN, tiles_n = kNaN, tiles_k = kNaN, output_tiles = kNaN, blocks = kNaN;
+  double fill_m = kNaN, fill_n = kNaN, fill_k = kNaN, fill_all = kNaN;
+  double resident = kNaN, waves = kNaN, wave_eff = kNaN, coverage = kNaN;
+  if (known) {
+    const int64_t tm = CeilDiv(p.m, t.tile_m), tn = CeilDiv(p.n, t.tile_n);
+    const int64_t tk = CeilDiv(k_split, t.tile_k);
+    const int64_t out = tm * tn * p.batch;
+    const int64_t nblocks = out * split;
+    tiles_m = static_cast<double>(tm);
+    tiles_n = static_cast<double>(tn);
+    tiles_k = static_cast<double>(tk);
+    output_tiles = static_cast<double>(out);
+    blocks = static_cast<double>(nblocks);
+    fill_m = static_cast<double>(p.m) / static_cast<double>(t.tile_m * tm);
+    fill_n = static_cast<double>(p.n) / static_cast<double>(t.tile_n * tn);
+    fill_k = static_cast<double>(k_split) / static_cast<double>(t.tile_k * tk);
+    fill_all = fill_m * fill_n * fill_k;
+    const int64_t r = ResidentBlocksPerSm(t, SmemEstimate(p, t), hw);
+    resident = static_cast<double>(r);
+    if (hw.sm_count > 0) {
+      const int64_t slots = static_cast<int64_t>(hw.sm_count) * r;
+      const int64_t w = CeilDiv(nblocks, slots);
+      waves = static_cast<double>(w);
+      wave_eff = blocks / (static_cast<double>(w) * static_cast<double>(slots));
+      coverage = std::min(1.0, blocks / hw.sm_count);
+    }
+  }
+  s.Num("tiles_m", tiles_m);
+  s.Num("tiles_n", tiles_n);
+  s.Num("tiles_k", tiles_k);
+  s.Num("output_tiles", output_tiles);
+  s.Num("blocks", blocks);
+  s.Num("fill_m", fill_m);
+  s.Num("fill_n", fill_n);
+  s.Num("fill_k", fill_k);
+  s.Num("fill_all", fill_all);
+  s.Num("resident_blocks_per_sm", resident);
+  s.Num("waves", waves);
+  s.Num("wave_efficiency", wave_eff);
+  s.Num("sm_coverage", coverage);
+  const auto dims = std::array<std::pair<int64_t, int64_t>, 3>{
+      {{p.m, t.tile_m}, {p.n, t.tile_n}, {p.k, t.tile_k}}};
+  static constexpr const char* kRatio[] = {"ratio_m_to_tile", "ratio_n_to_tile", "ratio_k_to_tile"};
+  static constexpr const char* kSmaller[] = {"m_smaller_than_tile", "n_smaller_than_tile",
+                                             "k_smaller_than_tile"};
+  static constexpr const char* kNeeds[] = {"needs_padding_m", "needs_padding_n", "needs_padding_k"};
+  static constexpr const char* kMissing[] = {"missing_padding_m", "missing_padding_n",
+                                             "missing_padding_k"};
+  const std::optional<PaddingFlags> pads = PaddingOf(c);
+  const bool pad_flags[3] = {pads && pads->m, pads && pads->n, pads && pads->k};
+  for (int d = 0; d < 3; ++d) {
+    const auto [dim, tile] = dims[d];
+    s.Num(kRatio[d], tile > 0 ? static_cast<double>(dim) / tile : kNaN);
+    s.Num(kSmaller[d], tile > 0 ? Flag(dim < tile) : kNaN);
+  }
+  for (int d = 0; d < 3; ++d) {
+    const auto [dim, tile] = dims[d];
+    const bool needs = tile > 0 && dim % tile != 0;
+    s.Num(kNeeds[d], tile > 0 ? Flag(needs) : kNaN);
+    s.Num(kMissing[d], tile > 0 && pads ? Flag(needs && !pad_flags[d]) : kNaN);
+  }
+}
+
+constexpr size_t kEstimateWidth = 5;  // the features EstimateBlock writes
+
+void EstimateBlock(const GemmProblem& p, const TileShape& t, const HardwareConstants& hw,
+                   FeatureSink& s) {
+  const AnalyticalEstimate e = EstimateGemm(p, t, hw);
+  s.Num("est_compute_us", e.compute_us);
+  s.Num("est_memory_us", e.memory_us);
+  s.Num("est_time_us", e.time_us);
+  s.Num("est_tflops", e.tflops);
+  s.Num("est_compute_fraction", e.time_us > 0 ? e.compute_us / e.time_us : kNaN);
+}
+
+// Block layout: [problem][kernel: shared + provider][interaction][hardware][estimate].
+struct BlockSizes {
+  size_t problem = 0, per_config = 0, hardware = 0, estimate = 0;
+};
+
+// A representative config per provider, for names mode.
+KernelConfig SampleConfig(Provider provider) {
+  switch (provider) {
+    case Provider::kCublasLt:
+      return CublasLtConfig{};
+    case Provider::kTile:
+      return TileConfig{};
+    case Provider::kCkTile:
+      return CkTileConfig{};
+    case Provider::kCudnn:
+    case Provider::kCkConv:
+      break;
+  }
+  return CublasLtConfig{};
+}
+
+void PerConfigBlocks(Provider provider, const GemmProblem& p, const KernelConfig& c,
+                     const TileShape& t, const HardwareConstants& hw, FeatureSink& s) {
+  SharedKernelBlock(p, c, t, hw, s);
+  ProviderKernelBlock(provider, c, s);
+  InteractionBlock(p, c, t, hw, s);
+}
+
+// The engine's full column list for a provider (names mode).
+std::vector<FeatureInfo> EngineColumns(Provider provider, const HardwareConstants& hw) {
+  std::vector<FeatureInfo> names;
+  FeatureSink s(&names);
+  GemmProblem p;
+  p.m = p.n = p.k = 128;
+  const KernelConfig c = SampleConfig(provider);
+  const TileShape t = TileShapeOf(c);
+  ProblemBlock(p, s);
+  PerConfigBlocks(provider, p, c, t, hw, s);
+  HardwareBlock(p, hw, s);
+  EstimateBlock(p, t, hw, s);
+  return names;
+}
+
+bool IsGemmProvider(Provider p) {
+  return p == Provider::kCublasLt || p == Provider::kTile || p == Provider::kCkTile;
+}
+
+}  // namespace
+
+TileShape TileShapeOf(const KernelConfig& config) {
+  TileShape t;
+  if (const auto* x = std::get_if<CublasLtConfig>(&config)) {
+    t.tile_m = x->tile_m;
+    t.tile_n = x->tile_n;
+    t.tile_k = x->stage_k;
+    t.split_k = std::max(x->split_k, 1);
+    t.stages = x->stages;
+  } else if (const auto* x = std::get_if<TileConfig>(&config)) {
+    t.tile_m = x->tile_m;
+    t.tile_n = x->tile_n;
+    t.tile_k = x->tile_k;
+    t.split_k = std::max(x->split_k, 1);
+    t.stages = x->stages;
+    const int64_t warps = int64_t{x->warps_m} * x->warps_n * x->warps_k;
+    // Warp-specialised kernels count warpgroups (128 threads) plus one producer warpgroup.
+    t.threads = x->pipeline == TilePipeline::kWarpSpecialized ? (warps + 1) * 128 : warps * 32;
+  } else if (const auto* x = std::get_if<CkTileConfig>(&config)) {
+    t.tile_m = x->tile_m;
+    t.tile_n = x->tile_n;
+    t.tile_k = x->tile_k;
+    t.split_k = std::max(x->split_k, 1);
+    // compv4 double-buffers LDS; the other CK pipelines hold one stage.
+    t.stages = x->pipeline == "compv4" ? 2 : 1;
+    t.threads = int64_t{x->warp_m} * x->warp_n * x->warp_k * 64;  // AMD wavefronts of 64
+  }
+  return t;
+}
+
+// Origami-like estimate. Per SM, `resident` blocks share the tensor throughput, so one wave of
+// blocks takes resident * tile_flops / peak_per_sm, where tile_flops counts the padded work
+// 2*tm*tn*tk*tiles_k. Memory: DRAM bytes are the minimum traffic (A, B read once, C written;
+// split-K adds fp32 partials written and read back) plus the operand re-reads that do not fit
+// in L2; L2-to-SM traffic is every block's (tm+tn)*k_split operand panels at an assumed L2
+// bandwidth of 2.5x DRAM. Time = max(compute, memory) + 2 us launch. Without tile sizes it is
+// the plain roofline.
+AnalyticalEstimate EstimateGemm(const GemmProblem& p, const TileShape& t,
+                                const HardwareConstants& hw) {
+  AnalyticalEstimate e;
+  const double peak = PeakFlops(p, hw);
+  const double bw = hw.mem_bandwidth_gb_s * 1e9;
+  if (peak <= 0 || bw <= 0) {
+    e.compute_us = e.memory_us = e.time_us = e.tflops = kNaN;
+    return e;
+  }
+  const double bpe = DataTypeBits(p.dtype_a) / 8.0;
+  const int64_t split = std::max<int64_t>(t.split_k, 1);
+  double dram = p.MinBytes();
+  if (split > 1) dram += 2.0 * 4.0 * p.m * p.n * p.batch * static_cast<double>(split);
+  double l2_traffic = 0;
+  if (t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0) {
+    const int64_t k_split = CeilDiv(p.k, split);
+    const int64_t tiles_k = CeilDiv(k_split, t.tile_k);
+    const int64_t blocks = CeilDiv(p.m, t.tile_m) * CeilDiv(p.n, t.tile_n) * p.batch * split;
+    const double tile_flops = 2.0 * t.tile_m * t.tile_n * static_cast<double>(t.tile_k * tiles_k);
+    const int64_t r = ResidentBlocksPerSm(t, SmemEstimate(p, t), hw);
+    const int64_t waves = CeilDiv(blocks, static_cast<int64_t>(hw.sm_count) * r);
+    const double peak_sm = peak / hw.sm_count;
+    e.compute_us = static_cast<double>(waves) * r * tile_flops / peak_sm * 1e6;
+    l2_traffic = static_cast<double>(blocks) * static_cast<double>(t.tile_m + t.tile_n) *
+                 static_cast<double>(t.tile_k * tiles_k) * bpe;
+    const double ab_bytes = (static_cast<double>(p.m) * p.k + static_cast<double>(p.k) * p.n) *
+                            bpe * static_cast<double>(p.batch);
+    if (ab_bytes > 0 && hw.l2_bytes > 0) {
+      const double miss = std::max(0.0, 1.0 - static_cast<double>(hw.l2_bytes) / ab_bytes);
+      dram += std::max(0.0, l2_traffic - ab_bytes) * miss;
+    }
+  } else {
+    e.compute_us = p.Flops() / peak * 1e6;
+  }
+  e.memory_us = std::max(dram / bw, l2_traffic / (2.5 * bw)) * 1e6;
+  e.time_us = std::max(e.compute_us, e.memory_us) + 2.0;
+  e.tflops = p.Flops() / (e.time_us * 1e-6) / 1e12;
+  return e;
+}
+
+FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware) {
+  KSELECT_CHECK_MSG(IsGemmProvider(provider), "GemmFeatureSpec needs a GEMM provider");
+  FeatureSpec spec;
+  spec.provider = provider;
+  spec.hardware = hardware;
+  spec.features = EngineColumns(provider, hardware);
+  for (const FeatureInfo& f : spec.features) {
+    const auto it = Encodings().find(f.name);
+    if (it != Encodings().end()) spec.encodings[f.name] = it->second;
+  }
+  return spec;
+}
+
+StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& spec) {
+  if (spec.extractor != "gemm") {
+    return SchemaMismatchError("feature spec is for extractor '" + spec.extractor +
+                               "', not the GEMM extractor");
+  }
+  if (!IsGemmProvider(spec.provider)) {
+    return SchemaMismatchError("feature spec provider " + std::string(ProviderName(spec.provider)) +
+                               " is not a GEMM provider");
+  }
+  // The runtime rebuilds the engine's own spec and checks the saved one against it, column by
+  // column: a model trained with other formulas or encodings is refused, never silently fed.
+  const FeatureSpec engine = GemmFeatureSpec(spec.provider, spec.hardware);
+  if (spec.encoding_version != engine.encoding_version) {
+    return SchemaMismatchError("feature encoding version " + std::to_string(spec.encoding_version) +
+                               " was saved with the model, but this kselect computes version " +
+                               std::to_string(engine.encoding_version) +
+                               "; retrain the model with this kselect");
+  }
+  GemmFeatureExtractor extractor(spec);
+  extractor.engine_width_ = engine.features.size();
+  for (const FeatureInfo& f : spec.features) {
+    const auto it = std::find_if(engine.features.begin(), engine.features.end(),
+                                 [&](const FeatureInfo& e) { return e.name == f.name; });
+    if (it == engine.features.end()) {
+      return SchemaMismatchError("the model's feature '" + f.name +
+                                 "' is not computed by this kselect's GEMM extractor");
+    }
+    if (it->kind != f.kind) {
+      return SchemaMismatchError("feature '" + f.name + "' changed kind (categorical/numeric)");
+    }
+    const auto enc = spec.encodings.find(f.name);
+    const auto engine_enc = engine.encodings.find(f.name);
+    if ((enc == spec.encodings.end()) != (engine_enc == engine.encodings.end()) ||
+        (enc != spec.encodings.end() && enc->second != engine_enc->second)) {
+      return SchemaMismatchError("categorical encoding of feature '" + f.name +
+                                 "' differs from this kselect's; retrain the model");
+    }
+    extractor.column_of_slot_.push_back(static_cast<int>(it - engine.features.begin()));
+  }
+  return extractor;
+}
+
+Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelConfig& config,
+                                     std::vector<double>* out) const {
+  if (ProviderOf(config) != spec_.provider) {
+    return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(config))) +
+                                " config was given to a " +
+                                std::string(ProviderName(spec_.provider)) + " feature extractor");
+  }
+  // Every block in one pass, with no shared state: the reference ExtractBatch is tested against.
+  std::vector<double> row(engine_width_);
+  FeatureSink s(row.data());
+  const TileShape t = TileShapeOf(config);
+  ProblemBlock(problem, s);
+  PerConfigBlocks(spec_.provider, problem, config, t, spec_.hardware, s);
+  HardwareBlock(problem, spec_.hardware, s);
+  EstimateBlock(problem, t, spec_.hardware, s);
+  KSELECT_CHECK(s.count() == engine_width_);
+  out->resize(NumFeatures());
+  for (size_t slot = 0; slot < NumFeatures(); ++slot) (*out)[slot] = row[column_of_slot_[slot]];
+  return Status::Ok();
+}
+
+Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
+                                          std::span<const KernelConfig> candidates,
+                                          std::vector<double>* out) const {
+  for (const KernelConfig& c : candidates) {
+    if (ProviderOf(c) != spec_.provider) {
+      return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(c))) +
+                                  " config was given to a " +
+                                  std::string(ProviderName(spec_.provider)) + " feature extractor");
+    }
+  }
+  const HardwareConstants& hw = spec_.hardware;
+  // Problem and hardware blocks once; the per-config blocks per candidate.
+  const size_t engine_width = engine_width_;
+  std::vector<double> problem_values(64), hardware_values(16);
+  FeatureSink ps(problem_values.data());
+  ProblemBlock(problem, ps);
+  FeatureSink hs(hardware_values.data());
+  HardwareBlock(problem, hw, hs);
+  const size_t per_config_width = engine_width - ps.count() - hs.count() - kEstimateWidth;
+  std::vector<double> row(engine_width);
+  const size_t width = NumFeatures();
+  out->assign(candidates.size() * width, 0.0);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TileShape t = TileShapeOf(candidates[i]);
+    std::copy_n(problem_values.begin(), ps.count(), row.begin());
+    FeatureSink cs(row.data() + ps.count());
+    PerConfigBlocks(spec_.provider, problem, candidates[i], t, hw, cs);
+    KSELECT_CHECK(cs.count() == per_config_width);
+    std::copy_n(hardware_values.begin(), hs.count(), row.begin() + ps.count() + cs.count());
+    FeatureSink es(row.data() + ps.count() + cs.count() + hs.count());
+    EstimateBlock(problem, t, hw, es);
+    KSELECT_CHECK(es.count() == kEstimateWidth);
+    double* dst = out->data() + i * width;
+    for (size_t slot = 0; slot < width; ++slot) dst[slot] = row[column_of_slot_[slot]];
+  }
+  return Status::Ok();
+}
+
+}  // namespace kselect

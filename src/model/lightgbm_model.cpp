@@ -1,0 +1,747 @@
+// Training and inference through LightGBM's C API.
+//
+// Cross-validation is honest: each outer fold holds out whole problem shapes (GroupKFold, layout
+// not in the key), and the number of trees is picked by early stopping on an inner split of the
+// fold's *training* shapes. The fold's validation rows are only predicted, never used to stop.
+// The final model uses the median of the folds' picked tree counts, trained on every row.
+// LightGBM's feature bins come from all rows' features (no labels): one binning for every fold.
+#include <LightGBM/c_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kselect/model.h"
+#include "kselect/version.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+Status LgbmError(std::string_view what) {
+  return InternalError("LightGBM " + std::string(what) + ": " + LGBM_GetLastError());
+}
+
+class DatasetPtr {
+ public:
+  DatasetPtr() = default;
+  explicit DatasetPtr(DatasetHandle h) : h_(h) {}
+  DatasetPtr(DatasetPtr&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  DatasetPtr& operator=(DatasetPtr&& o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~DatasetPtr() {
+    if (h_) LGBM_DatasetFree(h_);
+  }
+  DatasetHandle get() const { return h_; }
+
+ private:
+  DatasetHandle h_ = nullptr;
+};
+
+class BoosterPtr {
+ public:
+  BoosterPtr() = default;
+  explicit BoosterPtr(BoosterHandle h) : h_(h) {}
+  BoosterPtr(BoosterPtr&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  BoosterPtr& operator=(BoosterPtr&& o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~BoosterPtr() {
+    if (h_) LGBM_BoosterFree(h_);
+  }
+  BoosterHandle get() const { return h_; }
+  explicit operator bool() const { return h_ != nullptr; }
+
+ private:
+  BoosterHandle h_ = nullptr;
+};
+
+std::string ModelFileName(Target t) {
+  return "model_" + std::string(TargetName(t)) + ".lgbm";
+}
+
+double TargetValue(const Candidate& c, Target t) {
+  switch (t) {
+    case Target::kTflops:
+      return c.tflops;
+    case Target::kLatency:
+      return c.latency_ms;
+    case Target::kBandwidth:
+      return c.bandwidth_gb_s;
+  }
+  return c.tflops;
+}
+
+// The relevance grades of the ranking objective: 0..kMaxGrade, linear gains (like the graded
+// NDCG that evaluation reports).
+constexpr int kMaxGrade = 30;
+
+std::string BoosterParams(const TrainOptions& o, bool ranking) {
+  const LightGbmParams& p = o.params;
+  std::ostringstream s;
+  if (ranking) {
+    s << "objective=lambdarank metric=ndcg eval_at=10 label_gain=";
+    for (int g = 0; g <= kMaxGrade; ++g) s << (g ? "," : "") << g;
+  } else {
+    s << "objective=regression metric=rmse";
+  }
+  s << " num_leaves=" << p.num_leaves << " max_depth=" << p.max_depth
+    << " learning_rate=" << p.learning_rate << " min_data_in_leaf=" << p.min_data_in_leaf
+    << " feature_fraction=" << p.feature_fraction << " bagging_fraction=" << p.bagging_fraction
+    << " bagging_freq=" << p.bagging_freq << " lambda_l1=" << p.lambda_l1
+    << " lambda_l2=" << p.lambda_l2 << " seed=" << o.seed
+    << " deterministic=true force_row_wise=true num_threads=" << o.num_threads << " verbose=-1";
+  return s.str();
+}
+
+std::string DatasetParams(const TrainOptions& o, const FeatureSpec& spec) {
+  std::string s = "max_bin=" + std::to_string(o.params.max_bin) +
+                  " verbose=-1 seed=" + std::to_string(o.seed) +
+                  " num_threads=" + std::to_string(o.num_threads);
+  const std::vector<int> cats = spec.CategoricalIndices();
+  if (!cats.empty()) {
+    s += " categorical_feature=";
+    for (size_t i = 0; i < cats.size(); ++i) s += (i ? "," : "") + std::to_string(cats[i]);
+  }
+  return s;
+}
+
+StatusOr<std::vector<double>> PredictRows(BoosterHandle booster, const std::vector<double>& x,
+                                          size_t cols, std::span<const int32_t> rows,
+                                          int num_iteration) {
+  std::vector<double> sub(rows.size() * cols);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(rows[i] * cols), cols,
+                sub.begin() + static_cast<std::ptrdiff_t>(i * cols));
+  }
+  std::vector<double> out(rows.size());
+  if (rows.empty()) return out;
+  int64_t len = 0;
+  if (LGBM_BoosterPredictForMat(booster, sub.data(), C_API_DTYPE_FLOAT64,
+                                static_cast<int32_t>(rows.size()), static_cast<int32_t>(cols), 1,
+                                C_API_PREDICT_NORMAL, 0, num_iteration, "num_threads=1", &len,
+                                out.data()) != 0) {
+    return LgbmError("predict");
+  }
+  return out;
+}
+
+struct FitResult {
+  BoosterPtr booster;
+  int best_iteration = 0;  // trees of this fit to keep
+};
+
+// Trains on `train` rows, early-stopping on `valid` rows when there are any; else a fixed
+// `max_rounds`. `labels` and `init` are indexed by row of the full dataset.
+StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
+                        std::span<const int32_t> valid, const std::vector<float>& labels,
+                        const std::vector<double>* init, const std::string& dataset_params,
+                        const std::string& booster_params, int max_rounds, int patience,
+                        std::span<const int> query_of_row) {
+  const bool ranking = !query_of_row.empty();
+  auto subset = [&](std::span<const int32_t> rows) -> StatusOr<DatasetPtr> {
+    DatasetHandle h = nullptr;
+    if (LGBM_DatasetGetSubset(full, rows.data(), static_cast<int32_t>(rows.size()),
+                              dataset_params.c_str(), &h) != 0) {
+      return LgbmError("subset");
+    }
+    DatasetPtr d(h);
+    std::vector<float> y(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) y[i] = labels[static_cast<size_t>(rows[i])];
+    if (LGBM_DatasetSetField(h, "label", y.data(), static_cast<int>(y.size()),
+                             C_API_DTYPE_FLOAT32) != 0) {
+      return LgbmError("label");
+    }
+    if (ranking) {
+      // Rows of one problem are contiguous: each run is one query.
+      std::vector<int32_t> sizes;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int q = query_of_row[static_cast<size_t>(rows[i])];
+        if (i == 0 || q != query_of_row[static_cast<size_t>(rows[i - 1])]) sizes.push_back(0);
+        ++sizes.back();
+      }
+      if (LGBM_DatasetSetField(h, "group", sizes.data(), static_cast<int>(sizes.size()),
+                               C_API_DTYPE_INT32) != 0) {
+        return LgbmError("query groups");
+      }
+    }
+    if (init) {
+      std::vector<double> s(rows.size());
+      for (size_t i = 0; i < rows.size(); ++i) s[i] = (*init)[static_cast<size_t>(rows[i])];
+      if (LGBM_DatasetSetField(h, "init_score", s.data(), static_cast<int>(s.size()),
+                               C_API_DTYPE_FLOAT64) != 0) {
+        return LgbmError("init_score");
+      }
+    }
+    return d;
+  };
+  KSELECT_ASSIGN_OR_RETURN(DatasetPtr train_set, subset(train));
+  DatasetPtr valid_set;
+  if (!valid.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(valid_set, subset(valid));
+  }
+  BoosterHandle b = nullptr;
+  if (LGBM_BoosterCreate(train_set.get(), booster_params.c_str(), &b) != 0) {
+    return LgbmError("create booster");
+  }
+  FitResult fit;
+  fit.booster = BoosterPtr(b);
+  if (valid_set.get() && LGBM_BoosterAddValidData(b, valid_set.get()) != 0) {
+    return LgbmError("add validation data");
+  }
+  double best = INFINITY;
+  int best_round = 0;
+  for (int round = 1; round <= max_rounds; ++round) {
+    int finished = 0;
+    if (LGBM_BoosterUpdateOneIter(b, &finished) != 0) return LgbmError("training iteration");
+    if (finished) break;
+    if (valid_set.get()) {
+      int len = 0;
+      double metric = 0;
+      if (LGBM_BoosterGetEval(b, 1, &len, &metric) != 0) return LgbmError("evaluation");
+      const double loss = ranking ? -metric : metric;  // NDCG: higher is better
+      if (loss < best - 1e-12) {
+        best = loss;
+        best_round = round;
+      } else if (round - best_round >= patience) {
+        break;
+      }
+    } else {
+      best_round = round;
+    }
+  }
+  fit.best_iteration = std::max(best_round, 1);
+  return fit;
+}
+
+// Splits `groups` (shape ids) into inner-train and inner-valid by a seeded shuffle of shapes.
+void InnerSplit(const std::vector<int32_t>& rows, const std::vector<int>& group_of_row,
+                double fraction, uint64_t seed, std::vector<int32_t>* inner_train,
+                std::vector<int32_t>* inner_valid) {
+  std::vector<int> groups;
+  for (int32_t r : rows) groups.push_back(group_of_row[static_cast<size_t>(r)]);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  std::mt19937_64 rng(seed);
+  std::shuffle(groups.begin(), groups.end(), rng);
+  inner_train->clear();
+  inner_valid->clear();
+  if (groups.size() < 2) {
+    *inner_train = rows;
+    return;
+  }
+  size_t n_valid = static_cast<size_t>(std::ceil(fraction * static_cast<double>(groups.size())));
+  n_valid = std::clamp<size_t>(n_valid, 1, groups.size() - 1);
+  std::vector<char> is_valid_group(
+      group_of_row.empty() ? 0 : *std::max_element(group_of_row.begin(), group_of_row.end()) + 1,
+      0);
+  for (size_t i = 0; i < n_valid; ++i) is_valid_group[static_cast<size_t>(groups[i])] = 1;
+  for (int32_t r : rows) {
+    (is_valid_group[static_cast<size_t>(group_of_row[static_cast<size_t>(r)])] ? inner_valid
+                                                                               : inner_train)
+        ->push_back(r);
+  }
+}
+
+std::string NowIso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+Status WriteText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.good()) return IoError("cannot write " + path.string());
+  return Status::Ok();
+}
+
+json StatsJson(const EfficiencyStats& s) {
+  return {
+      {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p10", s.p10}, {"min", s.min}};
+}
+
+std::vector<std::string> BoosterFeatureNames(BoosterHandle b, int n) {
+  std::vector<std::vector<char>> storage(static_cast<size_t>(n), std::vector<char>(256));
+  std::vector<char*> ptrs;
+  for (auto& s : storage) ptrs.push_back(s.data());
+  int out_len = 0;
+  size_t out_buf = 0;
+  std::vector<std::string> names;
+  if (LGBM_BoosterGetFeatureNames(b, n, &out_len, 256, &out_buf, ptrs.data()) != 0) return names;
+  for (int i = 0; i < out_len; ++i) names.emplace_back(ptrs[static_cast<size_t>(i)]);
+  return names;
+}
+
+}  // namespace
+
+struct Model::Impl {
+  FeatureSpec spec;
+  std::optional<GemmFeatureExtractor> extractor;
+  std::map<Target, BoosterPtr> boosters;
+  std::map<Target, int> iterations;
+  std::set<Target> rankers;
+};
+
+namespace {
+// The model file itself says how it was trained ("objective=lambdarank" in its header).
+bool IsRankerFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
+    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
+    if (line.starts_with("Tree=")) break;
+  }
+  return false;
+}
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const FeatureSpec& Model::spec() const {
+  return impl_->spec;
+}
+const GemmFeatureExtractor& Model::extractor() const {
+  return *impl_->extractor;
+}
+bool Model::Has(Target target) const {
+  return impl_->boosters.count(target) > 0;
+}
+bool Model::Ranks(Target target) const {
+  return impl_->rankers.count(target) > 0;
+}
+
+StatusOr<Model> Model::Load(const std::string& dir) {
+  if (!fs::is_directory(dir)) return NotFoundError(dir + ": no such model directory");
+  auto impl = std::make_unique<Impl>();
+  KSELECT_ASSIGN_OR_RETURN(impl->spec,
+                           LoadFeatureSpec((fs::path(dir) / "feature_spec.json").string()));
+  auto extractor = GemmFeatureExtractor::Create(impl->spec);
+  if (!extractor.ok()) return extractor.status().WithContext(dir);
+  impl->extractor.emplace(std::move(*extractor));
+  for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
+    const fs::path path = fs::path(dir) / ModelFileName(t);
+    if (!fs::exists(path)) {
+      if (t == Target::kTflops)
+        return NotFoundError(path.string() + ": the TFLOPS model is missing");
+      continue;
+    }
+    BoosterHandle h = nullptr;
+    int iterations = 0;
+    if (LGBM_BoosterCreateFromModelfile(path.string().c_str(), &iterations, &h) != 0) {
+      return ParseError(path.string() + ": not a readable LightGBM model (" + LGBM_GetLastError() +
+                        "); retrain or restore the file");
+    }
+    BoosterPtr booster(h);
+    int num_features = 0;
+    if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
+    if (static_cast<size_t>(num_features) != impl->spec.features.size()) {
+      return SchemaMismatchError(path.string() + ": the model takes " +
+                                 std::to_string(num_features) + " features but feature_spec.json " +
+                                 "lists " + std::to_string(impl->spec.features.size()));
+    }
+    const std::vector<std::string> names = BoosterFeatureNames(h, num_features);
+    if (names != impl->spec.Names()) {
+      return SchemaMismatchError(path.string() +
+                                 ": the model's feature names differ from feature_spec.json");
+    }
+    impl->iterations[t] = iterations;
+    if (IsRankerFile(path)) impl->rankers.insert(t);
+    impl->boosters.emplace(t, std::move(booster));
+  }
+  return Model(std::move(impl));
+}
+
+Status Model::CheckHardware(const HardwareConstants& hardware) const {
+  const std::string d = DescribeHardwareDifference(impl_->spec.hardware, hardware);
+  if (d.empty()) return Status::Ok();
+  return SchemaMismatchError("the model was trained for other hardware: " + d +
+                             "; use a model trained on this device or retrain");
+}
+
+StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
+                                                     std::span<const double> features,
+                                                     size_t rows) const {
+  const auto it = impl_->boosters.find(target);
+  if (it == impl_->boosters.end()) {
+    return NotFoundError("the model has no " + std::string(TargetName(target)) + " model");
+  }
+  const size_t cols = impl_->spec.features.size();
+  KSELECT_CHECK(features.size() == rows * cols);
+  std::vector<double> out(rows);
+  if (rows == 0) return out;
+  int64_t len = 0;
+  if (LGBM_BoosterPredictForMat(it->second.get(), features.data(), C_API_DTYPE_FLOAT64,
+                                static_cast<int32_t>(rows), static_cast<int32_t>(cols), 1,
+                                C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
+                                out.data()) != 0) {
+    return LgbmError("predict");
+  }
+  // Regression models are trained on log1p(target); a ranker's scores stay scores.
+  if (!Ranks(target)) {
+    for (double& v : out) v = std::expm1(v);
+  }
+  return out;
+}
+
+StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
+                                             std::span<const KernelConfig> candidates) const {
+  std::vector<double> x;
+  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x));
+  return PredictFeatures(target, x, candidates.size());
+}
+
+StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
+                                 const std::string& out_dir) {
+  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, options.provider));
+  return TrainModelOnCandidates(data, options, out_dir);
+}
+
+StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const TrainOptions& options,
+                                             const std::string& out_dir) {
+  if (options.targets.empty() || options.targets.front() != Target::kTflops) {
+    return InvalidArgumentError("the TFLOPS target is required and comes first");
+  }
+  if (options.provider && *options.provider != data.provider) {
+    return InvalidArgumentError("the candidate set is for another provider than --provider");
+  }
+  TrainResult result;
+  result.spec = GemmFeatureSpec(data.provider, data.hardware);
+  KSELECT_ASSIGN_OR_RETURN(GemmFeatureExtractor extractor,
+                           GemmFeatureExtractor::Create(result.spec));
+
+  std::optional<Model> previous;
+  if (!options.warm_start_dir.empty()) {
+    auto loaded = Model::Load(options.warm_start_dir);
+    if (!loaded.ok()) return loaded.status().WithContext("warm start");
+    if (auto s = CheckSpecCompatible(loaded->spec(), result.spec); !s.ok()) {
+      return s.WithContext("warm start from " + options.warm_start_dir);
+    }
+    previous.emplace(std::move(*loaded));
+  }
+
+  // Feature matrix, rows ordered by problem then config.
+  const size_t cols = result.spec.features.size();
+  std::vector<double> x;
+  x.reserve(data.NumCandidates() * cols);
+  std::vector<int> group_of_row;
+  std::vector<int> problem_of_row;
+  std::map<std::string, int> group_ids;
+  for (const ProblemCandidates& p : data.problems) group_ids.emplace(p.shape_key, 0);
+  int next_group = 0;
+  for (auto& [key, id] : group_ids) id = next_group++;
+  std::vector<KernelConfig> configs;
+  std::vector<double> block;
+  for (size_t pi = 0; pi < data.problems.size(); ++pi) {
+    const ProblemCandidates& p = data.problems[pi];
+    configs.clear();
+    for (const Candidate& c : p.candidates) configs.push_back(c.config);
+    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block));
+    x.insert(x.end(), block.begin(), block.end());
+    for (size_t i = 0; i < p.candidates.size(); ++i) {
+      group_of_row.push_back(group_ids.at(p.shape_key));
+      problem_of_row.push_back(static_cast<int>(pi));
+    }
+  }
+  const size_t rows = group_of_row.size();
+  result.rows = static_cast<int64_t>(rows);
+  result.problems = static_cast<int64_t>(data.problems.size());
+  result.shapes = next_group;
+
+  const std::string dataset_params = DatasetParams(options, result.spec);
+  const std::string regression_params = BoosterParams(options, false);
+  DatasetHandle full_handle = nullptr;
+  if (LGBM_DatasetCreateFromMat(x.data(), C_API_DTYPE_FLOAT64, static_cast<int32_t>(rows),
+                                static_cast<int32_t>(cols), 1, dataset_params.c_str(), nullptr,
+                                &full_handle) != 0) {
+    return LgbmError("dataset");
+  }
+  DatasetPtr full(full_handle);
+  {
+    std::vector<std::string> names = result.spec.Names();
+    std::vector<const char*> ptrs;
+    for (const std::string& n : names) ptrs.push_back(n.c_str());
+    if (LGBM_DatasetSetFeatureNames(full_handle, ptrs.data(), static_cast<int>(ptrs.size())) != 0) {
+      return LgbmError("feature names");
+    }
+  }
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return IoError("cannot create " + out_dir + ": " + ec.message());
+
+  std::vector<int32_t> all_rows(rows);
+  std::iota(all_rows.begin(), all_rows.end(), 0);
+  const int max_rounds = previous ? options.warm_start_rounds : options.max_rounds;
+  json importances = json::object();
+  json cv = json::object();
+  std::vector<double> oof(rows, std::nan(""));
+  std::vector<int> fold_of_row(rows, -1);
+
+  json objectives = json::object();
+  for (Target target : options.targets) {
+    const bool ranking = target == Target::kTflops && options.objective == Objective::kLambdarank;
+    const std::string booster_params = BoosterParams(options, ranking);
+    const std::span<const int> queries =
+        ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
+    objectives[std::string(TargetName(target))] = ranking ? "lambdarank" : "regression";
+    std::vector<float> labels(rows);
+    {
+      size_t r = 0;
+      for (const ProblemCandidates& p : data.problems) {
+        double oracle = 0;
+        for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
+        for (const Candidate& c : p.candidates) {
+          const double v = TargetValue(c, target);
+          if (!(v > 0) || !std::isfinite(v)) {
+            return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
+                                        std::string(TargetName(target)) +
+                                        "; train only the targets the data has (--targets)");
+          }
+          labels[r++] = ranking ? static_cast<float>(std::lround(kMaxGrade * v / oracle))
+                                : static_cast<float>(std::log1p(v));
+        }
+      }
+    }
+    // Subsets copy their metadata from the full dataset, so it carries this target's labels.
+    if (LGBM_DatasetSetField(full.get(), "label", labels.data(), static_cast<int>(rows),
+                             C_API_DTYPE_FLOAT32) != 0) {
+      return LgbmError("label");
+    }
+    std::optional<std::vector<double>> init;
+    if (previous) {
+      if (!previous->Has(target)) {
+        return FailedPreconditionError("warm start: " + options.warm_start_dir + " has no " +
+                                       std::string(TargetName(target)) + " model");
+      }
+      if (previous->Ranks(target) != ranking) {
+        return FailedPreconditionError("warm start: the " + std::string(TargetName(target)) +
+                                       " model in " + options.warm_start_dir +
+                                       " was trained with another objective");
+      }
+      KSELECT_ASSIGN_OR_RETURN(std::vector<double> p, previous->PredictFeatures(target, x, rows));
+      if (!ranking) {
+        for (double& v : p) v = std::log1p(v);
+      }
+      init = std::move(p);
+    }
+    const std::vector<double>* init_ptr = init ? &*init : nullptr;
+
+    std::vector<int> best_iterations;
+    if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
+      const int folds = std::min(options.folds, next_group);
+      std::vector<int64_t> sizes(static_cast<size_t>(next_group), 0);
+      for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
+      const std::vector<int> fold_of_group = GroupKFold(sizes, folds);
+      json fold_json = json::array();
+      for (int f = 0; f < folds; ++f) {
+        std::vector<int32_t> train, valid, inner_train, inner_valid;
+        for (size_t r = 0; r < rows; ++r) {
+          const bool in_fold = fold_of_group[static_cast<size_t>(group_of_row[r])] == f;
+          (in_fold ? valid : train).push_back(static_cast<int32_t>(r));
+          if (in_fold) fold_of_row[r] = f;
+        }
+        InnerSplit(train, group_of_row, options.inner_valid_fraction,
+                   options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
+        KSELECT_ASSIGN_OR_RETURN(
+            FitResult fit,
+            Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
+                booster_params, max_rounds, options.early_stopping_rounds, queries));
+        KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
+                                                                       valid, fit.best_iteration));
+        FoldMetrics m;
+        m.fold = f;
+        m.train_rows = static_cast<int64_t>(inner_train.size());
+        m.valid_rows = static_cast<int64_t>(valid.size());
+        m.best_iteration = fit.best_iteration;
+        double sse = 0, mean = 0, sst = 0;
+        for (size_t i = 0; i < valid.size(); ++i) {
+          const size_t r = static_cast<size_t>(valid[i]);
+          if (init_ptr) pred[i] += (*init_ptr)[r];
+          sse += std::pow(pred[i] - labels[r], 2);
+          mean += labels[r];
+          oof[r] = ranking ? pred[i] : std::expm1(pred[i]);  // a ranker's scores stay scores
+        }
+        mean /= std::max<double>(1.0, static_cast<double>(valid.size()));
+        for (int32_t r : valid) sst += std::pow(labels[static_cast<size_t>(r)] - mean, 2);
+        m.rmse_log = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
+        m.r2_log = 1.0 - sse / std::max(sst, 1e-10);
+        if (ranking) m.rmse_log = m.r2_log = std::nan("");  // scores are not log1p(TFLOPS)
+        // Efficiency of the fold's problems from the out-of-fold predictions.
+        std::vector<ProblemOutcome> outcomes;
+        std::set<int> shapes;
+        size_t r0 = 0;
+        for (size_t pi = 0; pi < data.problems.size(); ++pi) {
+          const size_t n = data.problems[pi].candidates.size();
+          if (fold_of_row[r0] == f) {
+            outcomes.push_back(
+                EvaluateProblem(data.problems[pi], std::span<const double>(oof.data() + r0, n)));
+            shapes.insert(group_of_row[r0]);
+          }
+          r0 += n;
+        }
+        m.valid_shapes = static_cast<int64_t>(shapes.size());
+        m.efficiency = Summarize(std::move(outcomes)).model;
+        best_iterations.push_back(fit.best_iteration);
+        fold_json.push_back({{"fold", m.fold},
+                             {"train_rows", m.train_rows},
+                             {"inner_valid_rows", inner_valid.size()},
+                             {"valid_rows", m.valid_rows},
+                             {"valid_shapes", m.valid_shapes},
+                             {"best_iteration", m.best_iteration},
+                             {"rmse_log1p", m.rmse_log},
+                             {"r2_log1p", m.r2_log},
+                             {"efficiency", StatsJson(m.efficiency)}});
+        result.folds.push_back(m);
+      }
+      std::vector<ProblemOutcome> all;
+      size_t r0 = 0;
+      for (const ProblemCandidates& p : data.problems) {
+        all.push_back(
+            EvaluateProblem(p, std::span<const double>(oof.data() + r0, p.candidates.size())));
+        r0 += p.candidates.size();
+      }
+      const EvalSummary oof_summary = Summarize(std::move(all));
+      result.oof_efficiency = oof_summary.model;
+      cv = {{"target", "tflops"},
+            {"objective", ranking ? "lambdarank" : "regression"},
+            {"folds", fold_json},
+            {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
+            {"early_stopping", "inner split of each fold's training shapes"},
+            {"out_of_fold",
+             {{"efficiency", StatsJson(oof_summary.model)},
+              {"top1", oof_summary.top1},
+              {"top5_hit", oof_summary.top5},
+              {"ndcg_at_10", oof_summary.ndcg_at_10}}}};
+    } else {
+      std::vector<int32_t> inner_train, inner_valid;
+      InnerSplit(all_rows, group_of_row, options.inner_valid_fraction, options.seed, &inner_train,
+                 &inner_valid);
+      KSELECT_ASSIGN_OR_RETURN(
+          FitResult fit, Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
+                             booster_params, max_rounds, options.early_stopping_rounds, queries));
+      best_iterations.push_back(fit.best_iteration);
+    }
+    std::sort(best_iterations.begin(), best_iterations.end());
+    const int final_rounds = best_iterations[best_iterations.size() / 2];
+    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, Fit(full.get(), all_rows, {}, labels, init_ptr,
+                                                      dataset_params, booster_params, final_rounds,
+                                                      options.early_stopping_rounds, queries));
+    // Importances of the new trees, before merging in the warm-start model's.
+    for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
+      std::vector<double> imp(cols);
+      if (LGBM_BoosterFeatureImportance(final_fit.booster.get(), 0, type, imp.data()) != 0) {
+        return LgbmError("feature importance");
+      }
+      json by_name = json::object();
+      for (size_t i = 0; i < cols; ++i) by_name[result.spec.features[i].name] = imp[i];
+      importances[std::string(TargetName(target))]
+                 [type == C_API_FEATURE_IMPORTANCE_SPLIT ? "split" : "gain"] = by_name;
+    }
+    if (previous) {
+      // Put the previous model's trees in front of the new ones (their sum is the prediction).
+      BoosterHandle prev_copy = nullptr;
+      int prev_iterations = 0;
+      const fs::path prev_path = fs::path(options.warm_start_dir) / ModelFileName(target);
+      if (LGBM_BoosterCreateFromModelfile(prev_path.string().c_str(), &prev_iterations,
+                                          &prev_copy) != 0) {
+        return LgbmError("warm-start model");
+      }
+      BoosterPtr prev_owner(prev_copy);
+      if (LGBM_BoosterMerge(final_fit.booster.get(), prev_copy) != 0) return LgbmError("merge");
+    }
+    int total = 0;
+    if (LGBM_BoosterGetCurrentIteration(final_fit.booster.get(), &total) != 0) {
+      return LgbmError("iteration count");
+    }
+    const fs::path model_path = fs::path(out_dir) / ModelFileName(target);
+    if (LGBM_BoosterSaveModel(final_fit.booster.get(), 0, -1, C_API_FEATURE_IMPORTANCE_SPLIT,
+                              model_path.string().c_str()) != 0) {
+      return LgbmError("save model");
+    }
+    result.rounds.emplace_back(target, total);
+  }
+
+  KSELECT_RETURN_IF_ERROR(
+      SaveFeatureSpec(result.spec, (fs::path(out_dir) / "feature_spec.json").string()));
+  json rounds = json::object();
+  for (const auto& [t, n] : result.rounds) rounds[std::string(TargetName(t))] = n;
+  json targets = json::array();
+  for (Target t : options.targets) targets.push_back(TargetName(t));
+  const LightGbmParams& p = options.params;
+  json manifest = {
+      {"format", "kselect.train_manifest"},
+      {"format_major", 1},
+      {"tool", ToolDescription()},
+      {"created_at", NowIso()},
+      {"data",
+       {{"source", options.data_source},
+        {"fingerprint", data.fingerprint},
+        {"rows_read", data.rows_read},
+        {"rows_used", data.rows_used},
+        {"rows_skipped", data.rows_skipped},
+        {"duplicates_found", 0},
+        {"problems", result.problems},
+        {"shapes", result.shapes}}},
+      {"provider", ProviderName(data.provider)},
+      {"targets", targets},
+      {"target_transform", "log1p (regression models)"},
+      {"objectives", objectives},
+      {"trees", rounds},
+      {"options",
+       {{"folds", options.folds},
+        {"seed", options.seed},
+        {"num_threads", options.num_threads},
+        {"max_rounds", options.max_rounds},
+        {"early_stopping_rounds", options.early_stopping_rounds},
+        {"inner_valid_fraction", options.inner_valid_fraction},
+        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
+      {"lightgbm",
+       {{"booster", regression_params},
+        {"dataset", dataset_params},
+        {"num_leaves", p.num_leaves},
+        {"learning_rate", p.learning_rate}}},
+      {"warm_start", options.warm_start_dir.empty()
+                         ? json()
+                         : json{{"from", options.warm_start_dir},
+                                {"added_rounds_max", options.warm_start_rounds}}},
+  };
+  KSELECT_RETURN_IF_ERROR(
+      WriteText(fs::path(out_dir) / "train_manifest.json", manifest.dump(2) + "\n"));
+  KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
+  KSELECT_RETURN_IF_ERROR(
+      WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
+  std::ostringstream csv;
+  csv << "problem,config,fold,measured_tflops,oof_predicted_tflops\n";
+  size_t r = 0;
+  for (const ProblemCandidates& pc : data.problems) {
+    for (const Candidate& c : pc.candidates) {
+      csv << '"' << pc.problem_key << "\",\"" << c.config_key << "\"," << fold_of_row[r] << ","
+          << c.tflops << "," << oof[r] << "\n";
+      ++r;
+    }
+  }
+  KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "oof_predictions.csv", csv.str()));
+  return result;
+}
+
+}  // namespace kselect

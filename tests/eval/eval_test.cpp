@@ -1,0 +1,168 @@
+// Selection metrics: efficiency, graded NDCG, quantiles, peers, and the comparison rules.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "kselect/eval.h"
+#include "model/synthetic_gemm_data.h"
+#include "testing_util.h"
+
+namespace kselect {
+namespace {
+
+using testing_util::Contains;
+
+ProblemCandidates Problem(const std::vector<double>& tflops,
+                          const std::vector<std::optional<int32_t>>& peer = {}) {
+  ProblemCandidates p;
+  p.problem_key = "p";
+  p.problem.m = p.problem.n = p.problem.k = 256;
+  for (size_t i = 0; i < tflops.size(); ++i) {
+    Candidate c;
+    TileConfig t;
+    t.tile_m = 16 * static_cast<int32_t>(i + 1);
+    c.config = t;
+    c.config_key = "c" + std::to_string(i);
+    c.tflops = tflops[i];
+    if (i < peer.size()) c.peer_rank = peer[i];
+    p.candidates.push_back(c);
+  }
+  return p;
+}
+
+TEST(Ndcg, IsOneForThePerfectOrderAndGradedOtherwise) {
+  const std::vector<double> tflops = {100, 50, 80, 10};
+  EXPECT_DOUBLE_EQ(NdcgAtK(tflops, tflops, 4), 1.0);
+  // Predicted order 50, 80, 100, 10: relevances 0.5, 0.8, 1.0, 0.1.
+  const std::vector<double> scores = {2, 4, 3, 1};
+  const double dcg = 0.5 + 0.8 / std::log2(3) + 1.0 / std::log2(4) + 0.1 / std::log2(5);
+  const double ideal = 1.0 + 0.8 / std::log2(3) + 0.5 / std::log2(4) + 0.1 / std::log2(5);
+  EXPECT_NEAR(NdcgAtK(tflops, scores, 4), dcg / ideal, 1e-12);
+  // Not top-1 accuracy: a near-oracle pick scores close to 1.
+  EXPECT_NEAR(NdcgAtK(std::vector<double>{100, 99}, std::vector<double>{0, 1}, 1), 0.99, 1e-12);
+}
+
+TEST(EvaluateProblem, EfficiencyRankAndPeers) {
+  const ProblemCandidates p = Problem({100, 50, 80, 10}, {3, 1, std::nullopt, 2});
+  const std::vector<double> scores = {1, 0, 5, 2};  // picks the 80 config; the oracle is second
+  const ProblemOutcome o = EvaluateProblem(p, scores);
+  EXPECT_DOUBLE_EQ(o.efficiency, 0.8);
+  EXPECT_EQ(o.selected_config, "c2");
+  EXPECT_EQ(o.oracle_config, "c0");
+  EXPECT_EQ(o.oracle_predicted_rank, 3);  // order c2, c3, c0, c1
+  ASSERT_TRUE(o.peer_top1_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*o.peer_top1_efficiency, 0.5);
+  ASSERT_TRUE(o.peer_best_of_8_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*o.peer_best_of_8_efficiency, 1.0);  // the peer's top 8 holds the oracle
+}
+
+TEST(ComputeStats, MatchesNumpyLinearQuantiles) {
+  // numpy: quantile([0.5, 0.6, 0.9, 1.0, 1.0], 0.1) = 0.54, median 0.9.
+  const EfficiencyStats s = ComputeStats({1.0, 0.5, 0.9, 1.0, 0.6});
+  EXPECT_EQ(s.count, 5);
+  EXPECT_NEAR(s.mean, 0.8, 1e-12);
+  EXPECT_NEAR(s.median, 0.9, 1e-12);
+  EXPECT_NEAR(s.p10, 0.54, 1e-12);
+  EXPECT_DOUBLE_EQ(s.min, 0.5);
+  EXPECT_EQ(ComputeStats({}).count, 0);
+}
+
+EvalSummary SummaryOf(const std::vector<double>& efficiencies) {
+  std::vector<ProblemOutcome> outcomes;
+  for (size_t i = 0; i < efficiencies.size(); ++i) {
+    ProblemOutcome o;
+    o.problem_key = "p" + std::to_string(i);
+    o.efficiency = efficiencies[i];
+    o.selected_config = "c";
+    o.oracle_predicted_rank = efficiencies[i] == 1.0 ? 1 : 2;
+    outcomes.push_back(o);
+  }
+  return Summarize(outcomes);
+}
+
+TEST(CompareSummaries, AppliesTheAcceptanceRules) {
+  const std::vector<double> base(20, 0.98);
+  auto same = CompareSummaries(SummaryOf(base), SummaryOf(base));
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->passed);
+  EXPECT_EQ(same->same, 20);
+
+  std::vector<double> one_drop = base;
+  one_drop[7] = 0.86;  // -12 points on one problem; mean falls only 0.6 points
+  auto drop = CompareSummaries(SummaryOf(base), SummaryOf(one_drop));
+  ASSERT_TRUE(drop.ok());
+  EXPECT_FALSE(drop->passed);
+  EXPECT_EQ(drop->worst_problem, "p7");
+  EXPECT_TRUE(Contains(ComparisonToText(*drop), "p7 lost 12.00%"));
+
+  std::vector<double> small = base;
+  for (double& e : small) e -= 0.004;  // within 0.5 points everywhere
+  EXPECT_TRUE(CompareSummaries(SummaryOf(base), SummaryOf(small))->passed);
+  for (double& e : small) e -= 0.004;  // now 0.8 points: mean and median fail
+  auto worse = CompareSummaries(SummaryOf(base), SummaryOf(small));
+  EXPECT_FALSE(worse->passed);
+  EXPECT_EQ(worse->failures.size(), 2u);
+
+  EXPECT_FALSE(CompareSummaries(SummaryOf(base), SummaryOf({0.9})).ok());
+}
+
+TEST(BuildCandidateSet, GroupsByProblemAndPicksTheOnlyProvider) {
+  const Dataset data = testing_util::SyntheticDataset(6, 4);
+  const auto set = BuildCandidateSet(data, std::nullopt);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->provider, Provider::kTile);
+  EXPECT_EQ(set->problems.size(), 6u + 2u);  // shapes 0 and 3 also in rrr
+  EXPECT_EQ(set->rows_used, static_cast<int64_t>(data.rows.size()));
+  EXPECT_EQ(set->hardware.sm_count, 132);
+  // Layout is part of the problem but not of the shape (GroupKFold) key.
+  EXPECT_EQ(set->problems[0].shape_key.find("layout"), std::string::npos);
+  const auto none = BuildCandidateSet(data, Provider::kCublasLt);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(Contains(none.status().message(), "no valid cublaslt"));
+}
+
+TEST(BuildCandidateSet, SkipsInvalidRowsAndFingerprintsTheData) {
+  Dataset data = testing_util::SyntheticDataset(4, 4);
+  const auto before = BuildCandidateSet(data, std::nullopt).value();
+  data.rows[0].is_valid = false;
+  const auto after = BuildCandidateSet(data, std::nullopt).value();
+  EXPECT_EQ(after.rows_skipped, 1);
+  EXPECT_NE(before.fingerprint, after.fingerprint);
+  EXPECT_EQ(before.fingerprint,
+            BuildCandidateSet(testing_util::SyntheticDataset(4, 4), std::nullopt)->fingerprint);
+}
+
+TEST(Summarize, SlicesByMFamilyAndKRegime) {
+  std::vector<ProblemOutcome> outcomes(3);
+  outcomes[0].m = 1;
+  outcomes[0].k = 8192;
+  outcomes[0].efficiency = 0.5;
+  outcomes[1].m = 16;
+  outcomes[1].k = 256;
+  outcomes[1].efficiency = 0.7;
+  outcomes[2].m = 5000;
+  outcomes[2].k = 4096;
+  outcomes[2].efficiency = 1.0;
+  const EvalSummary s = Summarize(outcomes);
+  EXPECT_EQ(s.slices.at("m: tiny (<32)").count, 2);
+  EXPECT_NEAR(s.slices.at("m: tiny (<32)").mean, 0.6, 1e-12);
+  EXPECT_EQ(s.slices.at("m: large (>=4096)").count, 1);
+  EXPECT_EQ(s.slices.at("k: deep (>=4096)").count, 2);
+  EXPECT_EQ(s.slices.at("k: shallow (<512)").min, 0.7);
+  EXPECT_EQ(s.slices.count("m: small (32-255)"), 0u);
+}
+
+TEST(EvalReports, JsonAndMarkdownCarryTheFigures) {
+  const EvalSummary s = SummaryOf({1.0, 0.9, 0.8});
+  const std::string json = EvalSummaryToJson(s, "models/x", "data/y.parquet");
+  EXPECT_TRUE(Contains(json, "\"efficiency\""));
+  EXPECT_TRUE(Contains(json, "\"ndcg_at_10\""));
+  const std::string md = EvalSummaryToMarkdown(s, "models/x", "data/y.parquet");
+  EXPECT_TRUE(Contains(md, "| kselect model | 3 | 90.00%"));
+  EXPECT_TRUE(Contains(md, "top-1 accuracy | 33.33%"));
+  EXPECT_TRUE(Contains(md, "| m: tiny (<32) | 3 |"));
+  EXPECT_TRUE(Contains(json, "\"slices\""));
+}
+
+}  // namespace
+}  // namespace kselect

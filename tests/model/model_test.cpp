@@ -1,0 +1,353 @@
+// Training, loading and evaluating LightGBM models on a generated dataset whose TFLOPS follow an
+// explicit formula (synthetic_gemm_data.h): a test of the learning machinery, not of GPU data.
+#ifdef KSELECT_WITH_LIGHTGBM
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kselect/ingest.h"
+#include "kselect/model.h"
+#include "model/synthetic_gemm_data.h"
+#include "testing_util.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::Contains;
+
+// A fresh directory per test, removed afterwards.
+class ModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("kselect_model_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Dir(const std::string& name) const { return (dir_ / name).string(); }
+
+  static TrainOptions FastOptions() {
+    TrainOptions o;
+    o.folds = 4;
+    o.seed = 42;
+    o.num_threads = 2;
+    o.max_rounds = 400;
+    o.early_stopping_rounds = 30;
+    o.params.learning_rate = 0.1;
+    o.params.num_leaves = 31;
+    o.params.min_data_in_leaf = 5;
+    o.targets = {Target::kTflops};
+    return o;
+  }
+
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path dir_;
+};
+
+// Efficiency of always picking the one config with the best mean efficiency over `data`'s
+// problems: the baseline a learned selector must beat.
+double BestFixedConfigEfficiency(const CandidateSet& data) {
+  std::map<std::string, std::pair<double, int>> sum;
+  for (const ProblemCandidates& p : data.problems) {
+    double oracle = 0;
+    for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
+    for (const Candidate& c : p.candidates) {
+      sum[c.config_key].first += c.tflops / oracle;
+      sum[c.config_key].second += 1;
+    }
+  }
+  double best = 0;
+  for (const auto& [key, s] : sum) best = std::max(best, s.first / s.second);
+  return best;
+}
+
+TEST(GroupKFold, NeverSplitsAGroupAndBalancesRows) {
+  const std::vector<int64_t> sizes = {50, 10, 10, 30, 20, 20, 40, 5, 15};
+  const std::vector<int> fold = GroupKFold(sizes, 3);
+  ASSERT_EQ(fold.size(), sizes.size());
+  std::vector<int64_t> load(3, 0);
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    ASSERT_GE(fold[g], 0);
+    ASSERT_LT(fold[g], 3);
+    load[static_cast<size_t>(fold[g])] += sizes[g];
+  }
+  // 200 rows: greedy largest-first balancing keeps every fold within one group of 200/3.
+  for (int64_t l : load) EXPECT_NEAR(static_cast<double>(l), 200.0 / 3, 15.0);
+  EXPECT_EQ(GroupKFold(sizes, 3), fold);  // deterministic
+}
+
+TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
+  const Dataset data = testing_util::SyntheticDataset(48, 1);
+  TrainOptions options = FastOptions();
+  options.targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
+  const auto result = TrainModel(data, options, Dir("m"));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->shapes, 48);
+  EXPECT_EQ(result->problems, 48 + 16);  // every third shape also in rrr
+  ASSERT_EQ(result->folds.size(), 4u);
+  for (const char* f : {"model_tflops.lgbm", "model_latency.lgbm", "model_bandwidth.lgbm",
+                        "feature_spec.json", "train_manifest.json", "cv_metrics.json",
+                        "feature_importances.json", "oof_predictions.csv"}) {
+    EXPECT_TRUE(fs::exists(Dir("m") + "/" + f)) << f;
+  }
+  // Out-of-fold: every shape was predicted by a model that never saw it, and the learned
+  // selector clearly beats the best single config.
+  const CandidateSet set = BuildCandidateSet(data, std::nullopt).value();
+  const double fixed = BestFixedConfigEfficiency(set);
+  EXPECT_GT(result->oof_efficiency.mean, 0.95);
+  EXPECT_GT(result->oof_efficiency.mean, fixed + 0.03) << "best fixed config " << fixed;
+  for (const FoldMetrics& f : result->folds) {
+    EXPECT_GT(f.r2_log, 0.9);
+    EXPECT_GE(f.best_iteration, 1);
+  }
+
+  // GroupKFold by shape with layout left out: both layouts of a shape share one fold.
+  std::ifstream oof(Dir("m") + "/oof_predictions.csv");
+  std::string line;
+  std::getline(oof, line);
+  std::map<std::string, std::set<int>> folds_of_shape;
+  while (std::getline(oof, line)) {
+    const size_t layout = line.find(" layout=");
+    const size_t batch = line.find(" batch=");
+    const std::string shape = line.substr(1, std::min(layout, batch) - 1);
+    const size_t q = line.rfind("\",");
+    const int fold = std::stoi(line.substr(q + 2, line.find(',', q + 2) - q - 2));
+    folds_of_shape[shape].insert(fold);
+  }
+  EXPECT_EQ(folds_of_shape.size(), 48u);
+  for (const auto& [shape, folds] : folds_of_shape) EXPECT_EQ(folds.size(), 1u) << shape;
+
+  const auto manifest = nlohmann::json::parse(Slurp(Dir("m") + "/train_manifest.json"));
+  EXPECT_EQ(manifest["data"]["rows_used"], static_cast<int64_t>(data.rows.size()));
+  EXPECT_EQ(manifest["data"]["duplicates_found"], 0);
+  EXPECT_EQ(manifest["data"]["fingerprint"].get<std::string>().size(), 16u);
+  EXPECT_EQ(manifest["objectives"]["tflops"], "regression");
+  EXPECT_EQ(manifest["objectives"]["latency"], "regression");
+  // Early stopping used an inner split of each fold's training shapes: training, inner
+  // validation and fold validation rows partition the data.
+  const auto cv = nlohmann::json::parse(Slurp(Dir("m") + "/cv_metrics.json"));
+  ASSERT_EQ(cv["folds"].size(), 4u);
+  for (const auto& fold : cv["folds"]) {
+    EXPECT_GT(fold["inner_valid_rows"].get<int64_t>(), 0);
+    EXPECT_EQ(fold["train_rows"].get<int64_t>() + fold["inner_valid_rows"].get<int64_t>() +
+                  fold["valid_rows"].get<int64_t>(),
+              static_cast<int64_t>(data.rows.size()));
+  }
+  const auto importances = nlohmann::json::parse(Slurp(Dir("m") + "/feature_importances.json"));
+  EXPECT_TRUE(importances["tflops"]["gain"].contains("wave_efficiency"));
+}
+
+TEST_F(ModelTest, RecoversTheFormulasBestConfigOnHeldOutShapes) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset train = testing_util::SyntheticDataset(60, 11, &used);
+  const Dataset held_out = testing_util::SyntheticDataset(20, 99, &used);  // unseen shapes
+  TrainOptions options = FastOptions();
+  options.folds = 0;  // no CV: the held-out set is the test
+  ASSERT_TRUE(TrainModel(train, options, Dir("m")).ok());
+  const auto model = Model::Load(Dir("m"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const CandidateSet test = BuildCandidateSet(held_out, std::nullopt).value();
+  const auto summary = EvaluateModel(*model, test);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_GT(summary->model.mean, 0.95);
+  EXPECT_GT(summary->model.p10, 0.85);
+  EXPECT_GT(summary->model.mean, BestFixedConfigEfficiency(test) + 0.03);
+  EXPECT_GT(summary->top5, 0.8);
+  EXPECT_GT(summary->ndcg_at_10, 0.95);
+  // The synthetic peer (largest tile first) is worse than the model.
+  EXPECT_EQ(summary->peer_top1.count, summary->model.count);
+  EXPECT_LT(summary->peer_top1.mean, summary->model.mean);
+}
+
+// The ranking objective, compared with regression on the same held-out shapes.
+TEST_F(ModelTest, LambdarankSelectsWellAndComparesWithRegression) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset train = testing_util::SyntheticDataset(60, 11, &used);
+  const Dataset held_out = testing_util::SyntheticDataset(20, 99, &used);
+  TrainOptions options = FastOptions();
+  options.folds = 3;
+  ASSERT_TRUE(TrainModel(train, options, Dir("regression")).ok());
+  options.objective = Objective::kLambdarank;
+  const auto ranked = TrainModel(train, options, Dir("rank"));
+  ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+  EXPECT_TRUE(std::isnan(ranked->folds[0].rmse_log));  // scores are not log1p(TFLOPS)
+  EXPECT_GT(ranked->oof_efficiency.mean, 0.9);
+
+  const Model regression = Model::Load(Dir("regression")).value();
+  const Model rank = Model::Load(Dir("rank")).value();
+  EXPECT_FALSE(regression.Ranks(Target::kTflops));
+  EXPECT_TRUE(rank.Ranks(Target::kTflops));
+  const CandidateSet test = BuildCandidateSet(held_out, std::nullopt).value();
+  const EvalSummary reg_summary = EvaluateModel(regression, test).value();
+  const EvalSummary rank_summary = EvaluateModel(rank, test).value();
+  EXPECT_GT(rank_summary.model.mean, BestFixedConfigEfficiency(test) + 0.03);
+  EXPECT_GT(rank_summary.model.mean, 0.9);
+  const auto comparison = CompareSummaries(reg_summary, rank_summary);
+  ASSERT_TRUE(comparison.ok());
+  EXPECT_EQ(comparison->improved + comparison->same + comparison->degraded,
+            static_cast<int64_t>(test.problems.size()));
+
+  // A warm start must keep the objective.
+  options.objective = Objective::kRegression;
+  options.warm_start_dir = Dir("rank");
+  const auto refused = TrainModel(train, options, Dir("mixed"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "another objective"));
+}
+
+TEST_F(ModelTest, TrainingIsDeterministic) {
+  const Dataset data = testing_util::SyntheticDataset(24, 3);
+  TrainOptions options = FastOptions();
+  options.folds = 3;
+  ASSERT_TRUE(TrainModel(data, options, Dir("a")).ok());
+  ASSERT_TRUE(TrainModel(data, options, Dir("b")).ok());
+  EXPECT_EQ(Slurp(Dir("a") + "/model_tflops.lgbm"), Slurp(Dir("b") + "/model_tflops.lgbm"));
+  EXPECT_EQ(Slurp(Dir("a") + "/cv_metrics.json"), Slurp(Dir("b") + "/cv_metrics.json"));
+  EXPECT_EQ(Slurp(Dir("a") + "/oof_predictions.csv"), Slurp(Dir("b") + "/oof_predictions.csv"));
+}
+
+TEST_F(ModelTest, DuplicatedRowsAreRefused) {
+  Dataset data = testing_util::SyntheticDataset(12, 5);
+  const size_t n = data.rows.size();
+  for (size_t i = 0; i < n; ++i) data.rows.push_back(data.rows[i]);  // a copied dataset
+  const auto result = TrainModel(data, FastOptions(), Dir("m"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(result.status().message(), std::to_string(n) + " duplicated"));
+  EXPECT_FALSE(fs::exists(Dir("m") + "/model_tflops.lgbm"));
+}
+
+TEST_F(ModelTest, MixedHardwareIsRefused) {
+  Dataset data = testing_util::SyntheticDataset(12, 5);
+  data.rows.back().sm_count = 114;
+  const auto result = TrainModel(data, FastOptions(), Dir("m"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(Contains(result.status().message(), "mixes hardware"));
+}
+
+TEST_F(ModelTest, CorruptOrMismatchedModelFilesGiveClearErrors) {
+  ASSERT_TRUE(TrainModel(testing_util::SyntheticDataset(12, 5), FastOptions(), Dir("m")).ok());
+  ASSERT_TRUE(Model::Load(Dir("m")).ok());
+
+  // A corrupt model file.
+  fs::copy(Dir("m"), Dir("corrupt"));
+  std::ofstream(Dir("corrupt") + "/model_tflops.lgbm", std::ios::trunc) << "tree\nnot a model\n";
+  auto loaded = Model::Load(Dir("corrupt"));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kParseError);
+  EXPECT_TRUE(Contains(loaded.status().message(), "model_tflops.lgbm"));
+
+  // A spec whose features are reordered no longer matches the model's own feature names.
+  fs::copy(Dir("m"), Dir("reordered"));
+  auto spec = nlohmann::json::parse(Slurp(Dir("m") + "/feature_spec.json"));
+  std::swap(spec["features"][0], spec["features"][1]);
+  std::ofstream(Dir("reordered") + "/feature_spec.json", std::ios::trunc) << spec.dump();
+  loaded = Model::Load(Dir("reordered"));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kSchemaMismatch);
+
+  // A spec from a future encoding version.
+  fs::copy(Dir("m"), Dir("future"));
+  spec = nlohmann::json::parse(Slurp(Dir("m") + "/feature_spec.json"));
+  spec["encoding_version"] = kFeatureEncodingVersion + 1;
+  std::ofstream(Dir("future") + "/feature_spec.json", std::ios::trunc) << spec.dump();
+  loaded = Model::Load(Dir("future"));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(Contains(loaded.status().message(), "encoding version"));
+
+  // Missing directory and missing spec.
+  EXPECT_EQ(Model::Load(Dir("nowhere")).status().code(), StatusCode::kNotFound);
+  fs::create_directories(Dir("empty"));
+  EXPECT_EQ(Model::Load(Dir("empty")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(ModelTest, EvaluationOnOtherHardwareIsRefused) {
+  ASSERT_TRUE(TrainModel(testing_util::SyntheticDataset(12, 5), FastOptions(), Dir("m")).ok());
+  Dataset other = testing_util::SyntheticDataset(6, 8);
+  for (DatasetRow& row : other.rows) row.peak_mem_bandwidth_gb_s = 3352;  // an H100
+  const auto model = Model::Load(Dir("m")).value();
+  const auto result = EvaluateModel(model, BuildCandidateSet(other, std::nullopt).value());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kSchemaMismatch);
+  EXPECT_TRUE(Contains(result.status().message(), "mem_bandwidth_gb_s"));
+}
+
+TEST_F(ModelTest, WarmStartAddsTreesAndRefusesAMismatchedSpec) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset first = testing_util::SyntheticDataset(20, 21, &used);
+  const Dataset more = testing_util::SyntheticDataset(20, 22, &used);
+  TrainOptions options = FastOptions();
+  options.folds = 0;
+  const auto base = TrainModel(first, options, Dir("base"));
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  const int base_trees = base->rounds.front().second;
+
+  options.warm_start_dir = Dir("base");
+  options.warm_start_rounds = 50;
+  const auto warm = TrainModel(more, options, Dir("warm"));
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  const int warm_trees = warm->rounds.front().second;
+  EXPECT_GT(warm_trees, base_trees);
+  EXPECT_LE(warm_trees, base_trees + 50);
+  // The merged model still predicts well on the new shapes it was updated with.
+  const auto model = Model::Load(Dir("warm")).value();
+  EXPECT_GT(EvaluateModel(model, BuildCandidateSet(more, std::nullopt).value())->model.mean, 0.9);
+
+  // Data of another device gives another spec: refused.
+  Dataset h100 = testing_util::SyntheticDataset(8, 23, &used);
+  for (DatasetRow& row : h100.rows) row.sm_count = 114;
+  const auto refused = TrainModel(h100, options, Dir("refused"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kSchemaMismatch);
+  EXPECT_TRUE(Contains(refused.status().message(), "sm_count"));
+}
+
+// The real CK Tile log format end to end: ingest the fixture, train, load, rank.
+TEST_F(ModelTest, TrainsOnIngestedCkTileFixtureRows) {
+  IngestOptions ingest;
+  ingest.arch = "gfx950";
+  ingest.device_kind = "mi355x";
+  const auto ingested =
+      IngestFile(testing_util::FixturePath("ck", "tile_good.log"), InputFormat::kCkTileLog, ingest);
+  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
+  Dataset data;
+  for (const Measurement& m : ingested->measurements) {
+    data.rows.push_back(RowFromMeasurement(m, ingested->runs.front()));
+  }
+  TrainOptions options = FastOptions();
+  options.folds = 2;  // the fixture has two shapes
+  options.params.min_data_in_leaf = 1;
+  const auto result = TrainModel(data, options, Dir("ck"));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->spec.provider, Provider::kCkTile);
+  EXPECT_EQ(result->spec.hardware.arch, "gfx950");
+  EXPECT_EQ(result->shapes, 2);
+  const auto model = Model::Load(Dir("ck"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const auto summary = EvaluateModel(*model, BuildCandidateSet(data, std::nullopt).value());
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->model.count, 2);
+}
+
+}  // namespace
+}  // namespace kselect
+
+#endif  // KSELECT_WITH_LIGHTGBM

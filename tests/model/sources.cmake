@@ -1,0 +1,6 @@
+# Tests of the ML core: the feature engine, evaluation metrics, and LightGBM training/inference
+# (the model tests compile to nothing without LightGBM).
+set(KSELECT_ML_TEST_SOURCES
+    ${PROJECT_SOURCE_DIR}/tests/features/features_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/eval/eval_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/model/model_test.cpp)
