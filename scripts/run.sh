@@ -4,10 +4,10 @@
 #
 #   scripts/run.sh            # -> out/dataset.parquet and a summary of it
 #
-# Today the shipped data are benchmark logs: kselect bench JSONL collected on an nvidia-h200
-# (data/raw/*.jsonl, when present) and AMD CK Tile sample logs (tests/fixtures). The main job
-# ingests them into the canonical Parquet dataset and summarises it. When trained models ship
-# (models/), this script also ranks kernels for a sample problem with `kselect predict`.
+# The shipped data are benchmark datasets measured on an nvidia-h200 (data/h200/*.parquet) and the
+# models trained on them (models/*); the main job summarises the datasets, ranks kernels for sample
+# LLM GEMMs with the shipped models (no GPU needed), and turns the sample benchmark logs (kselect
+# JSONL and an AMD CK Tile log) into canonical datasets under out/.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,18 +20,29 @@ KSELECT="$BUILD_DIR/bin/kselect"
 [ -x "$KSELECT" ] || die "$KSELECT was not built"
 mkdir -p "$ROOT/out"
 
-shopt -s nullglob
-gpu_logs=("$ROOT"/data/raw/*.jsonl)
-if [ ${#gpu_logs[@]} -gt 0 ]; then
-  echo "=== ingest ${#gpu_logs[@]} kselect bench log(s) from data/raw/"
-  "$KSELECT" ingest "${gpu_logs[@]}" -o "$ROOT/out/dataset.parquet"
-  "$KSELECT" data info "$ROOT/out/dataset.parquet"
-else
-  echo "=== no GPU logs in data/raw/ yet: ingesting the kselect JSONL sample"
-  "$KSELECT" ingest "$ROOT/tests/fixtures/kselect/bench_small.jsonl" -o "$ROOT/out/dataset.parquet"
-  "$KSELECT" data info "$ROOT/out/dataset.parquet"
-fi
+echo "=== shipped datasets (measured on an nvidia-h200)"
+for dataset in "$ROOT"/data/h200/*.parquet; do
+  echo "--- ${dataset#$ROOT/}"
+  "$KSELECT" data info "$dataset" | head -9
+done
 
+echo
+echo "=== kselect predict with the shipped models (no GPU needed)"
+predict() {  # model dataset m n k
+  echo "--- models/$1: m=$3 n=$4 k=$5 (bf16, TN)"
+  "$KSELECT" predict --model "$ROOT/models/$1" --candidates "$ROOT/data/h200/$2.parquet" \
+    --m "$3" --n "$4" --k "$5" --layout rcc --top 5
+}
+for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
+  predict h200_cublaslt_bf16_tn cublaslt_tiny_bf16_tn_wide $shape
+  predict h200_tile_bf16_tn tile_bf16_tn_wide $shape
+done
+echo "(held-out quality of each model: models/*/eval_report.md)"
+
+echo
+echo "=== kselect bench JSONL -> canonical dataset"
+"$KSELECT" ingest "$ROOT/tests/fixtures/kselect/bench_small.jsonl" -o "$ROOT/out/dataset.parquet"
+"$KSELECT" data info "$ROOT/out/dataset.parquet" | head -9
 echo
 echo "=== AMD CK Tile streaming log -> canonical dataset (AMD users train with kselect too)"
 "$KSELECT" ingest "$ROOT/tests/fixtures/ck/tile_good.log" --arch gfx950 -o "$ROOT/out/ck_tile.parquet"
