@@ -300,7 +300,8 @@ TEST(TileCompilerTest, TinyRuleSetCompilesAndSassHasTensorCoreInstructions) {
     switch (specs[i].config.pipeline) {
       case TilePipeline::kMultistage:
         saw_multistage = true;
-        EXPECT_NE(sass.find("HMMA.16816.F32"), std::string::npos) << SpecKey(specs[i]) << "\n" << sass.substr(0, 400);
+        EXPECT_NE(sass.find("HMMA.16816.F32"), std::string::npos) << SpecKey(specs[i]) << "\n"
+                                                                  << sass.substr(0, 400);
         EXPECT_NE(sass.find("LDSM"), std::string::npos) << SpecKey(specs[i]);
         EXPECT_NE(sass.find("LDGSTS"), std::string::npos) << SpecKey(specs[i]);
         break;
