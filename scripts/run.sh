@@ -35,6 +35,7 @@ predict() {  # model dataset m n k
 }
 for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
   predict h200_cublaslt_bf16_tn cublaslt_tiny_bf16_tn_wide $shape
+  predict h200_cublaslt_bf16_tn_rank cublaslt_tiny_bf16_tn_wide $shape  # lambdarank: scores
   predict h200_tile_bf16_tn tile_bf16_tn_wide $shape
 done
 echo "(held-out quality of each model: models/*/eval_report.md)"
