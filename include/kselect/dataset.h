@@ -218,6 +218,10 @@ DatasetSummary SummarizeDataset(const Dataset& dataset);
 std::string SummaryToJson(const DatasetSummary& summary, const Dataset& dataset);
 std::string SummaryToText(const DatasetSummary& summary, const Dataset& dataset);
 
+// OK when every row comes from one device (device kind, else device name and arch), or when
+// allow_mixed; else kFailedPrecondition listing the devices.
+Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed);
+
 // Concatenates datasets, merging repeated (run, problem, config) rows into their median. Refuses
 // (kFailedPrecondition) rows from more than one device kind/arch unless allow_mixed.
 StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed);

@@ -1,7 +1,6 @@
 // kselect ingest: benchmark output (kselect JSONL, CK Tile logs/JSON, CK conv CSV) -> Parquet.
 #include <iostream>
 #include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -72,20 +71,11 @@ int RunIngest(const IngestArgs& args) {
   const size_t records = measurements.size();
   measurements = MergeDuplicateMeasurements(std::move(measurements));
   Dataset dataset;
-  std::set<std::string> devices;
   for (const Measurement& m : measurements) {
-    const RunInfo& run = runs.at(m.run_id);
-    dataset.rows.push_back(RowFromMeasurement(m, run));
-    devices.insert(run.hardware.device_kind.empty()
-                       ? run.hardware.device_name + " " + run.hardware.arch
-                       : run.hardware.device_kind);
+    dataset.rows.push_back(RowFromMeasurement(m, runs.at(m.run_id)));
   }
-  if (devices.size() > 1 && !args.allow_mixed) {
-    std::string list;
-    for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
-    return ReportError(
-        "ingest", FailedPreconditionError("inputs come from more than one device (" + list +
-                                          "); pass --allow-mixed to write them into one dataset"));
+  if (auto s = CheckOneDevice(dataset.rows, args.allow_mixed); !s.ok()) {
+    return ReportError("ingest", s);
   }
   dataset.metadata[std::string(kMetaSources)] = sources.dump();
   dataset.metadata[std::string(kMetaOptions)] = nlohmann::json{

@@ -164,6 +164,14 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return buffer.str();
 }
 
+std::string TempPathBeside(const std::string& path) {
+  const std::filesystem::path target(path);
+  std::random_device rd;
+  return (target.parent_path() / ("." + target.filename().string() + ".tmp." +
+                                  std::to_string(::getpid()) + "." + std::to_string(rd())))
+      .string();
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -171,9 +179,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return IoError(path + ": folder " + dir.string() + " does not exist");
-  std::random_device rd;
-  const fs::path temp = dir / ("." + target.filename().string() + ".tmp." +
-                               std::to_string(::getpid()) + "." + std::to_string(rd()));
+  const fs::path temp = TempPathBeside(path);
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) return IoError(temp.string() + ": cannot open for writing: " + std::strerror(errno));

@@ -31,6 +31,8 @@ std::string Where(std::string_view source, int64_t line);
 
 // Reads a whole file; kNotFound / kIoError with the path in the message.
 StatusOr<std::string> ReadFile(const std::string& path);
+// A fresh hidden temporary name beside `path` (same folder, so a rename onto `path` is atomic).
+std::string TempPathBeside(const std::string& path);
 // Writes `path` through a temporary file in the same folder and a rename, so a failure never
 // leaves a partial file under the final name.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);

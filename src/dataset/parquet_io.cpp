@@ -5,10 +5,8 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/exception.h>
 #include <parquet/properties.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <random>
 #include <variant>
 
 #include "core/text.h"
@@ -108,14 +106,6 @@ void ReadChunk(const arrow::Array& chunk, std::vector<DatasetRow>& rows, size_t 
   }
 }
 
-std::string TempPathFor(const std::string& path) {
-  const std::filesystem::path target(path);
-  std::random_device rd;
-  return (target.parent_path() / ("." + target.filename().string() + ".tmp." +
-                                  std::to_string(::getpid()) + "." + std::to_string(rd())))
-      .string();
-}
-
 Status WriteTableTo(const arrow::Table& table, const std::string& path) {
   auto sink = arrow::io::FileOutputStream::Open(path);
   if (!sink.ok()) return FromArrow(sink.status(), path);
@@ -170,7 +160,7 @@ Status WriteDataset(const Dataset& dataset, const std::string& path) {
 
   // Write beside the target and rename: readers never see a half-written dataset, and a failed
   // write leaves an existing file untouched.
-  const std::string temp = TempPathFor(path);
+  const std::string temp = text::TempPathBeside(path);
   Status status;
   try {
     status = WriteTableTo(*table, temp);

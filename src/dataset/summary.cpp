@@ -108,18 +108,18 @@ std::string SummaryToText(const DatasetSummary& s, const Dataset& dataset) {
   return out;
 }
 
-StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed) {
+Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed) {
   std::set<std::string> devices;
-  for (const Dataset& d : inputs) {
-    for (const DatasetRow& row : d.rows) devices.insert(DeviceOf(row));
-  }
-  if (devices.size() > 1 && !allow_mixed) {
-    std::string list;
-    for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
-    return FailedPreconditionError("the inputs come from more than one device (" + list +
-                                   "); one dataset should come from one device kind. Pass "
-                                   "--allow-mixed to merge anyway");
-  }
+  for (const DatasetRow& row : rows) devices.insert(DeviceOf(row));
+  if (devices.size() <= 1 || allow_mixed) return Status::Ok();
+  std::string list;
+  for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
+  return FailedPreconditionError("the inputs come from more than one device (" + list +
+                                 "); one dataset should come from one device kind. Pass "
+                                 "--allow-mixed to write them into one dataset anyway");
+}
+
+StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed) {
   // Rows of one (run, problem, config) merge into their median, exactly as ingestion does.
   std::vector<Measurement> measurements;
   std::unordered_map<std::string, RunInfo> runs;
@@ -134,6 +134,7 @@ StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_m
   for (Measurement& m : MergeDuplicateMeasurements(std::move(measurements))) {
     out.rows.push_back(RowFromMeasurement(m, runs.at(m.run_id)));
   }
+  KSELECT_RETURN_IF_ERROR(CheckOneDevice(out.rows, allow_mixed));
   return out;
 }
 
