@@ -10,6 +10,11 @@
 // times. A worker that crashes or exceeds the watchdog is killed, the config it was timing is
 // recorded invalid with the reason, and a fresh worker continues the sweep.
 //
+// Each problem's configs are timed best-guess first (the heuristic's picks in rank order, then
+// the catalogue), so the early-abort bound is tight from the start; a second worker (the
+// planner) enumerates the next problem while this one is timed; a "problem_done" record closes
+// each finished problem.
+//
 // Resume: every record is one write(2) of a whole line (flushed per record); --resume repairs a
 // torn last line and skips every (problem, config) pair already in the file, so a killed run
 // continues with nothing lost and nothing duplicated.
@@ -48,6 +53,18 @@ std::string PairKey(const Problem& problem, const KernelConfig& config);
 // One JSONL line (with its trailing '\n') of a run record and of a measurement record.
 std::string RunRecordLine(const RunInfo& run);
 std::string MeasurementLine(const Measurement& m);
+// The record that closes one problem's sweep (ingest --complete-problems-only keeps only
+// problems that have one).
+struct ProblemDone {
+  std::string run_id;
+  Problem problem;
+  int64_t configs = 0;     // configs in the problem's list (catalogue + heuristic picks)
+  int64_t rows = 0;        // measurement records this invocation wrote for it
+  int64_t skipped = 0;     // pairs already in the file (--resume)
+  int64_t enumerated = 0;  // configs the rule set kept from the enumeration
+  double plan_seconds = 0, seconds = 0;
+};
+std::string ProblemDoneLine(const ProblemDone& done);
 
 // What an existing bench file already holds, for --resume.
 struct ResumeState {
@@ -55,6 +72,7 @@ struct ResumeState {
   RunInfo run;                            // the file's run record when present
   std::set<std::string> done;             // PairKey of every measurement record
   std::map<std::string, double> best_ms;  // per ProblemToString: fastest valid latency so far
+  std::set<std::string> completed;        // ProblemToString of problems with a problem_done
   int64_t measurements = 0;
   int64_t torn_bytes = 0;  // bytes of an incomplete last line (removed when repairing)
 };
@@ -72,21 +90,35 @@ struct BenchOptions {
   std::vector<int> devices = {0};
   std::string device_kind;  // lender's kind name, recorded in the run record ("nvidia-h200")
   std::string run_id;       // "" = derived from the start time and shard
-  // Method.
-  int warmup_iters = 10;  // at most this many warm-up launches (fewer for slow configs)
-  double warmup_ms = 5;   // ... enough to cover this much GPU time
-  int repeats = 7;        // timed batches; the median is reported
-  int min_repeats = 3;    // fewest batches the time budget may cut to
-  double batch_ms = 0.5;  // launches per batch chosen to fill this much GPU time
-  int max_iters_per_batch = 200;
-  double config_budget_ms = 300;  // GPU time budget for timing one config
-  double abort_factor = 3.0;      // abort a config whose estimate exceeds factor x best so far
-  int heuristic_picks = 8;        // the provider heuristic's top-N, timed and ranked as peers
+  // Method (docs/notes/cublaslt_bench.md). The defaults time a config in about 1.2 ms of GPU
+  // time when its kernel is short, in 4 launches when it is long, and abort a clearly slow one
+  // after 1 launch.
+  int warmup_iters = 10;    // at most this many warm-up launches (fewer for slow configs)
+  double warmup_ms = 0.25;  // ... enough to cover this much GPU time
+  int repeats = 5;          // timed batches; the median is reported
+  int min_repeats = 3;      // fewest batches the time budget may cut to
+  double batch_ms = 0.15;   // launches per batch chosen to fill this much GPU time
+  int max_iters_per_batch = 100;
+  // GPU time budget for the timed batches of one config: repeats are cut (not below
+  // min_repeats) when batches of a long kernel would exceed it.
+  double config_budget_ms = 3;
+  double abort_factor = 2.0;  // abort a config whose estimate exceeds factor x best so far
+  int heuristic_picks = 8;    // the provider heuristic's top-N, timed first, ranked as peers
   int64_t max_workspace_bytes = 32ll << 20;
   int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
   int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)
-  double watchdog_s = 30;               // a worker silent this long on one config is killed
-  double plan_watchdog_s = 300;         // ... while enumerating one problem
+  // A deterministic random sample of the rule set's configs (the same configs for every problem):
+  // 1 = all. With the `full` rules this measures what a smaller catalogue loses.
+  double sample_fraction = 1.0;
+  uint64_t sample_seed = 1;
+  // Stop starting configs after this many seconds (0 = no limit); the problem in progress gets
+  // no problem_done record, and --resume continues it.
+  double time_limit_s = 0;
+  // Planner workers per device: each enumerates a problem ahead while the timer times (cuBLASLt
+  // enumeration is seconds of CPU work per problem, longer than timing a small problem).
+  int planners = 4;
+  double watchdog_s = 30;        // a worker silent this long on one config is killed
+  double plan_watchdog_s = 300;  // ... while enumerating one problem
 };
 
 struct BenchSummary {
@@ -94,8 +126,11 @@ struct BenchSummary {
   int64_t problems_failed = 0;  // enumeration failed (reason on stderr)
   int64_t rows = 0;             // measurement records written by this invocation
   int64_t valid = 0, invalid = 0, aborted = 0;
-  int64_t skipped = 0;          // pairs already in the file (--resume)
-  int64_t worker_restarts = 0;  // crashes and watchdog kills
+  int64_t skipped = 0;           // pairs already in the file (--resume)
+  int64_t worker_restarts = 0;   // crashes and watchdog kills
+  int64_t problems_done = 0;     // problem_done records written by this invocation
+  int64_t problems_skipped = 0;  // finished in an earlier invocation (--resume)
+  bool time_limited = false;     // stopped by time_limit_s before the end
   double seconds = 0;
 };
 

@@ -60,6 +60,10 @@ std::string RejectingRule(const RuleSet& rules, const KernelConfig& config,
                           std::span<const std::string_view> ignored = {});
 // The rule set as a provider's enumeration filter (keep and may_keep).
 ConfigFilter RuleSetFilter(const RuleSet& rules);
+// `base` narrowed to a deterministic random sample: a config is kept with probability
+// `fraction`, decided by a hash of its ConfigKey and `seed`, so every problem gets the same
+// sample and a rerun the same configs.
+ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed);
 // `configs` that pass every rule, order kept.
 std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
                                      const std::vector<KernelConfig>& configs);

@@ -34,6 +34,7 @@ struct Candidate {
   double latency_ms = 0;
   double bandwidth_gb_s = 0;
   std::optional<int32_t> peer_rank;
+  bool estimated = false;  // an aborted row: its latency comes from 1-2 timed batches
 };
 
 // All valid measured configs of one problem.
@@ -44,15 +45,17 @@ struct ProblemCandidates {
   std::vector<Candidate> candidates;
 };
 
-// The valid GEMM rows of one provider, grouped by problem, with the hardware they share.
+// The valid and the aborted (estimated) GEMM rows of one provider, grouped by problem, with the
+// hardware they share.
 struct CandidateSet {
   Provider provider = Provider::kCublasLt;
   HardwareConstants hardware;
   std::vector<ProblemCandidates> problems;  // sorted by problem_key; candidates by config_key
   int64_t rows_read = 0;
   int64_t rows_used = 0;
-  int64_t rows_skipped = 0;  // invalid, non-GEMM, other provider, or non-positive TFLOPS
-  std::string fingerprint;   // FNV-1a 64 over the used rows' keys and figures, hex
+  int64_t rows_skipped = 0;    // invalid, non-GEMM, other provider, or non-positive TFLOPS
+  int64_t rows_estimated = 0;  // aborted rows used with their early-abort latency
+  std::string fingerprint;     // FNV-1a 64 over the used rows' keys and figures, hex
   size_t NumCandidates() const;
 };
 

@@ -34,6 +34,9 @@ struct IngestOptions {
   std::string run_id;       // overrides the derived run id when non-empty
   // CK conv CSV has no direction column: taken from the kernel name, else from here.
   std::optional<ConvDirection> conv_direction;
+  // kselect JSONL: keep only measurements of problems whose sweep finished (a "problem_done"
+  // record of the same run), dropping the partial problem a time limit or a kill left behind.
+  bool complete_problems_only = false;
 };
 
 struct IngestResult {
@@ -41,6 +44,14 @@ struct IngestResult {
   std::vector<RunInfo> runs;          // one per run_id seen, in order of first appearance
   std::vector<std::string> warnings;  // "file:line: skipped truncated JSON block" and the like
   int64_t lines_read = 0;
+  // kselect JSONL: every "problem_done" record (run id, ProblemToString), in file order.
+  struct CompletedProblem {
+    std::string run_id;
+    std::string problem;
+    bool operator==(const CompletedProblem&) const = default;
+  };
+  std::vector<CompletedProblem> completed_problems;
+  int64_t dropped_incomplete = 0;  // measurements dropped by complete_problems_only
 };
 
 // Each parser reads the whole text of one file; `source` names it in messages and in run ids.

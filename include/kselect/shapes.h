@@ -32,8 +32,9 @@ std::string ShapeRegime(int64_t m, int64_t n, int64_t k);
 StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string_view source);
 StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path);
 
-// The named generated sets: "wide" (~700 rows over every regime and family) and "edge"
-// (degenerate and alignment-hostile shapes). Deterministic: the same kselect writes the same rows.
+// The named generated sets: "wide" (~700 rows over every regime and family), "core" (a
+// systematic ~1-in-4.5 sample of wide, ~155 rows) and "edge" (degenerate and
+// alignment-hostile shapes). Deterministic: the same kselect writes the same rows.
 StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set);
 // The CSV text of `rows`, with `origin` as the first comment line.
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin);

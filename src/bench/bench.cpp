@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,8 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
+#include <set>
 
 #include "bench/worker.h"
 #include "core/json_codec.h"
@@ -82,17 +85,74 @@ MeasurementMethod DefaultMethod(const BenchOptions& o) {
   return m;
 }
 
-// Sweeps `problems` on one device, appending to `fd`.
+json PlanRequest(const GemmProblem& problem) {
+  return json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(Problem(problem))}};
+}
+
+// The problem's timing order: the heuristic's picks by rank (so the abort bound is tight from
+// the first configs on), then the catalogue's configs in their enumeration order. Fills
+// `peer_rank` (ConfigKey -> 1-based rank).
+std::vector<KernelConfig> TimingOrder(const json& plan, int64_t max_catalogue_configs,
+                                      std::map<std::string, int32_t>* peer_rank) {
+  std::vector<KernelConfig> order;
+  std::set<std::string> listed;
+  int32_t rank = 0;
+  for (const json& c : plan["peers"]) {
+    const KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan.peers");
+    std::string key = ConfigKey(config);
+    if (!listed.insert(key).second) continue;
+    (*peer_rank)[key] = ++rank;
+    order.push_back(config);
+  }
+  int64_t catalogue = 0;
+  for (const json& c : plan["configs"]) {
+    if (max_catalogue_configs > 0 && catalogue >= max_catalogue_configs) break;
+    ++catalogue;
+    KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan");
+    if (listed.insert(ConfigKey(config)).second) order.push_back(std::move(config));
+  }
+  return order;
+}
+
+// Sweeps `problems` on one device, appending to `fd`. Planner workers enumerate the next
+// problems while the timer worker times this one.
 BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const ResumeState& state,
-                         const std::vector<GemmProblem>& problems, int device, int fd) {
+                         const std::vector<GemmProblem>& all_problems, int device, int fd,
+                         double start_seconds) {
   BenchSummary summary;
-  bench::WorkerClient worker(options, device);
+  std::vector<GemmProblem> problems;
+  for (const GemmProblem& problem : all_problems) {
+    if (state.completed.count(ProblemToString(Problem(problem))) != 0) {
+      ++summary.problems_skipped;  // finished in an earlier invocation: not enumerated again
+      continue;
+    }
+    problems.push_back(problem);
+  }
+  bench::WorkerClient timer(options, device);
+  // Problem i is planned by planners[i % count], sent `count` problems ahead.
+  std::vector<std::unique_ptr<bench::WorkerClient>> planners;
+  for (int i = 0; i < std::max(1, options.planners); ++i)
+    planners.push_back(std::make_unique<bench::WorkerClient>(options, device));
+  auto restarts = [&] {
+    int64_t total = timer.restarts();
+    for (const auto& planner : planners) total += planner->restarts();
+    return total;
+  };
   const FaultInjection fault = FaultFromEnvironment();
-  for (const GemmProblem& problem : problems) {
+  std::vector<double> plan_sent(problems.size(), 0);
+  auto send_plan = [&](size_t index) {
+    if (index >= problems.size()) return;
+    plan_sent[index] = NowSeconds();
+    planners[index % planners.size()]->Send(PlanRequest(problems[index]));
+  };
+  for (size_t i = 0; i < planners.size(); ++i) send_plan(i);
+  for (size_t index = 0; index < problems.size(); ++index) {
+    const GemmProblem& problem = problems[index];
     ++summary.problems;
     const Problem p = problem;
-    auto plan = worker.Request(json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(p)}},
-                               options.plan_watchdog_s);
+    auto plan = planners[index % planners.size()]->Receive(options.plan_watchdog_s);
+    const double plan_wait_seconds = NowSeconds() - plan_sent[index];
+    send_plan(index + planners.size());
     if (!plan.ok() || !(*plan).value("ok", false)) {
       ++summary.problems_failed;
       std::cerr << "kselect bench: device " << device << ": " << problem.ToString()
@@ -100,34 +160,33 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
                 << (plan.ok() ? (*plan).value("reason", "") : plan.status().ToString()) << "\n";
       continue;
     }
-    std::vector<KernelConfig> configs;
-    for (const json& c : (*plan)["configs"])
-      configs.push_back(*json_codec::KernelConfigFromJson(c, "plan"));
-    if (options.max_configs_per_problem > 0 &&
-        static_cast<int64_t>(configs.size()) > options.max_configs_per_problem) {
-      configs.resize(static_cast<size_t>(options.max_configs_per_problem));
-    }
+    const double problem_start = NowSeconds();
     std::map<std::string, int32_t> peer_rank;
-    int32_t rank = 0;
-    for (const json& c : (*plan)["peers"]) {
-      const KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan.peers");
-      const std::string key = ConfigKey(config);
-      if (peer_rank.count(key) != 0) continue;
-      peer_rank[key] = ++rank;
-      bool listed = false;
-      for (const KernelConfig& k : configs) listed = listed || ConfigKey(k) == key;
-      if (!listed) configs.push_back(config);  // peers are always timed
-    }
+    const std::vector<KernelConfig> configs =
+        TimingOrder(*plan, options.max_configs_per_problem, &peer_rank);
     std::cerr << "kselect bench: device " << device << ": " << problem.ToString() << ": "
               << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
               << peer_rank.size() << " heuristic picks)\n";
+    ProblemDone done;
+    done.run_id = run.run_id;
+    done.problem = p;
+    done.configs = static_cast<int64_t>(configs.size());
+    done.enumerated = (*plan).value("enumerated", int64_t{0});
+    // The planner's own enumeration time (the request's wall time when the reply lacks it).
+    done.plan_seconds = (*plan).value("seconds", plan_wait_seconds);
     const auto best_it = state.best_ms.find(ProblemToString(p));
     double best =
         best_it == state.best_ms.end() ? std::numeric_limits<double>::infinity() : best_it->second;
     for (size_t i = 0; i < configs.size(); ++i) {
+      if (options.time_limit_s > 0 && NowSeconds() - start_seconds > options.time_limit_s) {
+        summary.time_limited = true;
+        summary.worker_restarts = restarts();
+        return summary;
+      }
       const KernelConfig& config = configs[i];
       if (state.done.count(PairKey(p, config)) != 0) {
         ++summary.skipped;
+        ++done.skipped;
         continue;
       }
       json request{{"cmd", "time"},
@@ -135,7 +194,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
                    {"config", json_codec::KernelConfigToJson(config)},
                    {"abort_bound_ms", std::isfinite(best) ? best * options.abort_factor : 0.0}};
       if (fault.index == static_cast<int64_t>(i)) request["inject"] = fault.kind;
-      auto reply = worker.Request(request, options.watchdog_s);
+      auto reply = timer.Request(request, options.watchdog_s);
       Measurement m;
       m.run_id = run.run_id;
       m.op_type = "gemm";
@@ -183,9 +242,16 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
         return summary;
       }
       ++summary.rows;
+      ++done.rows;
     }
+    done.seconds = NowSeconds() - problem_start;
+    if (Status s = AppendLine(fd, ProblemDoneLine(done), options.output_path); !s.ok()) {
+      std::cerr << "kselect bench: " << s.ToString() << "\n";
+      return summary;
+    }
+    ++summary.problems_done;
   }
-  summary.worker_restarts = worker.restarts();
+  summary.worker_restarts = restarts();
   return summary;
 }
 
@@ -248,7 +314,7 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
 
   BenchSummary summary;
   if (options.devices.size() == 1) {
-    summary = SweepDevice(options, run, state, mine, options.devices.front(), fd);
+    summary = SweepDevice(options, run, state, mine, options.devices.front(), fd, start);
   } else {
     // One coordinator process per device, each with its own worker, sharing the O_APPEND file.
     std::vector<pid_t> children;
@@ -261,7 +327,8 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
       }
       const pid_t pid = ::fork();
       if (pid == 0) {
-        const BenchSummary s = SweepDevice(options, run, state, part, options.devices[d], fd);
+        const BenchSummary s =
+            SweepDevice(options, run, state, part, options.devices[d], fd, start);
         _exit(s.problems_failed > 0 ? 1 : 0);
       }
       if (pid > 0) children.push_back(pid);

@@ -111,6 +111,20 @@ std::string MeasurementLine(const Measurement& m) {
   return j.dump() + "\n";
 }
 
+std::string ProblemDoneLine(const ProblemDone& done) {
+  json j = json::object();
+  j["type"] = "problem_done";
+  j["run_id"] = done.run_id;
+  j["problem"] = json_codec::ProblemToJson(done.problem);
+  j["configs"] = done.configs;
+  j["rows"] = done.rows;
+  j["skipped"] = done.skipped;
+  j["enumerated"] = done.enumerated;
+  j["plan_seconds"] = done.plan_seconds;
+  j["seconds"] = done.seconds;
+  return j.dump() + "\n";
+}
+
 StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair) {
   ResumeState state;
   std::ifstream in(path, std::ios::binary);
@@ -135,6 +149,7 @@ StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair) {
     state.has_run_record = true;
     state.run = parsed.runs.front();
   }
+  for (const auto& done : parsed.completed_problems) state.completed.insert(done.problem);
   for (const Measurement& m : parsed.measurements) {
     state.done.insert(PairKey(m.problem, m.config));
     ++state.measurements;

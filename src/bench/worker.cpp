@@ -8,12 +8,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/json_codec.h"
@@ -94,10 +96,17 @@ class Timer {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_);
     l2_bytes_ = l2;
-    if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreate(&start_)) != cudaSuccess ||
-        (e = cudaEventCreate(&stop_)) != cudaSuccess) {
-      return UnavailableError("CUDA stream/event creation: " + CudaText(e));
+    if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess)
+      return UnavailableError("cudaStreamCreate: " + CudaText(e));
+    for (int r = 0; r <= options_.repeats; ++r) {
+      cudaEvent_t start = nullptr, stop = nullptr;
+      if ((e = cudaEventCreate(&start)) != cudaSuccess ||
+          (e = cudaEventCreate(&stop)) != cudaSuccess) {
+        return UnavailableError("cudaEventCreate: " + CudaText(e));
+      }
+      starts_.push_back(start);
+      stops_.push_back(stop);
+      gates_.push_back(std::make_unique<Gate>());
     }
     return Status::Ok();
   }
@@ -136,6 +145,11 @@ class Timer {
   }
 
   // Times one config; the reply object of a "time" request.
+  //
+  // Every timed region starts behind a gate (a host function that holds the stream until the
+  // host has enqueued the region's launches), so back-to-back launches of a short kernel are
+  // timed as GPU time, not as the host's launch rate. Syncs: one after the estimate, one after
+  // the first two batches (the early-abort check), one after the rest.
   json Time(const GemmProblem& p, const KernelConfig& config, double abort_bound_ms) {
     auto prepared = provider_->Prepare(p, config);
     if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
@@ -146,29 +160,64 @@ class Timer {
       GemmOperands o{s.a, s.b, s.d, s.d, workspace_, options_.max_workspace_bytes};
       return kernel.Launch(o, stream_);
     };
-    auto batch = [&](int iters, double* ms) -> Status {
-      cudaEventRecord(start_, stream_);
-      for (int i = 0; i < iters; ++i) KSELECT_RETURN_IF_ERROR(launch());
-      cudaEventRecord(stop_, stream_);
-      const cudaError_t e = cudaEventSynchronize(stop_);
+    const int max_regions = options_.repeats + 1;
+    KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
+    // Enqueues gate, start event, `iters` launches, stop event for region `r`, then opens the
+    // gate. A failed launch still opens the gate, so the stream never waits on it for long.
+    auto enqueue_region = [&](int r, int iters) -> Status {
+      Gate& gate = *gates_[static_cast<size_t>(r)];
+      gate.open.store(false, std::memory_order_relaxed);
+      cudaError_t e = cudaLaunchHostFunc(stream_, &Gate::Wait, &gate);
+      if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + CudaText(e));
+      cudaEventRecord(starts_[static_cast<size_t>(r)], stream_);
+      Status launched = Status::Ok();
+      for (int i = 0; i < iters && launched.ok(); ++i) launched = launch();
+      cudaEventRecord(stops_[static_cast<size_t>(r)], stream_);
+      gate.open.store(true, std::memory_order_release);
+      return launched;
+    };
+    auto region_ms = [&](int r, int iters, double* ms) -> Status {
+      const cudaError_t e = cudaEventSynchronize(stops_[static_cast<size_t>(r)]);
       if (e != cudaSuccess) return InternalError("kernel failed: " + CudaText(e));
       float elapsed = 0;
-      cudaEventElapsedTime(&elapsed, start_, stop_);
+      cudaEventElapsedTime(&elapsed, starts_[static_cast<size_t>(r)],
+                           stops_[static_cast<size_t>(r)]);
       *ms = static_cast<double>(elapsed) / iters;
       return Status::Ok();
     };
-    // First launch alone (module load, lazy init), then a 2-launch estimate.
-    double first = 0, estimate = 0;
-    if (Status s = batch(1, &first); !s.ok()) return Fail(s.ToString(), IsSticky());
-    if (Status s = batch(2, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
+    // The first launch is timed without the gate: cuBLASLt loads the kernel's module lazily
+    // inside it, and a module load can wait for the stream, which a shut gate would hold (seen
+    // on the H200: ~40 ms per config). Ungated, the stream may idle while the host loads and
+    // enqueues, so this time is an upper bound of the kernel's: when it is within the abort
+    // bound it serves as the estimate; otherwise one gated launch decides. A clearly slow config
+    // costs two launches, a fast one none extra.
+    double estimate = 0;
+    {
+      cudaEventRecord(starts_[0], stream_);
+      if (Status s = launch(); !s.ok()) return Fail(s.ToString(), IsSticky());
+      cudaEventRecord(stops_[0], stream_);
+      if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
+    }
+    // Without a bound yet (a problem's first config) the gated estimate sizes the batches.
+    if (abort_bound_ms <= 0 || estimate > abort_bound_ms) {
+      if (Status s = enqueue_region(0, 1); !s.ok()) return Fail(s.ToString(), IsSticky());
+      if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
+    }
     MeasurementMethod method = BaseMethod();
+    method.warmup_iters = 1;
+    method.repeats = 1;
+    method.iters_per_repeat = 1;
     if (abort_bound_ms > 0 && estimate > abort_bound_ms)
-      return Aborted(estimate, abort_bound_ms, 2, method);
+      return Aborted(estimate, abort_bound_ms, 1, method);
+    // Warm-up: launches covering warmup_ms (none when the estimate alone covers it).
     const int warmup =
-        std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))), 1,
-                   options_.warmup_iters);
-    double ignored = 0;
-    if (Status s = batch(warmup, &ignored); !s.ok()) return Fail(s.ToString(), IsSticky());
+        estimate >= options_.warmup_ms
+            ? 0
+            : std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))),
+                         1, options_.warmup_iters);
+    for (int i = 0; i < warmup; ++i) {
+      if (Status s = launch(); !s.ok()) return Fail(s.ToString(), IsSticky());
+    }
     int iters =
         std::clamp(static_cast<int>(std::ceil(options_.batch_ms / std::max(estimate, 1e-4))), 1,
                    options_.max_iters_per_batch);
@@ -181,20 +230,29 @@ class Timer {
         iters = std::max(1, static_cast<int>(options_.config_budget_ms / (estimate * repeats)));
       }
     }
-    method.warmup_iters = warmup + 3;
+    method.warmup_iters = warmup + 1;
     method.repeats = repeats;
     method.iters_per_repeat = iters;
-    std::vector<double> times;
-    for (int r = 0; r < repeats; ++r) {
-      double ms = 0;
-      if (Status s = batch(iters, &ms); !s.ok()) return Fail(s.ToString(), IsSticky());
-      times.push_back(ms);
-      // Early abort: two batches agree it is clearly slower than the best so far.
-      if (abort_bound_ms > 0 && times.size() == 2 &&
-          std::min(times[0], times[1]) > abort_bound_ms) {
-        method.repeats = 2;
-        return Aborted(std::min(times[0], times[1]), abort_bound_ms, 2, method);
-      }
+    std::vector<double> times(static_cast<size_t>(repeats));
+    const int first_group = std::min(repeats, 2);
+    for (int r = 0; r < first_group; ++r) {
+      if (Status s = enqueue_region(r + 1, iters); !s.ok()) return Fail(s.ToString(), IsSticky());
+    }
+    for (int r = 0; r < first_group; ++r) {
+      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)]); !s.ok())
+        return Fail(s.ToString(), IsSticky());
+    }
+    // Early abort: two batches agree it is clearly slower than the best so far.
+    if (abort_bound_ms > 0 && first_group == 2 && std::min(times[0], times[1]) > abort_bound_ms) {
+      method.repeats = 2;
+      return Aborted(std::min(times[0], times[1]), abort_bound_ms, 2, method);
+    }
+    for (int r = first_group; r < repeats; ++r) {
+      if (Status s = enqueue_region(r + 1, iters); !s.ok()) return Fail(s.ToString(), IsSticky());
+    }
+    for (int r = first_group; r < repeats; ++r) {
+      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)]); !s.ok())
+        return Fail(s.ToString(), IsSticky());
     }
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
@@ -211,6 +269,19 @@ class Timer {
   }
 
  private:
+  // Holds the stream (from a CUDA host-function thread) until the host opens it. Bounded: a
+  // gate left shut (a launch that blocked on a full queue) opens itself after 100 ms, which
+  // only spoils that one timing.
+  struct Gate {
+    std::atomic<bool> open{true};
+    static void CUDART_CB Wait(void* self) {
+      auto* gate = static_cast<Gate*>(self);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      while (!gate->open.load(std::memory_order_acquire) &&
+             std::chrono::steady_clock::now() < deadline) {
+      }
+    }
+  };
   struct OperandSet {
     void* a = nullptr;
     void* b = nullptr;
@@ -278,13 +349,19 @@ class Timer {
   int device_;
   std::unique_ptr<KernelProvider> provider_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  // Region r (0 = the estimate, 1.. = the timed batches) uses starts_[r], stops_[r], gates_[r].
+  std::vector<cudaEvent_t> starts_, stops_;
+  std::vector<std::unique_ptr<Gate>> gates_;
   int64_t l2_bytes_ = 0;
   std::vector<OperandSet> sets_;
   void* workspace_ = nullptr;
   int64_t rotating_bytes_ = 0;
   std::string problem_key_;
 };
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 json Handle(Timer& timer, const BenchOptions& options, int device, const json& request) {
   const std::string cmd = request.value("cmd", "");
@@ -309,14 +386,18 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
   if (!problem.ok())
     return json{{"ok", false}, {"reason", problem.status().ToString()}, {"fatal", false}};
   if (cmd == "plan") {
+    const double plan_start = NowSeconds();
     const RuleSet& rules = options.rules;
-    auto configs = timer.provider()->Enumerate(*problem, RuleSetFilter(rules));
+    auto configs = timer.provider()->Enumerate(
+        *problem,
+        SampledFilter(RuleSetFilter(rules), options.sample_fraction, options.sample_seed));
     if (!configs.ok())
       return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
     const std::vector<KernelConfig>& kept = *configs;
     auto peers = timer.provider()->HeuristicPicks(*problem, options.heuristic_picks);
     json reply{{"ok", true},
                {"enumerated", configs->size()},
+               {"seconds", NowSeconds() - plan_start},
                {"configs", json::array()},
                {"peers", json::array()}};
     for (const KernelConfig& c : kept)
@@ -368,10 +449,6 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
   }
 }
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
 Status WorkerClient::Start() {
@@ -421,8 +498,32 @@ void WorkerClient::Kill() {
 }
 
 StatusOr<json> WorkerClient::Request(const json& request, double timeout_s) {
-  if (pid_ <= 0) KSELECT_RETURN_IF_ERROR(Start());
-  if (!WriteAll(to_worker_, request.dump() + "\n")) return InternalError(ReapReason());
+  Send(request);
+  return Receive(timeout_s);
+}
+
+void WorkerClient::Send(const json& request) {
+  send_error_.clear();
+  if (pid_ <= 0) {
+    if (Status s = Start(); !s.ok()) {
+      send_error_ = s.ToString();
+      return;
+    }
+  }
+  // A worker that died since its last reply makes the write raise SIGPIPE, which would end the
+  // coordinator: ignore it for this write (EPIPE is reported instead) and restore the handler.
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &previous);
+  const bool written = WriteAll(to_worker_, request.dump() + "\n");
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  if (!written) send_error_ = ReapReason();
+}
+
+StatusOr<json> WorkerClient::Receive(double timeout_s) {
+  if (!send_error_.empty()) return InternalError(std::exchange(send_error_, std::string()));
+  if (pid_ <= 0) return InternalError("no request in flight");
   const double deadline = NowSeconds() + timeout_s;
   char chunk[65536];
   while (pending_.find('\n') == std::string::npos) {

@@ -35,6 +35,11 @@ class WorkerClient {
   // signal 11 (Segmentation fault)" when it crashed. Either way the next Request starts a fresh
   // one.
   StatusOr<nlohmann::json> Request(const nlohmann::json& request, double timeout_s);
+  // Request in two halves, so the coordinator can work while the worker answers (the planner
+  // enumerates the next problem while the timer times this one). Send starts a worker when none
+  // runs; a failed Send is reported by the next Receive.
+  void Send(const nlohmann::json& request);
+  StatusOr<nlohmann::json> Receive(double timeout_s);
   // Kills and reaps the worker, if one runs.
   void Kill();
   int64_t restarts() const { return restarts_; }
@@ -48,6 +53,7 @@ class WorkerClient {
   pid_t pid_ = -1;
   int to_worker_ = -1, from_worker_ = -1;
   std::string pending_;
+  std::string send_error_;  // a failed Send's reason, returned by the next Receive
   int64_t restarts_ = 0;
   bool started_once_ = false;
 };

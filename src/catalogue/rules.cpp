@@ -182,6 +182,24 @@ ConfigFilter RuleSetFilter(const RuleSet& rules) {
   return filter;
 }
 
+ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed) {
+  if (fraction >= 1) return base;
+  ConfigFilter filter = base;
+  filter.keep = [base, fraction, seed](const KernelConfig& c) {
+    if (!base.empty() && !base.keep(c)) return false;
+    // FNV-1a 64 of seed and key, mixed (splitmix64 finaliser) so nearby keys spread evenly.
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (const char ch : ConfigKey(c)) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
+  };
+  return filter;
+}
+
 std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
                                      const std::vector<KernelConfig>& configs) {
   std::vector<KernelConfig> kept;

@@ -92,14 +92,16 @@ int RunBenchCommand(BenchArgs& args) {
   if (!summary.ok()) return ReportError("bench", summary.status());
   const BenchSummary& s = *summary;
   std::printf(
-      "problems %lld (failed %lld), rows written %lld (valid %lld, invalid %lld, aborted %lld), "
-      "skipped (resume) "
-      "%lld, worker restarts %lld, %.1f s, %.1f rows/s\n",
+      "problems %lld (failed %lld, finished %lld, already finished %lld), rows written %lld "
+      "(valid %lld, invalid %lld, aborted %lld), skipped (resume) %lld, worker restarts %lld, "
+      "%.1f s, %.1f rows/s%s\n",
       static_cast<long long>(s.problems), static_cast<long long>(s.problems_failed),
+      static_cast<long long>(s.problems_done), static_cast<long long>(s.problems_skipped),
       static_cast<long long>(s.rows), static_cast<long long>(s.valid),
       static_cast<long long>(s.invalid), static_cast<long long>(s.aborted),
       static_cast<long long>(s.skipped), static_cast<long long>(s.worker_restarts), s.seconds,
-      s.seconds > 0 ? static_cast<double>(s.rows) / s.seconds : 0.0);
+      s.seconds > 0 ? static_cast<double>(s.rows) / s.seconds : 0.0,
+      s.time_limited ? "; stopped by --time-limit-s (continue with --resume)" : "");
   return s.problems_failed > 0 ? kExitFailure : kExitOk;
 }
 
@@ -141,10 +143,13 @@ Command BenchCommand() {
         app.add_option("--repeats", o.repeats, "timed batches per config (median)")
             ->capture_default_str();
         app.add_option("--warmup", o.warmup_iters, "most warm-up launches")->capture_default_str();
+        app.add_option("--warmup-ms", o.warmup_ms, "GPU time the warm-up launches aim for (ms)")
+            ->capture_default_str();
         app.add_option("--batch-ms", o.batch_ms, "GPU time one timed batch aims for (ms)")
             ->capture_default_str();
         app.add_option("--config-budget-ms", o.config_budget_ms,
-                       "GPU time budget for timing one config (ms)")
+                       "GPU time budget for the timed batches of one config (ms): repeats are cut "
+                       "(not below 3) for long kernels")
             ->capture_default_str();
         app.add_option("--abort-factor", o.abort_factor,
                        "abort configs whose estimate exceeds this many times the best so far")
@@ -155,6 +160,21 @@ Command BenchCommand() {
                "--max-configs", o.max_configs_per_problem,
                "time at most the first N catalogue configs per problem (0 = all; smoke runs)")
             ->capture_default_str();
+        app.add_option("--sample-fraction", o.sample_fraction,
+                       "time a deterministic random sample of the rule set's configs (0-1]; with "
+                       "--rules full it measures what a smaller catalogue loses")
+            ->capture_default_str()
+            ->check(CLI::Range(1e-6, 1.0));
+        app.add_option("--sample-seed", o.sample_seed, "seed of --sample-fraction")
+            ->capture_default_str();
+        app.add_option("--time-limit-s", o.time_limit_s,
+                       "stop starting configs after this many seconds (0 = none); --resume "
+                       "continues")
+            ->capture_default_str();
+        app.add_option("--planners", o.planners,
+                       "workers per device enumerating upcoming problems ahead of the timer")
+            ->capture_default_str()
+            ->check(CLI::Range(1, 64));
         app.add_option("--watchdog-s", o.watchdog_s,
                        "kill a worker silent this long on one config (s)")
             ->capture_default_str();

@@ -22,6 +22,8 @@ struct IngestArgs {
   std::string run_id;
   std::string conv_direction;
   bool allow_mixed = false;
+  bool complete_problems_only = false;
+  bool one_run_per_problem = false;
   bool json = false;
 };
 
@@ -31,6 +33,7 @@ int RunIngest(const IngestArgs& args) {
   options.arch = args.arch;
   options.device_kind = args.device_kind;
   options.run_id = args.run_id;
+  options.complete_problems_only = args.complete_problems_only || args.one_run_per_problem;
   if (!args.conv_direction.empty()) {
     auto direction = ParseConvDirection(args.conv_direction);
     if (!direction.ok()) return ReportError("ingest", direction.status());
@@ -45,6 +48,8 @@ int RunIngest(const IngestArgs& args) {
 
   std::vector<Measurement> measurements;
   std::map<std::string, RunInfo> runs;
+  // --one-run-per-problem: ProblemToString -> the first run (in input order) that finished it.
+  std::map<std::string, std::string> run_of_problem;
   nlohmann::json sources = nlohmann::json::array();
   int64_t warnings = 0;
   Progress progress("ingest", static_cast<int64_t>(args.inputs.size()));
@@ -54,7 +59,13 @@ int RunIngest(const IngestArgs& args) {
     if (!result.ok()) return ReportError("ingest", result.status());
     for (const std::string& warning : result->warnings) std::cerr << "warning: " << warning << "\n";
     warnings += static_cast<int64_t>(result->warnings.size());
+    if (result->dropped_incomplete > 0) {
+      std::cerr << "ingest: " << path << ": dropped " << result->dropped_incomplete
+                << " measurements of problems whose sweep did not finish\n";
+    }
     for (const RunInfo& run : result->runs) runs.try_emplace(run.run_id, run);
+    for (const auto& done : result->completed_problems)
+      run_of_problem.try_emplace(done.problem, done.run_id);
     auto data = text::ReadFile(path);
     sources.push_back({{"path", path},
                        {"sha256", data.ok() ? text::Sha256Hex(*data) : ""},
@@ -64,6 +75,25 @@ int RunIngest(const IngestArgs& args) {
     progress.Update(static_cast<int64_t>(i + 1));
   }
   progress.Finish();
+  if (args.one_run_per_problem) {
+    // A collection spread over calls measures a cut-off problem again in a later run: keep one
+    // complete sweep per problem, so no (problem, config) pair comes from two runs.
+    int64_t dropped = 0;
+    std::vector<Measurement> kept;
+    for (Measurement& m : measurements) {
+      const auto it = run_of_problem.find(ProblemToString(m.problem));
+      if (it != run_of_problem.end() && it->second == m.run_id) {
+        kept.push_back(std::move(m));
+      } else {
+        ++dropped;
+      }
+    }
+    measurements = std::move(kept);
+    if (dropped > 0) {
+      std::cerr << "ingest: dropped " << dropped
+                << " measurements of problems an earlier input's run already finished\n";
+    }
+  }
   if (measurements.empty()) {
     return ReportError("ingest", ParseError("no measurements found in the input files"));
   }
@@ -135,6 +165,12 @@ Command IngestCommand() {
                        "direction of CK conv CSV rows whose kernel name does not say");
         app.add_flag("--allow-mixed", args->allow_mixed,
                      "allow rows from several device kinds in one dataset");
+        app.add_flag("--complete-problems-only", args->complete_problems_only,
+                     "kselect JSONL: drop measurements of problems without a problem_done "
+                     "record (the partial problem a time limit or kill left)");
+        app.add_flag("--one-run-per-problem", args->one_run_per_problem,
+                     "kselect JSONL: keep each problem from the first input run that finished "
+                     "it (implies --complete-problems-only); for collections spread over calls");
         app.add_flag("--json", args->json, "print a JSON summary");
         return [args]() { return RunIngest(*args); };
       }};

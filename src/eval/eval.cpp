@@ -98,14 +98,26 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
   std::map<std::string, HardwareConstants> hardware_cache;
   for (size_t i = 0; i < dataset.rows.size(); ++i) {
     const DatasetRow& row = dataset.rows[i];
-    if (!row.is_valid.value_or(false) || row.provider.value_or("") != provider_name ||
-        row.measured_tflops.value_or(0.0) <= 0 || !row.m) {
+    // Aborted rows are candidates too, with the latency of their 1-2 timed batches: the bench
+    // stopped timing them because they were clearly slow, and a selector must learn that.
+    // Leaving them out would train and score the model on the fast configs alone.
+    const bool aborted = row.aborted.value_or(false) && row.latency_ms.value_or(0.0) > 0;
+    if ((!row.is_valid.value_or(false) && !aborted) || row.provider.value_or("") != provider_name ||
+        !row.m || (!aborted && row.measured_tflops.value_or(0.0) <= 0)) {
       ++set.rows_skipped;
       continue;
     }
     auto measurement = MeasurementFromRow(row);
     if (!measurement.ok()) {
       return measurement.status().WithContext("dataset row " + std::to_string(i));
+    }
+    if (aborted) {
+      DeriveRates(*measurement);
+      if (!(measurement->tflops > 0)) {
+        ++set.rows_skipped;
+        continue;
+      }
+      ++set.rows_estimated;
     }
     const auto* problem = std::get_if<GemmProblem>(&measurement->problem);
     if (problem == nullptr) {
@@ -140,6 +152,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     c.latency_ms = measurement->latency_ms;
     c.bandwidth_gb_s = measurement->bandwidth_gb_s;
     c.peer_rank = measurement->peer_rank;
+    c.estimated = aborted;
     const std::string problem_key = problem->ToString();
     const auto [it, inserted] =
         row_of_pair.emplace(problem_key + " | " + c.config_key, static_cast<int64_t>(i));

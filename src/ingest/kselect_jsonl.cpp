@@ -1,6 +1,7 @@
 // kselect bench's streaming JSONL (docs/formats.md): a "run" record carrying the hardware
 // profile and method, then one "measurement" record per timed (problem, config) pair.
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/json_codec.h"
@@ -123,6 +124,35 @@ StatusOr<Measurement> ParseMeasurementRecord(const json& record, const std::stri
   return m;
 }
 
+// {"type":"problem_done","run_id":..,"problem":{..},"configs":N,...}: the sweep of one problem
+// finished. Only run_id and problem matter to ingestion; the figures are for people.
+StatusOr<IngestResult::CompletedProblem> ParseProblemDoneRecord(
+    const json& record, const std::string& where, const std::map<std::string, RunInfo>& runs,
+    const IngestOptions& options) {
+  ObjectReader r(record, where);
+  r.String("type");
+  std::string run_id = r.String("run_id");
+  Problem problem;
+  if (const json* p = r.Child("problem", true)) {
+    auto parsed = json_codec::ProblemFromJson(*p, where + ".problem");
+    if (!parsed.ok()) return parsed.status();
+    problem = *parsed;
+  }
+  r.IntOr("configs", 0);
+  r.IntOr("rows", 0);
+  r.IntOr("skipped", 0);
+  r.IntOr("enumerated", 0);
+  r.NumberOr("plan_seconds", 0);
+  r.NumberOr("seconds", 0);
+  r.StringOr("timestamp", "");
+  KSELECT_RETURN_IF_ERROR(r.Finish());
+  if (!options.run_id.empty()) run_id = options.run_id;
+  if (runs.find(run_id) == runs.end()) {
+    return ParseError(where + ".run_id: run '" + run_id + "' has no run record before this record");
+  }
+  return IngestResult::CompletedProblem{run_id, ProblemToString(problem)};
+}
+
 }  // namespace
 
 StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view source,
@@ -151,7 +181,9 @@ StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view
     if (!record.is_object()) return ParseError(where + ": a record must be a JSON object");
     const auto type = record.find("type");
     if (type == record.end() || !type->is_string()) {
-      return ParseError(where + ": record has no \"type\" string (expected run or measurement)");
+      return ParseError(where +
+                        ": record has no \"type\" string (expected run, measurement or "
+                        "problem_done)");
     }
     if (*type == "run") {
       KSELECT_ASSIGN_OR_RETURN(RunInfo run, ParseRunRecord(record, where, options));
@@ -167,11 +199,29 @@ StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view
     } else if (*type == "measurement") {
       KSELECT_ASSIGN_OR_RETURN(Measurement m, ParseMeasurementRecord(record, where, runs, options));
       result.measurements.push_back(std::move(m));
+    } else if (*type == "problem_done") {
+      KSELECT_ASSIGN_OR_RETURN(IngestResult::CompletedProblem done,
+                               ParseProblemDoneRecord(record, where, runs, options));
+      result.completed_problems.push_back(std::move(done));
     } else {
       return ParseError(where + ": unknown record type '" + type->get<std::string>() + "'");
     }
   }
   if (result.runs.empty()) return ParseError(std::string(source) + ": no run record found");
+  if (options.complete_problems_only) {
+    std::set<std::pair<std::string, std::string>> complete;
+    for (const auto& done : result.completed_problems) complete.emplace(done.run_id, done.problem);
+    std::vector<Measurement> kept;
+    kept.reserve(result.measurements.size());
+    for (Measurement& m : result.measurements) {
+      if (complete.count({m.run_id, ProblemToString(m.problem)}) != 0) {
+        kept.push_back(std::move(m));
+      } else {
+        ++result.dropped_incomplete;
+      }
+    }
+    result.measurements = std::move(kept);
+  }
   return result;
 }
 

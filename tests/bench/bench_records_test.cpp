@@ -125,6 +125,51 @@ TEST(BenchRecordsTest, LinesRoundTripThroughTheIngestParser) {
   EXPECT_NE(parsed->measurements[3].invalid_reason.find("signal 11"), std::string::npos);
 }
 
+ProblemDone DoneFor(int64_t m, int64_t rows) {
+  ProblemDone done;
+  done.run_id = "test-run";
+  done.problem = Row(m, 20, 1).problem;
+  done.configs = rows;
+  done.rows = rows;
+  done.enumerated = rows;
+  done.plan_seconds = 0.25;
+  done.seconds = 1.5;
+  return done;
+}
+
+TEST(BenchRecordsTest, ProblemDoneMarksFinishedProblemsAndIngestCanKeepOnlyThose) {
+  // Problem m=1 finished (two rows and its problem_done); m=2 was cut off after one row.
+  const std::string text = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.01)) +
+                           MeasurementLine(Row(1, 21, 0.02)) + ProblemDoneLine(DoneFor(1, 2)) +
+                           MeasurementLine(Row(2, 20, 0.03));
+  auto all = ParseKselectJsonl(text, "done.jsonl", IngestOptions{});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->measurements.size(), 3u);
+  ASSERT_EQ(all->completed_problems.size(), 1u);
+  EXPECT_EQ(all->completed_problems[0].run_id, "test-run");
+  EXPECT_EQ(all->completed_problems[0].problem, ProblemToString(Row(1, 20, 1).problem));
+  EXPECT_EQ(all->dropped_incomplete, 0);
+
+  IngestOptions complete_only;
+  complete_only.complete_problems_only = true;
+  auto complete = ParseKselectJsonl(text, "done.jsonl", complete_only);
+  ASSERT_TRUE(complete.ok()) << complete.status().ToString();
+  ASSERT_EQ(complete->measurements.size(), 2u);
+  for (const Measurement& m : complete->measurements) EXPECT_EQ(m.problem, Row(1, 20, 1).problem);
+  EXPECT_EQ(complete->dropped_incomplete, 1);
+}
+
+TEST(BenchRecordsTest, ProblemDoneOfAnUnknownRunOrWithUnknownFieldsIsRefused) {
+  ProblemDone stray = DoneFor(1, 2);
+  stray.run_id = "another-run";
+  EXPECT_FALSE(
+      ParseKselectJsonl(RunRecordLine(TestRun()) + ProblemDoneLine(stray), "x", IngestOptions{})
+          .ok());
+  std::string line = ProblemDoneLine(DoneFor(1, 2));
+  line.insert(1, "\"surprise\":1,");
+  EXPECT_FALSE(ParseKselectJsonl(RunRecordLine(TestRun()) + line, "x", IngestOptions{}).ok());
+}
+
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -168,6 +213,15 @@ TEST_F(ResumeTest, RepairsATornLastLineAndListsFinishedPairs) {
   EXPECT_EQ(state->best_ms.count(ProblemToString(Row(2, 20, 1).problem)), 0u);
   // Repaired: a second load sees nothing torn.
   EXPECT_EQ(LoadResumeState(path_, true)->torn_bytes, 0);
+}
+
+TEST_F(ResumeTest, FinishedProblemsAreListedForSkipping) {
+  Write(RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.02)) +
+        ProblemDoneLine(DoneFor(1, 1)) + MeasurementLine(Row(2, 20, 0.5)));
+  auto state = LoadResumeState(path_, true);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->completed, std::set<std::string>{ProblemToString(Row(1, 20, 1).problem)});
+  EXPECT_EQ(state->measurements, 2);
 }
 
 TEST_F(ResumeTest, WithoutRepairTheFileIsUntouched) {

@@ -41,6 +41,35 @@ TEST(RulesTest, CommittedRuleSetsFilterTheFixture) {
   }
 }
 
+TEST(RulesTest, SampledFilterIsDeterministicNearItsFractionAndInsideTheBase) {
+  const std::vector<KernelConfig> configs = EnumeratedFixture();
+  auto full = FindRuleSet(kRulesDir, Provider::kCublasLt, "full");
+  auto tests = FindRuleSet(kRulesDir, Provider::kCublasLt, "tests");
+  ASSERT_TRUE(full.ok() && tests.ok());
+  const ConfigFilter quarter = SampledFilter(RuleSetFilter(*full), 0.25, 7);
+  const ConfigFilter again = SampledFilter(RuleSetFilter(*full), 0.25, 7);
+  const ConfigFilter other_seed = SampledFilter(RuleSetFilter(*full), 0.25, 8);
+  int kept = 0, differs = 0;
+  for (const KernelConfig& c : configs) {
+    const bool k = quarter.keep(c);
+    EXPECT_EQ(k, again.keep(c));
+    kept += k;
+    differs += k != other_seed.keep(c);
+  }
+  // 1950 configs at p = 0.25: mean 487.5, sd 19; +-5 sd.
+  EXPECT_NEAR(kept, 487.5, 95);
+  EXPECT_GT(differs, 100);
+  // Sampling never adds what the base rules reject, and fraction 1 is the base itself.
+  const ConfigFilter sampled_tests = SampledFilter(RuleSetFilter(*tests), 0.5, 1);
+  for (const KernelConfig& c : configs) {
+    if (sampled_tests.keep(c)) {
+      EXPECT_TRUE(RejectingRule(*tests, c).empty());
+    }
+  }
+  const ConfigFilter whole = SampledFilter(RuleSetFilter(*tests), 1.0, 1);
+  for (const KernelConfig& c : configs) EXPECT_EQ(whole.keep(c), RejectingRule(*tests, c).empty());
+}
+
 TEST(RulesTest, RejectingRuleNamesTheRule) {
   auto rules =
       ParseRuleSet(R"({"format":"kselect.rules","format_version":1,"name":"t","provider":"cublaslt",

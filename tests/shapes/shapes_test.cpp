@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include <set>
 
 #include "core/text.h"
@@ -59,9 +62,28 @@ TEST(ShapesTest, GeneratedSetsCoverEveryRegime) {
   EXPECT_FALSE(GenerateShapeSet("nope").ok());
 }
 
+TEST(ShapesTest, CoreIsAProportionalSubsetOfWide) {
+  const auto wide = GenerateShapeSet("wide").value();
+  const auto core = GenerateShapeSet("core").value();
+  EXPECT_GE(core.size(), 150u);
+  std::map<std::string, int> wide_m, core_m;
+  for (const ShapeRow& r : core) {
+    EXPECT_NE(std::find(wide.begin(), wide.end(), r), wide.end()) << r.m << "," << r.n;
+    ++core_m[r.regime.substr(0, r.regime.find('.'))];
+  }
+  for (const ShapeRow& r : wide) ++wide_m[r.regime.substr(0, r.regime.find('.'))];
+  // Every M regime keeps its share within a few points.
+  for (const auto& [regime, count] : wide_m) {
+    const double share_wide = static_cast<double>(count) / static_cast<double>(wide.size());
+    const double share_core =
+        static_cast<double>(core_m[regime]) / static_cast<double>(core.size());
+    EXPECT_NEAR(share_core, share_wide, 0.04) << regime;
+  }
+}
+
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
-  for (const char* set : {"wide", "edge"}) {
+  for (const char* set : {"wide", "core", "edge"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())

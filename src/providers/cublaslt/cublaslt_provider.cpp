@@ -352,6 +352,12 @@ class CublasLtProvider final : public KernelProvider {
               // of it can be wanted: this keeps a small catalogue's enumeration to a few checks.
               FillDecodedFields(c);
               if (keep.may_keep && !keep.may_keep(KernelConfig(c), kVariantFields)) continue;
+              // Split-K and swizzle variants are only tried on a (tile, stages, cluster, custom)
+              // whose plain form passes: a kernel that cannot run unsplit is not made runnable
+              // by splitting K (this keeps enumeration to seconds). The family check comes
+              // before the per-variant filter: most families fail it, and asking the filter
+              // about all ~56 variants of every family cost minutes on the full space.
+              if (!Passes(*desc, algo, c)) continue;
               // The variants the caller wants, decoded so the filter sees every field.
               std::vector<CublasLtConfig> variants;
               for (int32_t swizzle = 0; swizzle < swizzles; ++swizzle) {
@@ -364,11 +370,6 @@ class CublasLtProvider final : public KernelProvider {
                   if (keep.empty() || keep.keep(KernelConfig(v))) variants.push_back(v);
                 }
               }
-              if (variants.empty()) continue;
-              // Split-K and swizzle variants are only tried on a (tile, stages, cluster, custom)
-              // whose plain form passes: a kernel that cannot run unsplit is not made runnable
-              // by splitting K (this keeps enumeration to seconds).
-              if (!Passes(*desc, algo, c)) continue;
               for (const CublasLtConfig& v : variants) {
                 if (!(v.swizzle == 0 && v.split_k == 1) && !Passes(*desc, algo, v)) continue;
                 out.emplace_back(v);

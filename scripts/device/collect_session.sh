@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# One device call of GEMM data collection (issue 3), run on an nvidia-h200 from the repository
+# root with the GPU-side binaries carried in $BIN (default .devcarry-main; built here with
+# -DKSELECT_WITH_ARROW=OFF -DKSELECT_WITH_LIGHTGBM=OFF). Steps (STEPS, default all):
+#   tests       the bench and cuBLASLt GPU tests
+#   throughput  `kselect bench --rules default` on small decode-size shapes: configs/s and CV
+#   resume      the kill -9 proof: one uninterrupted run, one run killed (the whole process
+#               group, SIGKILL) mid-sweep then continued with --resume, both kept for comparison
+#   loss        the `default` vs `full` loss probe: default and a --sample-fraction of full on
+#               LOSS_SHAPES
+#   collect     COLLECT_PLAN jobs "name:shapes.csv:dtype:ops" in order, each with the time left
+#               (--time-limit-s), so the call ends inside its limit; the next call continues
+#               from the problems without a problem_done record
+# Everything ends under $OUT: bench JSONL compressed (xz, split below 15 MiB), logs in one tar.
+set -uo pipefail
+BIN="${BIN:-.devcarry-main}"
+OUT="${OUT:-/tmp/kselect-out}"
+BUDGET_S="${BUDGET_S:-560}"
+STEPS="${STEPS:-tests throughput resume loss collect}"
+COLLECT_PLAN="${COLLECT_PLAN:-bf16_tn_wide:shapes/wide.csv:bf16:TN}"
+LOSS_SHAPES="${LOSS_SHAPES:-shapes/loss_probe.csv}"
+LOSS_FRACTION="${LOSS_FRACTION:-0.1}"
+KIND="${KIND:-nvidia-h200}"
+WORK=/tmp/kselect-work
+mkdir -p "$OUT" "$WORK"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KSELECT_RULES_DIR="$PWD/rules"
+[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+START=$(date +%s)
+left() { echo $((START + BUDGET_S - $(date +%s))); }
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+LOG="$WORK/session.log"
+say() { echo "$*" | tee -a "$LOG"; }
+bench() { "$BIN/kselect" bench --device-kind "$KIND" "$@"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.used \
+  --format=csv | tee -a "$LOG"
+
+if step tests; then
+  say "=== tests ($(left) s left)"
+  timeout 150 "$BIN/kselect_tests" --gtest_filter='Worker*:CublasLtGpu*:BenchRecords*:Resume*' \
+    > "$WORK/gpu_tests.log" 2>&1
+  say "gpu tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$WORK/gpu_tests.log" | tr '\n' ' ')"
+fi
+
+if step throughput; then
+  say "=== throughput: default catalogue on decode-size shapes ($(left) s left)"
+  printf 'm,n,k,batch,regime,family\n1,4096,4096,1,,\n16,4096,4096,1,,\n64,4096,4096,1,,\n128,4096,4096,1,,\n' \
+    > "$WORK/throughput.csv"
+  timeout 150 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$WORK/throughput.csv" \
+    --rules default --time-limit-s 40 -o "$WORK/throughput.jsonl" > "$WORK/throughput.out" 2>&1
+  say "throughput rc=$? $(tail -1 "$WORK/throughput.out")"
+fi
+
+if step resume; then
+  say "=== resume: uninterrupted vs kill -9 + --resume ($(left) s left)"
+  printf 'm,n,k,batch,regime,family\n8,4096,4096,1,,\n256,2048,4096,1,,\n' > "$WORK/resume.csv"
+  common=(--shapes "$WORK/resume.csv" --rules tiny --run-id resume-proof)
+  timeout 60 "$BIN/kselect" bench --device-kind "$KIND" "${common[@]}" -o "$WORK/resume_whole.jsonl" \
+    > "$WORK/resume_whole.out" 2>&1
+  say "uninterrupted rc=$? $(tail -1 "$WORK/resume_whole.out")"
+  setsid "$BIN/kselect" bench --device-kind "$KIND" "${common[@]}" -o "$WORK/resume_killed.jsonl" \
+    > "$WORK/resume_killed.out" 2>&1 &
+  victim=$!
+  # Kill mid-sweep: once some measurements are on disk (or after 20 s).
+  for _ in $(seq 100); do
+    [ "$(wc -l < "$WORK/resume_killed.jsonl" 2>/dev/null || echo 0)" -ge 60 ] && break
+    sleep 0.2
+  done
+  kill -9 -- "-$victim" 2>/dev/null || kill -9 "$victim"
+  wait "$victim" 2>/dev/null
+  lines_at_kill=$(wc -l < "$WORK/resume_killed.jsonl")
+  torn=$(tail -c 1 "$WORK/resume_killed.jsonl" | od -An -c | tr -d ' ')
+  timeout 60 "$BIN/kselect" bench --device-kind "$KIND" "${common[@]}" --resume \
+    -o "$WORK/resume_killed.jsonl" > "$WORK/resume_continued.out" 2>&1
+  say "killed (SIGKILL, whole process group) with $lines_at_kill lines (last byte '$torn'); resumed rc=$? $(tail -1 "$WORK/resume_continued.out")"
+  python3 - "$WORK/resume_whole.jsonl" "$WORK/resume_killed.jsonl" <<'EOF' | tee -a "$LOG"
+import json, sys
+def pairs(path):
+    keys, done = [], []
+    for line in open(path):
+        r = json.loads(line)
+        if r["type"] == "measurement":
+            keys.append(json.dumps([r["problem"], r["config"]], sort_keys=True))
+        elif r["type"] == "problem_done":
+            done.append(json.dumps(r["problem"], sort_keys=True))
+    return keys, done
+a, da = pairs(sys.argv[1]); b, db = pairs(sys.argv[2])
+print(f"resume proof: uninterrupted {len(a)} rows, killed+resumed {len(b)} rows, "
+      f"duplicates {len(b) - len(set(b))}, same pairs {set(a) == set(b)}, "
+      f"problem_done {len(da)} vs {len(set(db))}")
+EOF
+fi
+
+if step loss; then
+  say "=== loss probe: default vs a ${LOSS_FRACTION} sample of full ($(left) s left)"
+  t=$(( $(left) / 4 )); [ "$t" -gt 120 ] && t=120
+  timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$LOSS_SHAPES" \
+    --rules default --time-limit-s "$t" -o "$WORK/loss_default.jsonl" > "$WORK/loss_default.out" 2>&1
+  say "loss default rc=$? $(tail -1 "$WORK/loss_default.out")"
+  t=$(( $(left) / 2 )); [ "$t" -gt 240 ] && t=240
+  timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$LOSS_SHAPES" \
+    --rules full --sample-fraction "$LOSS_FRACTION" --time-limit-s "$t" \
+    -o "$WORK/loss_full_sample.jsonl" > "$WORK/loss_full.out" 2>&1
+  say "loss full sample rc=$? $(tail -1 "$WORK/loss_full.out")"
+fi
+
+if step collect; then
+  for job in $COLLECT_PLAN; do
+    IFS=: read -r name shapes dtype ops <<< "$job"
+    t=$(( $(left) - 25 ))
+    [ "$t" -lt 20 ] && { say "collect $name: no time left"; break; }
+    say "=== collect $name ($shapes, $dtype $ops), $t s"
+    out="$WORK/$name.jsonl"
+    resume=(); [ -s "$out" ] && resume=(--resume)
+    timeout $((t + 20)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$shapes" \
+      --dtype "$dtype" --ops "$ops" --rules default --time-limit-s "$t" "${resume[@]}" \
+      -o "$out" > "$WORK/$name.out" 2>&1
+    say "collect $name rc=$? $(tail -1 "$WORK/$name.out")"
+  done
+fi
+
+say "=== packing ($(left) s left)"
+cd "$WORK"
+for f in *.jsonl; do
+  [ -s "$f" ] || continue
+  case "$f" in throughput.jsonl|resume_*.jsonl) continue ;; esac  # small: they go in the tar
+  xz -T0 -6 -c "$f" > "$f.xz" 2>/dev/null || python3 -c "import lzma,sys; open(sys.argv[1]+'.xz','wb').write(lzma.compress(open(sys.argv[1],'rb').read(), preset=6))" "$f"
+  size=$(stat -c %s "$f.xz")
+  if [ "$size" -gt $((15 * 1024 * 1024)) ]; then
+    split -b 15M -d "$f.xz" "$OUT/$f.xz.part"
+  else
+    cp "$f.xz" "$OUT/"
+  fi
+  say "$f: $(wc -l < "$f") lines, $(stat -c %s "$f") bytes, xz $size bytes"
+done
+tar -cJf "$OUT/logs.tar.xz" *.out *.log *.csv throughput.jsonl resume_*.jsonl 2>/dev/null
+ls -la "$OUT"
+grep -E "rc=|resume proof|lines," "$LOG"
