@@ -1,10 +1,16 @@
-// kselect data info | merge | filter | schema: inspecting and reshaping canonical datasets.
+// kselect data info | merge | filter | schema | report: inspecting and reshaping canonical
+// datasets, and the baselines report over them.
+#include <filesystem>
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "core/text.h"
+#include "kselect/baselines.h"
+#include "kselect/tile_engine.h"
 
 namespace kselect::cli {
 namespace {
@@ -25,6 +31,13 @@ struct DataArgs {
   bool valid_only = false;
   // schema
   bool markdown = false;
+  // report
+  std::vector<std::string> report_inputs;
+  std::vector<std::string> full_sample;
+  std::string rules = "default";
+  std::string rules_dir;  // empty: $KSELECT_RULES_DIR, else the source tree's rules/
+  std::string json_output;
+  std::string markdown_output;
 };
 
 int RunDataInfo(const DataArgs& args) {
@@ -126,10 +139,92 @@ int RunSchema(const DataArgs& args) {
   return kExitOk;
 }
 
+// The folder holding rules/<provider>/<name>.json. The tile engine's rule folder is
+// $KSELECT_RULES_DIR/tile or the source tree's rules/tile; its parent is that root.
+std::string RulesRoot(const std::string& rules_dir) {
+  if (!rules_dir.empty()) return rules_dir;
+  return std::filesystem::path(tile::DefaultRulesDir()).parent_path().string();
+}
+
+StatusOr<Dataset> ReadReportInput(const std::string& path) {
+  auto dataset = ReadDatasetChecked(path);
+  if (!dataset.ok()) return dataset.status();
+  if (dataset->rows.empty()) {
+    return InvalidArgumentError(path + " holds no rows: nothing to report on");
+  }
+  return dataset;
+}
+
+int RunReport(const DataArgs& args) {
+  BaselineInputs inputs;
+  ReportSources sources;
+  for (const std::string& path : args.report_inputs) {
+    auto dataset = ReadReportInput(path);
+    if (!dataset.ok()) return ReportError("data report", dataset.status());
+    inputs.data.push_back(std::move(*dataset));
+    sources.data.push_back(path);
+  }
+  for (const std::string& path : args.full_sample) {
+    auto dataset = ReadReportInput(path);
+    if (!dataset.ok()) return ReportError("data report", dataset.status());
+    inputs.full_sample.push_back(std::move(*dataset));
+    sources.full_sample.push_back(path);
+  }
+  // A rule set per provider the sample and the data share: only those losses are computed.
+  std::set<std::string> data_providers, sample_providers;
+  for (const Dataset& d : inputs.data) {
+    for (const DatasetRow& row : d.rows) {
+      if (row.provider) data_providers.insert(*row.provider);
+    }
+  }
+  for (const Dataset& d : inputs.full_sample) {
+    for (const DatasetRow& row : d.rows) {
+      if (row.provider && data_providers.contains(*row.provider)) {
+        sample_providers.insert(*row.provider);
+      }
+    }
+  }
+  const std::string rules_root = RulesRoot(args.rules_dir);
+  for (const std::string& name : sample_providers) {
+    auto provider = ParseProvider(name);
+    if (!provider.ok()) return ReportError("data report", provider.status());
+    auto rules = FindRuleSet(rules_root, *provider, args.rules);
+    if (!rules.ok()) {
+      return ReportError("data report",
+                         rules.status().WithContext("rule set '" + args.rules + "' for " + name +
+                                                    " under " + rules_root));
+    }
+    sources.rule_set_paths.push_back(rules_root + "/" + name + "/" + args.rules + ".json (" +
+                                     FingerprintText(rules->fingerprint) + ")");
+    inputs.rule_sets.push_back(std::move(*rules));
+  }
+
+  auto report = BuildBaselineReport(inputs);
+  if (!report.ok()) return ReportError("data report", report.status());
+  const std::string markdown = BaselineReportToMarkdown(*report, sources);
+  if (!args.json_output.empty()) {
+    const std::string json = BaselineReportToJson(*report, sources) + "\n";
+    if (args.json_output == "-") {
+      std::cout << json;
+    } else if (auto s = text::WriteFileAtomically(args.json_output, json); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  }
+  if (!args.markdown_output.empty()) {
+    if (auto s = text::WriteFileAtomically(args.markdown_output, markdown); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  } else if (args.json_output != "-") {
+    std::cout << markdown;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command DataCommand() {
-  return {"data", "inspect, merge and filter canonical datasets; print the schema",
+  return {"data",
+          "inspect, merge and filter canonical datasets; print the schema; the baselines report",
           [](CLI::App& app) -> RunFunction {
             auto args = std::make_shared<DataArgs>();
             app.require_subcommand(1);
@@ -169,11 +264,34 @@ Command DataCommand() {
             schema->add_flag("--markdown", args->markdown, "as docs/dataset_schema.md");
             schema->add_flag("--json", args->json, "as JSON");
 
-            return [args, info, merge, filter, schema]() {
+            CLI::App* report = app.add_subcommand(
+                "report",
+                "baselines per provider/dtype/layout: data quality, the heuristic's top-1 and "
+                "best of top 8 vs the oracle, and a rule set's loss against a full-space sample "
+                "(docs/data_report.md)");
+            report->add_option("inputs", args->report_inputs, "datasets (.parquet)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            report
+                ->add_option("--full-sample", args->full_sample,
+                             "datasets measured over a random sample of the full config space "
+                             "(for the rule set's loss)")
+                ->check(CLI::ExistingFile);
+            report->add_option("--rules", args->rules, "rule set whose loss is reported")
+                ->capture_default_str();
+            report->add_option("--rules-dir", args->rules_dir,
+                               "folder of rule sets (<provider>/<name>.json); default "
+                               "$KSELECT_RULES_DIR, else the source tree's rules/");
+            report->add_option("--json", args->json_output, "also write JSON here ('-': stdout)");
+            report->add_option("--markdown", args->markdown_output,
+                               "write the Markdown here instead of stdout");
+
+            return [args, info, merge, filter, schema, report]() {
               if (info->parsed()) return RunDataInfo(*args);
               if (merge->parsed()) return RunMerge(*args);
               if (filter->parsed()) return RunFilter(*args);
               if (schema->parsed()) return RunSchema(*args);
+              if (report->parsed()) return RunReport(*args);
               return kExitUsage;
             };
           }};

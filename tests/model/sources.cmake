@@ -3,4 +3,5 @@
 set(KSELECT_ML_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/features/features_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/eval/eval_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/eval/baselines_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/model_test.cpp)
