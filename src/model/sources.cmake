@@ -4,6 +4,7 @@ set(KSELECT_ML_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/gemm_features.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../eval/eval.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../eval/eval_html.cpp
     ${CMAKE_CURRENT_LIST_DIR}/model_common.cpp)
 if(KSELECT_WITH_LIGHTGBM)
   list(APPEND KSELECT_ML_SOURCES ${CMAKE_CURRENT_LIST_DIR}/lightgbm_model.cpp)
