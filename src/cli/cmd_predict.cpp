@@ -27,12 +27,13 @@ struct PredictArgs {
   std::string layout = "rcr";
   int top = 10;
   bool json = false;
-  bool can_implement = false;  // drop configs the provider cannot run (needs the GPU)
+  bool can_implement = false;  // drop configs the provider cannot run this problem with
 };
 
-// Drops the configs (and their keys) that the model's provider cannot run `problem` with on
-// this host's GPU; returns how many were dropped. A host without a GPU cannot answer, so the
-// filter fails there with a message saying so, rather than ranking unchecked configs.
+// Drops the configs (and their keys) that the model's provider cannot run `problem` with, by the
+// provider's CanImplement; returns how many were dropped. The tile engine decides on the CPU;
+// cuBLASLt asks the library on this host's GPU, so without one the filter fails with a message
+// saying so rather than rank unchecked configs.
 StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& problem,
                                    std::vector<KernelConfig>* configs,
                                    std::vector<std::string>* keys) {
@@ -60,9 +61,8 @@ StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& proble
   }
   const size_t dropped = configs->size() - kept_configs.size();
   if (kept_configs.empty()) {
-    return FailedPreconditionError("none of the " + std::to_string(dropped) +
-                                   " candidate configs can implement " + problem.ToString() +
-                                   " on this GPU");
+    return FailedPreconditionError("none of the " + std::to_string(dropped) + " candidate " +
+                                   provider_name + " configs can implement " + problem.ToString());
   }
   *configs = std::move(kept_configs);
   *keys = std::move(kept_keys);
@@ -170,7 +170,7 @@ StatusOr<int> Run(const PredictArgs& args) {
   } else {
     std::cout << problem.ToString() << ": " << configs.size() << " candidates";
     if (args.can_implement) {
-      std::cout << " that can implement it on this GPU (" << not_implementable << " cannot)";
+      std::cout << " the provider can run it with (" << not_implementable << " cannot)";
     }
     std::cout << "\n";
     auto text = [](const std::optional<double>& v, const char* format) {
@@ -233,8 +233,8 @@ Command PredictCommand() {
         app.add_option("--top", args->top, "configs to print")->capture_default_str();
         app.add_flag("--json", args->json, "print JSON");
         app.add_flag("--can-implement", args->can_implement,
-                     "rank only the configs the provider can run this problem with on this "
-                     "host's GPU (its CanImplement check); fails on a host without a GPU");
+                     "rank only the configs the provider's CanImplement accepts for this problem "
+                     "(cuBLASLt asks the GPU, so it fails on a host without one)");
         return [args]() {
           auto rc = Run(*args);
           return rc.ok() ? *rc : ReportError("predict", rc.status());
