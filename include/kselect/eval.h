@@ -107,6 +107,9 @@ struct EvalSummary {
 // The slice names of a problem: one M family and one K regime.
 std::vector<std::string> SlicesOf(int64_t m, int64_t k);
 EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
+// Evaluates every problem of `data` from per-candidate scores: scores[p][c] belongs to
+// data.problems[p].candidates[c] (a model's predictions, or its out-of-fold ones).
+EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector<double>> scores);
 
 // JSON (machine-readable, with per-problem rows) and Markdown (a report for people).
 std::string EvalSummaryToJson(const EvalSummary& summary, const std::string& model_dir,

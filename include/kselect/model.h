@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kselect/dataset.h"
@@ -132,7 +134,30 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
+// The target's predictions for every candidate of `data`: result[p][c] belongs to
+// data.problems[p].candidates[c]. Refuses data of another provider or hardware.
+StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
+                                                               const CandidateSet& data,
+                                                               Target target);
+
 // Scores every candidate set problem with the model's TFLOPS predictions and summarises.
 StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
+
+// The out-of-fold TFLOPS predictions of a model directory (oof_predictions.csv): each training
+// row predicted by the fold model that never saw its shape, keyed by (problem key, config key).
+struct OofPredictions {
+  std::string path;
+  std::map<std::pair<std::string, std::string>, double> by_pair;
+};
+// Reads `model_dir`/oof_predictions.csv. kNotFound when the file is missing; kParseError naming
+// the line for malformed rows; kFailedPrecondition when the predictions are NaN (the model was
+// trained without cross-validation, so it has no out-of-fold predictions).
+StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
+// Per-candidate scores of `data` from out-of-fold predictions, shaped like PredictCandidateSet's.
+// Refuses (kFailedPrecondition) data with a (problem, config) pair the file lacks, saying how
+// many are covered and naming the first missing one: OOF predictions exist only for the rows the
+// model was trained on.
+StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
+                                                     const CandidateSet& data);
 
 }  // namespace kselect

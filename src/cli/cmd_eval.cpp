@@ -8,6 +8,8 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "core/text.h"
+#include "kselect/eval_report.h"
 #include "kselect/model.h"
 
 namespace kselect::cli {
@@ -22,12 +24,32 @@ bool IsTrainingData(const std::string& model_dir, const CandidateSet& data) {
   return !fingerprint.empty() && fingerprint == data.fingerprint;
 }
 
-StatusOr<EvalSummary> Evaluate(const std::string& model_dir, const Dataset& dataset,
-                               bool* in_sample = nullptr) {
+// One model's evaluation on a dataset, with what the reports need besides the summary.
+struct Evaluation {
+  EvalSummary summary;
+  PredictionScatter scatter;
+  bool in_sample = false;  // `data` is exactly the model's training data
+};
+
+// With `out_of_fold`, the model's oof_predictions.csv replaces its predictions (refused when it
+// does not cover the data); otherwise the model predicts every candidate.
+StatusOr<Evaluation> Evaluate(const std::string& model_dir, const Dataset& dataset,
+                              bool out_of_fold) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(model_dir));
   KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, model.spec().provider));
-  if (in_sample) *in_sample = IsTrainingData(model_dir, data);
-  return EvaluateModel(model, data);
+  std::vector<std::vector<double>> scores;
+  if (out_of_fold) {
+    KSELECT_RETURN_IF_ERROR(model.CheckHardware(data.hardware));
+    KSELECT_ASSIGN_OR_RETURN(OofPredictions oof, ReadOofPredictions(model_dir));
+    KSELECT_ASSIGN_OR_RETURN(scores, OofScores(oof, data));
+  } else {
+    KSELECT_ASSIGN_OR_RETURN(scores, PredictCandidateSet(model, data, Target::kTflops));
+  }
+  Evaluation evaluation;
+  evaluation.in_sample = IsTrainingData(model_dir, data);
+  evaluation.scatter = BuildPredictionScatter(data, scores, model.Ranks(Target::kTflops));
+  evaluation.summary = EvaluateScores(data, scores);
+  return evaluation;
 }
 
 struct EvalArgs {
@@ -35,22 +57,33 @@ struct EvalArgs {
   std::string data;
   bool json = false;
   std::string markdown;
+  std::string html;
+  size_t worst = 20;
 };
 
 int RunEval(const EvalArgs& args) {
   auto dataset = ReadDatasetChecked(args.data);
   if (!dataset.ok()) return ReportError("eval", dataset.status());
-  bool in_sample = false;
-  auto summary = Evaluate(args.model, *dataset, &in_sample);
-  if (!summary.ok()) return ReportError("eval", summary.status());
-  if (in_sample) {
+  auto evaluation = Evaluate(args.model, *dataset, /*out_of_fold=*/false);
+  if (!evaluation.ok()) return ReportError("eval", evaluation.status());
+  const EvalSummary* summary = &evaluation->summary;
+  if (evaluation->in_sample) {
     std::cerr << "kselect eval: note: this is the model's training data, so these figures are "
                  "in-sample; cv_metrics.json in the model directory holds the honest ones\n";
   }
   if (!args.markdown.empty()) {
-    std::ofstream out(args.markdown, std::ios::trunc);
-    out << EvalSummaryToMarkdown(*summary, args.model, args.data);
-    if (!out.good()) return ReportError("eval", IoError("cannot write " + args.markdown));
+    const Status written = text::WriteFileAtomically(
+        args.markdown, EvalSummaryToMarkdown(*summary, args.model, args.data));
+    if (!written.ok()) return ReportError("eval", written);
+  }
+  if (!args.html.empty()) {
+    const HtmlReportOptions options{.model_dir = args.model,
+                                    .data_path = args.data,
+                                    .worst_count = args.worst,
+                                    .in_sample = evaluation->in_sample};
+    const Status written = text::WriteFileAtomically(
+        args.html, EvalSummaryToHtml(*summary, evaluation->scatter, options));
+    if (!written.ok()) return ReportError("eval", written);
   }
   if (args.json) {
     std::cout << EvalSummaryToJson(*summary, args.model, args.data) << "\n";
@@ -74,18 +107,25 @@ int RunEval(const EvalArgs& args) {
 
 struct CompareArgs {
   std::string old_model, new_model, data;
+  bool out_of_fold = false;
 };
 
 int RunCompare(const CompareArgs& args) {
   auto dataset = ReadDatasetChecked(args.data);
   if (!dataset.ok()) return ReportError("compare", dataset.status());
-  auto old_summary = Evaluate(args.old_model, *dataset);
-  if (!old_summary.ok())
-    return ReportError("compare", old_summary.status().WithContext(args.old_model));
-  auto new_summary = Evaluate(args.new_model, *dataset);
-  if (!new_summary.ok())
-    return ReportError("compare", new_summary.status().WithContext(args.new_model));
-  auto result = CompareSummaries(*old_summary, *new_summary);
+  auto old_eval = Evaluate(args.old_model, *dataset, args.out_of_fold);
+  if (!old_eval.ok()) return ReportError("compare", old_eval.status().WithContext(args.old_model));
+  auto new_eval = Evaluate(args.new_model, *dataset, args.out_of_fold);
+  if (!new_eval.ok()) return ReportError("compare", new_eval.status().WithContext(args.new_model));
+  if (!args.out_of_fold && (old_eval->in_sample || new_eval->in_sample)) {
+    std::cerr << "kselect compare: note: the data is a model's training data, so this compares "
+                 "in-sample fits; --oof compares the models' out-of-fold predictions instead\n";
+  }
+  if (args.out_of_fold) {
+    std::cout << "out-of-fold: each model's predictions by the fold models that never saw the "
+                 "problem's shape\n";
+  }
+  auto result = CompareSummaries(old_eval->summary, new_eval->summary);
   if (!result.ok()) return ReportError("compare", result.status());
   std::cout << ComparisonToText(*result);
   return result->passed ? kExitOk : kExitFailure;
@@ -105,6 +145,12 @@ Command EvalCommand() {
                 ->check(CLI::ExistingFile);
             app.add_flag("--json", args->json, "print the JSON report");
             app.add_option("--markdown", args->markdown, "also write a Markdown report here");
+            app.add_option("--html", args->html,
+                           "also write a self-contained HTML report here (tables and inline SVG "
+                           "plots; loads nothing from the network)");
+            app.add_option("--worst", args->worst, "problems in the HTML report's worst table")
+                ->capture_default_str()
+                ->check(CLI::PositiveNumber);
             return [args]() { return RunEval(*args); };
           }};
 }
@@ -122,6 +168,11 @@ Command CompareCommand() {
             app.add_option("--data", args->data, "dataset both are evaluated on")
                 ->required()
                 ->check(CLI::ExistingFile);
+            app.add_flag("--oof,--out-of-fold", args->out_of_fold,
+                         "judge each model by its out-of-fold predictions (oof_predictions.csv, "
+                         "written by kselect train) instead of predicting the data itself: "
+                         "honest on the training data; refused when a model's file does not "
+                         "cover every (problem, config) of --data");
             return [args]() { return RunCompare(*args); };
           }};
 }

@@ -1,7 +1,10 @@
-// kselect predict: rank candidate configs for one GEMM with a trained model.
+// kselect predict: rank candidate configs for one GEMM with a trained model, with the predicted
+// time of each (the latency model), optionally only the configs the GPU can run.
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/dataset_io.h"
 #include "kselect/model.h"
+#include "kselect/provider.h"
 
 namespace kselect::cli {
 namespace {
@@ -23,7 +27,47 @@ struct PredictArgs {
   std::string layout = "rcr";
   int top = 10;
   bool json = false;
+  bool can_implement = false;  // drop configs the provider cannot run this problem with
 };
+
+// Drops the configs (and their keys) that the model's provider cannot run `problem` with, by the
+// provider's CanImplement; returns how many were dropped. The tile engine decides on the CPU;
+// cuBLASLt asks the library on this host's GPU, so without one the filter fails with a message
+// saying so rather than rank unchecked configs.
+StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& problem,
+                                   std::vector<KernelConfig>* configs,
+                                   std::vector<std::string>* keys) {
+  const std::string provider_name(ProviderName(model.spec().provider));
+  auto provider = CreateProvider(model.spec().provider);
+  if (!provider.ok()) {
+    return UnavailableError("--can-implement: provider " + provider_name +
+                            " has no runtime in this build (" + provider.status().message() +
+                            "); drop --can-implement to rank every measured config");
+  }
+  std::vector<KernelConfig> kept_configs;
+  std::vector<std::string> kept_keys;
+  for (size_t i = 0; i < configs->size(); ++i) {
+    const Status check = (*provider)->CanImplement(problem, (*configs)[i]);
+    if (check.code() == StatusCode::kCannotImplement) continue;
+    if (check.code() == StatusCode::kUnavailable) {
+      return UnavailableError(
+          "--can-implement checks each config with the " + provider_name +
+          " provider on a GPU, and this host has none (" + check.message() +
+          "); run it on a GPU host, or drop --can-implement to rank every measured config");
+    }
+    KSELECT_RETURN_IF_ERROR(check.WithContext("--can-implement: " + keys->at(i)));
+    kept_configs.push_back(std::move((*configs)[i]));
+    kept_keys.push_back(std::move((*keys)[i]));
+  }
+  const size_t dropped = configs->size() - kept_configs.size();
+  if (kept_configs.empty()) {
+    return FailedPreconditionError("none of the " + std::to_string(dropped) + " candidate " +
+                                   provider_name + " configs can implement " + problem.ToString());
+  }
+  *configs = std::move(kept_configs);
+  *keys = std::move(kept_keys);
+  return dropped;
+}
 
 StatusOr<int> Run(const PredictArgs& args) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
@@ -67,34 +111,94 @@ StatusOr<int> Run(const PredictArgs& args) {
     return InvalidArgumentError(args.candidates + " has no " + provider + " configs for dtype " +
                                 args.dtype);
   }
-  KSELECT_ASSIGN_OR_RETURN(std::vector<double> tflops,
+  size_t not_implementable = 0;
+  if (args.can_implement) {
+    KSELECT_ASSIGN_OR_RETURN(not_implementable, KeepImplementable(model, problem, &configs, &keys));
+  }
+  // The TFLOPS model orders the candidates (a regression's TFLOPS or a ranker's scores); the
+  // latency model, when present, gives each a time.
+  KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
                            model.Predict(Target::kTflops, problem, configs));
+  std::vector<double> latency_ms;
+  if (model.Has(Target::kLatency)) {
+    KSELECT_ASSIGN_OR_RETURN(latency_ms, model.Predict(Target::kLatency, problem, configs));
+  }
   std::vector<size_t> order(configs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return tflops[a] > tflops[b]; });
-  // A ranker orders candidates without predicting TFLOPS: print its scores as scores.
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  // A ranker's scores are not TFLOPS: its TFLOPS come from the latency model instead.
   const bool ranker = model.Ranks(Target::kTflops);
+  auto predicted_tflops = [&](size_t i) -> std::optional<double> {
+    if (!ranker) return scores[i];
+    if (latency_ms.empty() || !(latency_ms[i] > 0)) return std::nullopt;
+    return problem.Flops() / (latency_ms[i] * 1e-3) / 1e12;
+  };
+  auto latency = [&](size_t i) -> std::optional<double> {
+    if (latency_ms.empty()) return std::nullopt;
+    return latency_ms[i];
+  };
   const size_t top = std::min(order.size(), static_cast<size_t>(std::max(args.top, 1)));
   if (args.json) {
+    auto or_null = [](const std::optional<double>& v) {
+      return v ? nlohmann::json(*v) : nlohmann::json();
+    };
     nlohmann::json ranked = nlohmann::json::array();
     for (size_t r = 0; r < top; ++r) {
-      ranked.push_back({{"rank", r + 1},
-                        {"config", keys[order[r]]},
-                        {"name", DescribeConfig(configs[order[r]])},
-                        {ranker ? "score" : "predicted_tflops", tflops[order[r]]}});
+      const size_t i = order[r];
+      nlohmann::json entry = {{"rank", r + 1},
+                              {"config", keys[i]},
+                              {"name", DescribeConfig(configs[i])},
+                              {"predicted_tflops", or_null(predicted_tflops(i))},
+                              {"predicted_latency_ms", or_null(latency(i))}};
+      if (ranker) entry["score"] = scores[i];
+      ranked.push_back(std::move(entry));
     }
     std::cout << nlohmann::json{{"problem", problem.ToString()},
                                 {"model", args.model},
+                                {"ranked_by", ranker ? "lambdarank score" : "predicted TFLOPS"},
+                                {"predicted_tflops_from",
+                                 ranker ? (latency_ms.empty() ? nlohmann::json()
+                                                              : nlohmann::json("latency model"))
+                                        : nlohmann::json("tflops model")},
                                 {"candidates", configs.size()},
+                                {"can_implement_checked", args.can_implement},
+                                {"not_implementable", not_implementable},
                                 {"ranked", ranked}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << problem.ToString() << ": " << configs.size() << " candidates\n";
+    std::cout << problem.ToString() << ": " << configs.size() << " candidates";
+    if (args.can_implement) {
+      std::cout << " the provider can run it with (" << not_implementable << " cannot)";
+    }
+    std::cout << "\n";
+    auto text = [](const std::optional<double>& v, const char* format) {
+      char buf[32] = "-";
+      if (v) std::snprintf(buf, sizeof(buf), format, *v);
+      return std::string(buf);
+    };
+    if (ranker) {
+      std::printf("rank  %10s  %10s  %10s  config\n", "score", "latency_ms", "TFLOPS*");
+    } else {
+      std::printf("rank  %10s  %10s  config\n", "TFLOPS", "latency_ms");
+    }
     for (size_t r = 0; r < top; ++r) {
-      std::printf("%3zu  %9.2f %s  %s\n", r + 1, tflops[order[r]], ranker ? "score " : "TFLOPS",
-                  DescribeConfig(configs[order[r]]).c_str());
+      const size_t i = order[r];
+      const std::string order_value =
+          ranker ? text(scores[i], "%.4f") : text(predicted_tflops(i), "%.2f");
+      std::printf("%4zu  %10s  %10s  ", r + 1, order_value.c_str(),
+                  text(latency(i), "%.4g").c_str());
+      if (ranker) std::printf("%10s  ", text(predicted_tflops(i), "%.2f").c_str());
+      std::printf("%s\n", DescribeConfig(configs[i]).c_str());
+    }
+    if (ranker) {
+      std::cout << "score: the ranker's order only, not TFLOPS; TFLOPS* = 2*m*n*k*batch / "
+                   "predicted latency"
+                << (latency_ms.empty() ? " (this model has no latency model: retrain with "
+                                         "--targets tflops,latency)"
+                                       : "")
+                << "\n";
     }
   }
   return kExitOk;
@@ -128,6 +232,9 @@ Command PredictCommand() {
             ->capture_default_str();
         app.add_option("--top", args->top, "configs to print")->capture_default_str();
         app.add_flag("--json", args->json, "print JSON");
+        app.add_flag("--can-implement", args->can_implement,
+                     "rank only the configs the provider's CanImplement accepts for this problem "
+                     "(cuBLASLt asks the GPU, so it fails on a host without one)");
         return [args]() {
           auto rc = Run(*args);
           return rc.ok() ? *rc : ReportError("predict", rc.status());

@@ -320,6 +320,15 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   return s;
 }
 
+EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector<double>> scores) {
+  KSELECT_CHECK(scores.size() == data.problems.size());
+  std::vector<ProblemOutcome> outcomes;
+  for (size_t p = 0; p < data.problems.size(); ++p) {
+    outcomes.push_back(EvaluateProblem(data.problems[p], scores[p]));
+  }
+  return Summarize(std::move(outcomes));
+}
+
 std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir,
                               const std::string& data_path) {
   nlohmann::json problems = nlohmann::json::array();

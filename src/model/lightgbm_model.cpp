@@ -13,6 +13,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -731,6 +733,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
   std::ostringstream csv;
+  // Full precision: `kselect compare --oof` selects by these values, and 6 digits make ties.
+  csv << std::setprecision(std::numeric_limits<double>::max_digits10);
   csv << "problem,config,fold,measured_tflops,oof_predicted_tflops\n";
   size_t r = 0;
   for (const ProblemCandidates& pc : data.problems) {

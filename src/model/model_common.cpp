@@ -1,7 +1,11 @@
-// The parts of model.h that do not touch LightGBM: target names, GroupKFold, evaluation.
+// The parts of model.h that do not touch LightGBM: target names, GroupKFold, evaluation,
+// out-of-fold predictions.
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <numeric>
 
+#include "core/text.h"
 #include "kselect/model.h"
 
 namespace kselect {
@@ -55,23 +59,136 @@ std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
   return fold_of;
 }
 
-StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data) {
+StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
+                                                               const CandidateSet& data,
+                                                               Target target) {
   if (data.provider != model.spec().provider) {
     return SchemaMismatchError("the model is for provider " +
                                std::string(ProviderName(model.spec().provider)) +
                                " but the data is " + std::string(ProviderName(data.provider)));
   }
   KSELECT_RETURN_IF_ERROR(model.CheckHardware(data.hardware));
-  std::vector<ProblemOutcome> outcomes;
+  std::vector<std::vector<double>> scores;
   std::vector<KernelConfig> configs;
   for (const ProblemCandidates& p : data.problems) {
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
-                             model.Predict(Target::kTflops, p.problem, configs));
-    outcomes.push_back(EvaluateProblem(p, scores));
+    KSELECT_ASSIGN_OR_RETURN(std::vector<double> predictions,
+                             model.Predict(target, p.problem, configs));
+    scores.push_back(std::move(predictions));
   }
-  return Summarize(std::move(outcomes));
+  return scores;
+}
+
+StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data) {
+  KSELECT_ASSIGN_OR_RETURN(std::vector<std::vector<double>> scores,
+                           PredictCandidateSet(model, data, Target::kTflops));
+  return EvaluateScores(data, scores);
+}
+
+namespace {
+
+// One CSV record of oof_predictions.csv: fields separated by commas, optionally double-quoted
+// with "" for a quote (the keys hold commas, so the trainer quotes them).
+StatusOr<std::vector<std::string>> SplitCsvRecord(std::string_view line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c != '"') {
+        fields.back() += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else {
+        quoted = false;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  if (quoted) return ParseError("unterminated quoted field");
+  return fields;
+}
+
+}  // namespace
+
+StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir) {
+  OofPredictions oof;
+  oof.path = (std::filesystem::path(model_dir) / "oof_predictions.csv").string();
+  if (!std::filesystem::exists(oof.path)) {
+    return NotFoundError(oof.path +
+                         " does not exist: the model directory has no out-of-fold predictions "
+                         "(models from kselect train have them)");
+  }
+  KSELECT_ASSIGN_OR_RETURN(std::string contents, text::ReadFile(oof.path));
+  const std::vector<std::string_view> lines = text::SplitLines(contents);
+  constexpr std::string_view kHeader = "problem,config,fold,measured_tflops,oof_predicted_tflops";
+  if (lines.empty() || text::Trim(lines[0]) != kHeader) {
+    return ParseError(text::Where(oof.path, 1) + ": expected the header '" + std::string(kHeader) +
+                      "'");
+  }
+  int64_t not_predicted = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (text::Trim(lines[i]).empty()) continue;
+    const std::string where = text::Where(oof.path, static_cast<int64_t>(i) + 1);
+    auto fields = SplitCsvRecord(lines[i]);
+    if (!fields.ok()) return ParseError(where + ": " + fields.status().message());
+    if (fields->size() != 5) {
+      return ParseError(where + ": expected 5 fields, found " + std::to_string(fields->size()));
+    }
+    auto prediction = text::ParseDouble((*fields)[4]);
+    if (!prediction.ok()) {
+      return ParseError(where + ": oof_predicted_tflops: " + prediction.status().message());
+    }
+    if (!std::isfinite(*prediction)) ++not_predicted;
+    if (!oof.by_pair.emplace(std::make_pair((*fields)[0], (*fields)[1]), *prediction).second) {
+      return ParseError(where + ": repeats the pair (" + (*fields)[0] + ", " + (*fields)[1] + ")");
+    }
+  }
+  if (oof.by_pair.empty()) return ParseError(oof.path + " holds no predictions");
+  if (not_predicted > 0) {
+    return FailedPreconditionError(
+        oof.path + ": " + std::to_string(not_predicted) + " of " +
+        std::to_string(oof.by_pair.size()) +
+        " rows have no out-of-fold prediction (the model was trained without cross-validation, "
+        "--folds < 2); retrain with --folds >= 2 to compare out of fold");
+  }
+  return oof;
+}
+
+StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
+                                                     const CandidateSet& data) {
+  std::vector<std::vector<double>> scores;
+  size_t pairs = 0, missing = 0;
+  std::string first_missing;
+  for (const ProblemCandidates& p : data.problems) {
+    std::vector<double>& row = scores.emplace_back();
+    for (const Candidate& c : p.candidates) {
+      ++pairs;
+      const auto it = oof.by_pair.find({p.problem_key, c.config_key});
+      if (it == oof.by_pair.end()) {
+        if (missing++ == 0) first_missing = "(" + p.problem_key + ", " + c.config_key + ")";
+        row.push_back(std::nan(""));
+      } else {
+        row.push_back(it->second);
+      }
+    }
+  }
+  if (missing > 0) {
+    return FailedPreconditionError(
+        oof.path + " covers " + std::to_string(pairs - missing) + " of the data's " +
+        std::to_string(pairs) + " (problem, config) pairs; first missing: " + first_missing +
+        ". Out-of-fold predictions exist only for the rows the model was trained on: compare "
+        "on that data (or a subset of it), or drop --oof to compare the models' own predictions "
+        "(honest only on data neither model was trained on)");
+  }
+  return scores;
 }
 
 }  // namespace kselect

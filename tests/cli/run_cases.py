@@ -8,6 +8,7 @@ A case file is a list of steps separated by lines of '----'. Each step has:
   stderr-contains: <text>       (any number)
   file-exists: <path>           (any number)
   file-absent: <path>           (any number; e.g. no partial output after a failure)
+  file-contains: <path> <text>  (any number; the path ends at the first space)
 Lines starting with '#' are comments. Every file runs in a fresh temporary folder.
 """
 import argparse
@@ -68,6 +69,14 @@ def main():
                 for path in step.get("file-exists", []):
                     if not os.path.exists(subst(path)):
                         problems.append(f"missing file {path}")
+                for spec in step.get("file-contains", []):
+                    path, _, text = subst(spec).partition(" ")
+                    try:
+                        with open(path, encoding="utf-8") as f:
+                            if text not in f.read():
+                                problems.append(f"{path} lacks {text!r}")
+                    except OSError as error:
+                        problems.append(f"cannot read {path}: {error}")
                 for path in step.get("file-absent", []):
                     if os.path.exists(subst(path)):
                         problems.append(f"unexpected file {path}")

@@ -1,0 +1,113 @@
+// Out-of-fold predictions (oof_predictions.csv) as the scores of an honest comparison.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "kselect/model.h"
+#include "testing_util.h"
+
+namespace kselect {
+namespace {
+
+using testing_util::Contains;
+
+class OofTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kselect_oof_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& csv) { std::ofstream(dir_ / "oof_predictions.csv") << csv; }
+  std::string Dir() const { return dir_.string(); }
+
+  std::filesystem::path dir_;
+};
+
+constexpr const char* kHeader = "problem,config,fold,measured_tflops,oof_predicted_tflops\n";
+
+// Two problems: p1 with configs "a,1" and "b", p2 with "a,1".
+CandidateSet TwoProblems() {
+  CandidateSet data;
+  for (const char* key : {"p1", "p2"}) {
+    ProblemCandidates p;
+    p.problem_key = key;
+    for (const char* config : {"a,1", "b"}) {
+      if (std::string(key) == "p2" && std::string(config) == "b") continue;
+      Candidate c;
+      c.config_key = config;
+      c.tflops = 10;
+      p.candidates.push_back(c);
+    }
+    data.problems.push_back(p);
+  }
+  return data;
+}
+
+TEST_F(OofTest, ReadsQuotedKeysWithCommasAndQuotes) {
+  Write(std::string(kHeader) +
+        "\"p1\",\"a,1\",0,10,12.5\n"
+        "\"p1\",\"b\",0,11,1e-3\n"
+        "p2,\"a,1\",1,10,7\n"
+        "\"p \"\"q\"\"\",x,1,1,2\n");
+  auto oof = ReadOofPredictions(Dir());
+  ASSERT_TRUE(oof.ok()) << oof.status().ToString();
+  EXPECT_EQ(oof->by_pair.size(), 4u);
+  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p1", "a,1"}), 12.5);
+  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p \"q\"", "x"}), 2);
+
+  auto scores = OofScores(*oof, TwoProblems());
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  ASSERT_EQ(scores->size(), 2u);
+  EXPECT_EQ((*scores)[0], (std::vector<double>{12.5, 1e-3}));
+  EXPECT_EQ((*scores)[1], (std::vector<double>{7}));
+}
+
+TEST_F(OofTest, RefusesDataTheFileDoesNotCover) {
+  Write(std::string(kHeader) + "p1,\"a,1\",0,10,12.5\np2,\"a,1\",1,10,7\n");
+  auto oof = ReadOofPredictions(Dir());
+  ASSERT_TRUE(oof.ok()) << oof.status().ToString();
+  auto scores = OofScores(*oof, TwoProblems());
+  ASSERT_FALSE(scores.ok());
+  EXPECT_EQ(scores.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(scores.status().message(), "covers 2 of the data's 3"));
+  EXPECT_TRUE(Contains(scores.status().message(), "first missing: (p1, b)"));
+}
+
+TEST_F(OofTest, RefusesAModelTrainedWithoutCrossValidation) {
+  Write(std::string(kHeader) + "p1,\"a,1\",-1,10,nan\np1,b,-1,10,nan\n");
+  auto oof = ReadOofPredictions(Dir());
+  ASSERT_FALSE(oof.ok());
+  EXPECT_EQ(oof.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(oof.status().message(), "2 of 2 rows have no out-of-fold prediction"));
+}
+
+TEST_F(OofTest, ReportsMissingAndMalformedFiles) {
+  auto missing = ReadOofPredictions(Dir());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+
+  Write("problem,config,prediction\n");
+  EXPECT_EQ(ReadOofPredictions(Dir()).status().code(), StatusCode::kParseError);
+
+  Write(std::string(kHeader) + "p1,a,0,10\n");
+  auto short_row = ReadOofPredictions(Dir());
+  EXPECT_EQ(short_row.status().code(), StatusCode::kParseError);
+  EXPECT_TRUE(Contains(short_row.status().message(), "oof_predictions.csv:2:"));
+  EXPECT_TRUE(Contains(short_row.status().message(), "expected 5 fields, found 4"));
+
+  Write(std::string(kHeader) + "p1,\"a,0,10,1\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "unterminated"));
+
+  Write(std::string(kHeader) + "p1,a,0,10,abc\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "oof_predicted_tflops"));
+
+  Write(std::string(kHeader) + "p1,a,0,10,1\np1,a,0,10,2\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "repeats the pair"));
+}
+
+}  // namespace
+}  // namespace kselect
