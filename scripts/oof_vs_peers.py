@@ -6,6 +6,7 @@ efficiency = its measured TFLOPS / the best measured TFLOPS (the oracle of the d
 pick is the config with peer_rank 1 (cuBLASLt's own heuristic), the peer top-8 the best of ranks
 1-8. Prints a Markdown table. Usage: oof_vs_peers.py MODEL_DIR DATASET.parquet
 (run with the set-up venv: .deps/venv/bin/python)."""
+import os
 import math
 import sys
 
@@ -14,7 +15,10 @@ import pandas as pd
 
 def main():
     model_dir, data = sys.argv[1], sys.argv[2]
-    oof = pd.read_csv(f"{model_dir}/oof_predictions.csv")
+    path = f"{model_dir}/oof_predictions.csv.gz"
+    if not os.path.exists(path):
+        path = f"{model_dir}/oof_predictions.csv"  # models written before compression
+    oof = pd.read_csv(path)
     df = pd.read_parquet(data)
     df = df[df["is_valid"]]
     peers = df[["problem_key", "config_key", "peer_rank", "measured_tflops"]]

@@ -27,6 +27,13 @@ for dataset in "$ROOT"/data/h200/*.parquet; do
 done
 
 echo
+echo "=== baselines of the bf16 TN cuBLASLt data: cuBLASLt's own picks vs the measured best, and"
+echo "    what the \`default\` catalogue loses against a sample of the full config space"
+"$KSELECT" data report "$ROOT/data/h200/cublaslt_default_bf16_tn_wide.parquet" \
+  --full-sample "$ROOT/docs/data_results/cublaslt_full_sample_bf16_tn_loss_probe.parquet" \
+  --rules-dir "$ROOT/rules" | sed -n '/^## /,/^Worst top-1/p'
+
+echo
 echo "=== kselect predict with the shipped models (no GPU needed)"
 predict() {  # model dataset m n k
   echo "--- models/$1: m=$3 n=$4 k=$5 (bf16, TN)"
@@ -34,6 +41,7 @@ predict() {  # model dataset m n k
     --m "$3" --n "$4" --k "$5" --layout rcc --top 5
 }
 for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
+  predict h200_cublaslt_default_bf16_tn cublaslt_default_bf16_tn_wide $shape
   predict h200_cublaslt_bf16_tn cublaslt_tiny_bf16_tn_wide $shape
   predict h200_cublaslt_bf16_tn_rank cublaslt_tiny_bf16_tn_wide $shape  # lambdarank: scores
   predict h200_tile_bf16_tn tile_bf16_tn_wide $shape

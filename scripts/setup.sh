@@ -50,7 +50,7 @@ mkdir -p "$DEPS" "$DL" "$CHECK"
 # --------------------------------------------------------------------------- a. apt
 step apt "system packages"
 APT_PKGS=(build-essential cmake ninja-build pkg-config googletest libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev libcli11-dev zstd clang libclang-rt-14-dev clang-format)
+          libbenchmark-dev nlohmann-json3-dev libcli11-dev zlib1g-dev zstd clang libclang-rt-14-dev clang-format)
 # Headless Chromium renders `kselect eval --html` in a test (tests/eval/eval_html_test.cpp, which
 # skips without it). About 30 s and 120 MB of downloads on a 2-core host; SETUP_SKIP_CHROMIUM=1
 # leaves it out.

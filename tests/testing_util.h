@@ -16,12 +16,18 @@ inline std::string FixturePath(std::string_view folder, std::string_view name) {
   return (std::filesystem::path(KSELECT_FIXTURE_DIR) / folder / name).string();
 }
 
-inline std::string ReadFixture(std::string_view folder, std::string_view name) {
-  std::ifstream in(FixturePath(folder, name), std::ios::binary);
-  EXPECT_TRUE(in.good()) << "missing fixture " << FixturePath(folder, name);
+// The bytes of a file ("" when it cannot be read).
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
+}
+
+inline std::string ReadFixture(std::string_view folder, std::string_view name) {
+  EXPECT_TRUE(std::filesystem::exists(FixturePath(folder, name)))
+      << "missing fixture " << FixturePath(folder, name);
+  return ReadAll(FixturePath(folder, name));
 }
 
 inline ::testing::AssertionResult Contains(std::string_view haystack, std::string_view needle) {

@@ -97,6 +97,10 @@ struct EvalSummary {
   double ndcg_at_5 = 0, ndcg_at_10 = 0;
   EfficiencyStats peer_top1;       // over problems with a peer rank-1 row
   EfficiencyStats peer_best_of_8;  // over problems with peer-ranked rows
+  // Geomean over problems with a peer rank-1 row of model efficiency / peer rank-1 efficiency
+  // (= the speedup of the model's picks over the peer's own), and how often it is above/below 1.
+  double speedup_over_peer_top1 = 0;
+  int64_t speedup_problems = 0, faster_than_peer_top1 = 0, slower_than_peer_top1 = 0;
   // Model efficiency per slice of problems (ck_tile_heuristics.md §4.4 thresholds), keyed
   // "m: tiny (<32)", "m: small (32-255)", "m: medium (256-4095)", "m: large (>=4096)",
   // "k: shallow (<512)", "k: medium (512-4095)", "k: deep (>=4096)". Efficiency stays relative

@@ -2,12 +2,13 @@
 // per target, trained on log1p of the target, with honest grouped cross-validation.
 //
 // A model directory holds:
-//   model_tflops.lgbm (+ model_latency.lgbm, model_bandwidth.lgbm)   LightGBM text models
+//   model_tflops.lgbm.gz (+ model_latency.lgbm.gz, model_bandwidth.lgbm.gz)   LightGBM text
+//                              models, gzip-compressed
 //   feature_spec.json          the FeatureSpec the model was trained with (read at inference)
 //   train_manifest.json        data fingerprint, rows, duplicates, parameters, versions, lineage
 //   cv_metrics.json            per-fold and out-of-fold metrics of the TFLOPS model
 //   feature_importances.json   split and gain importances per target
-//   oof_predictions.csv        out-of-fold TFLOPS prediction of every training row
+//   oof_predictions.csv.gz     out-of-fold TFLOPS prediction of every training row (gzip CSV)
 #pragma once
 
 #include <cstdint>
@@ -64,6 +65,9 @@ struct TrainOptions {
   double inner_valid_fraction = 0.2;
   std::vector<Target> targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
   Objective objective = Objective::kRegression;
+  // Regression targets: row weight 1 + top_weight * (TFLOPS / problem best)^4, so the fit
+  // concentrates on each problem's fast configs (0 = unweighted).
+  double top_weight = 0;
   LightGbmParams params;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
@@ -104,7 +108,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 // A loaded model directory.
 class Model {
  public:
-  // Reads feature_spec.json and every model_*.lgbm present (the TFLOPS model is required);
+  // Reads feature_spec.json and every model_*.lgbm.gz present (the TFLOPS model is required);
   // checks each model's feature count and names against the spec. Corrupt files give a
   // kParseError naming the file and LightGBM's message.
   static StatusOr<Model> Load(const std::string& dir);
@@ -143,7 +147,8 @@ StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& mode
 // Scores every candidate set problem with the model's TFLOPS predictions and summarises.
 StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
 
-// The out-of-fold TFLOPS predictions of a model directory (oof_predictions.csv): each training
+// The out-of-fold TFLOPS predictions of a model directory (oof_predictions.csv.gz, or the plain
+// oof_predictions.csv of older models): each training
 // row predicted by the fold model that never saw its shape, keyed by (problem key, config key).
 struct OofPredictions {
   std::string path;
@@ -152,6 +157,11 @@ struct OofPredictions {
 // Reads `model_dir`/oof_predictions.csv. kNotFound when the file is missing; kParseError naming
 // the line for malformed rows; kFailedPrecondition when the predictions are NaN (the model was
 // trained without cross-validation, so it has no out-of-fold predictions).
+inline constexpr const char* kOofPredictionsFile = "oof_predictions.csv.gz";
+// A whole file, gunzipped when it is gzip data (plain files are read as they are).
+StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
+// Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
+Status WriteGzipFile(const std::string& path, const std::string& text);
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
 // Per-candidate scores of `data` from out-of-fold predictions, shaped like PredictCandidateSet's.
 // Refuses (kFailedPrecondition) data with a (problem, config) pair the file lacks, saying how

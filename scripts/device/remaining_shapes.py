@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Shapes of a shape file that no bench file has finished yet (no problem_done record).
 
-    remaining_shapes.py SHAPES.csv --dtype bf16 --ops TN BENCH.jsonl[.xz] ... > remaining.csv
+    remaining_shapes.py SHAPES.csv --dtype bf16 --ops TN BENCH.jsonl[.xz]|DATA.parquet ... \
+        > remaining.csv
 
 A collection spread over several device calls starts each call with the shapes still missing;
 the partial problem a call's time limit left is started afresh (its rows are dropped at ingest
-with --complete-problems-only). Only the standard library: it runs here and on the device.
+with --complete-problems-only). Only the standard library for JSONL (it runs on the device too); a committed dataset (.parquet,
+whose problems are all complete when ingested with --one-run-per-problem) needs pandas.
 """
 import argparse
 import json
@@ -31,6 +33,13 @@ def main():
     args = parser.parse_args()
     done = set()
     for path in args.bench_files:
+        if path.endswith(".parquet"):
+            import pandas  # only for committed datasets (the set-up venv has it)
+            columns = ["m", "n", "k", "batch", "dtype", "layout"]
+            data = pandas.read_parquet(path, columns=columns).drop_duplicates()
+            for row in data.itertuples(index=False):
+                done.add((row.m, row.n, row.k, row.batch, row.dtype, row.layout))
+            continue
         with open_text(path) as lines:
             for line in lines:
                 if '"problem_done"' not in line:

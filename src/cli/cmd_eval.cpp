@@ -46,7 +46,7 @@ StatusOr<Evaluation> Evaluate(const std::string& model_dir, const Dataset& datas
     KSELECT_ASSIGN_OR_RETURN(scores, PredictCandidateSet(model, data, Target::kTflops));
   }
   Evaluation evaluation;
-  evaluation.in_sample = IsTrainingData(model_dir, data);
+  evaluation.in_sample = !out_of_fold && IsTrainingData(model_dir, data);
   evaluation.scatter = BuildPredictionScatter(data, scores, model.Ranks(Target::kTflops));
   evaluation.summary = EvaluateScores(data, scores);
   return evaluation;
@@ -59,15 +59,19 @@ struct EvalArgs {
   std::string markdown;
   std::string html;
   size_t worst = 20;
+  bool out_of_fold = false;
 };
 
 int RunEval(const EvalArgs& args) {
   auto dataset = ReadDatasetChecked(args.data);
   if (!dataset.ok()) return ReportError("eval", dataset.status());
-  auto evaluation = Evaluate(args.model, *dataset, /*out_of_fold=*/false);
+  auto evaluation = Evaluate(args.model, *dataset, args.out_of_fold);
   if (!evaluation.ok()) return ReportError("eval", evaluation.status());
   const EvalSummary* summary = &evaluation->summary;
-  if (evaluation->in_sample) {
+  if (args.out_of_fold) {
+    std::cerr << "kselect eval: out of fold: every problem as predicted by the fold model that "
+                 "never saw its shape (GroupKFold, early stopping on an inner split)\n";
+  } else if (evaluation->in_sample) {
     std::cerr << "kselect eval: note: this is the model's training data, so these figures are "
                  "in-sample; cv_metrics.json in the model directory holds the honest ones\n";
   }
@@ -100,6 +104,11 @@ int RunEval(const EvalArgs& args) {
           "%.2f%%\n",
           100 * summary->peer_top1.mean, 100 * summary->peer_top1.p10,
           static_cast<long long>(summary->peer_top1.count), 100 * summary->peer_best_of_8.mean);
+      std::printf(
+          "geomean speedup over the peer's rank-1 pick: %.4fx (faster on %lld, slower on "
+          "%lld)\n",
+          summary->speedup_over_peer_top1, static_cast<long long>(summary->faster_than_peer_top1),
+          static_cast<long long>(summary->slower_than_peer_top1));
     }
   }
   return kExitOk;
@@ -151,6 +160,10 @@ Command EvalCommand() {
             app.add_option("--worst", args->worst, "problems in the HTML report's worst table")
                 ->capture_default_str()
                 ->check(CLI::PositiveNumber);
+            app.add_flag("--oof,--out-of-fold", args->out_of_fold,
+                         "score the model's out-of-fold predictions (oof_predictions.csv.gz, "
+                         "written by kselect train) instead of predicting the data: the held-out "
+                         "figures, on the training data itself");
             return [args]() { return RunEval(*args); };
           }};
 }

@@ -59,7 +59,7 @@ int RunTrain(TrainArgs& args) {
                 100 * e.mean, 100 * e.median, 100 * e.p10, 100 * e.min);
   }
   for (const auto& [target, trees] : result->rounds) {
-    std::cout << "  model_" << TargetName(target) << ".lgbm: " << trees << " trees\n";
+    std::cout << "  model_" << TargetName(target) << ".lgbm.gz: " << trees << " trees\n";
   }
   return kExitOk;
 }
@@ -95,6 +95,11 @@ Command TrainCommand() {
             app.add_option("--objective", args->objective,
                            "TFLOPS model: regression (log1p TFLOPS) or lambdarank (per problem)")
                 ->capture_default_str();
+            app.add_option("--top-weight", args->options.top_weight,
+                           "regression: weigh rows by 1 + W * (TFLOPS / problem best)^4, so the "
+                           "fit concentrates on each problem's fast configs (0 = unweighted)")
+                ->capture_default_str()
+                ->check(CLI::Range(0.0, 1000.0));
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();
             app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();

@@ -298,8 +298,15 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   double n5 = 0, n10 = 0;
   int64_t hits[4] = {0, 0, 0, 0};
   const int ks[4] = {1, 3, 5, 10};
+  double log_speedup = 0;
   for (const ProblemOutcome& o : outcomes) {
     eff.push_back(o.efficiency);
+    if (o.peer_top1_efficiency && *o.peer_top1_efficiency > 0) {
+      log_speedup += std::log(o.efficiency / *o.peer_top1_efficiency);
+      ++s.speedup_problems;
+      s.faster_than_peer_top1 += o.efficiency > *o.peer_top1_efficiency;
+      s.slower_than_peer_top1 += o.efficiency < *o.peer_top1_efficiency;
+    }
     if (o.peer_top1_efficiency) peer1.push_back(*o.peer_top1_efficiency);
     if (o.peer_best_of_8_efficiency) peer8.push_back(*o.peer_best_of_8_efficiency);
     n5 += o.ndcg_at_5;
@@ -310,6 +317,8 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   s.model = ComputeStats(eff);
   s.peer_top1 = ComputeStats(peer1);
   s.peer_best_of_8 = ComputeStats(peer8);
+  if (s.speedup_problems > 0)
+    s.speedup_over_peer_top1 = std::exp(log_speedup / static_cast<double>(s.speedup_problems));
   s.top1 = hits[0] / count;
   s.top3 = hits[1] / count;
   s.top5 = hits[2] / count;
@@ -355,24 +364,27 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
   }
   nlohmann::json slices = nlohmann::json::object();
   for (const auto& [name, stats] : s.slices) slices[name] = StatsJson(stats);
-  nlohmann::json j = {
-      {"format", "kselect.eval_report"},
-      {"format_major", 1},
-      {"tool", ToolDescription()},
-      {"model", model_dir},
-      {"data", data_path},
-      {"efficiency", StatsJson(s.model)},
-      {"ranking",
-       {{"top1", s.top1},
-        {"top3_hit", s.top3},
-        {"top5_hit", s.top5},
-        {"top10_hit", s.top10},
-        {"ndcg_at_5", s.ndcg_at_5},
-        {"ndcg_at_10", s.ndcg_at_10}}},
-      {"peers",
-       {{"peer_top1", StatsJson(s.peer_top1)}, {"peer_best_of_8", StatsJson(s.peer_best_of_8)}}},
-      {"slices", slices},
-      {"problems", problems}};
+  nlohmann::json j = {{"format", "kselect.eval_report"},
+                      {"format_major", 1},
+                      {"tool", ToolDescription()},
+                      {"model", model_dir},
+                      {"data", data_path},
+                      {"efficiency", StatsJson(s.model)},
+                      {"ranking",
+                       {{"top1", s.top1},
+                        {"top3_hit", s.top3},
+                        {"top5_hit", s.top5},
+                        {"top10_hit", s.top10},
+                        {"ndcg_at_5", s.ndcg_at_5},
+                        {"ndcg_at_10", s.ndcg_at_10}}},
+                      {"peers",
+                       {{"peer_top1", StatsJson(s.peer_top1)},
+                        {"peer_best_of_8", StatsJson(s.peer_best_of_8)},
+                        {"geomean_speedup_over_peer_top1", s.speedup_over_peer_top1},
+                        {"faster_than_peer_top1", s.faster_than_peer_top1},
+                        {"slower_than_peer_top1", s.slower_than_peer_top1}}},
+                      {"slices", slices},
+                      {"problems", problems}};
   return j.dump(2);
 }
 
@@ -391,6 +403,16 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
   row("kselect model", s.model);
   if (s.peer_top1.count > 0) row("peer heuristic (rank 1)", s.peer_top1);
   if (s.peer_best_of_8.count > 0) row("peer best of top 8", s.peer_best_of_8);
+  if (s.speedup_problems > 0) {
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "\nGeomean speedup of the model's picks over the peer's rank-1 pick: %.4fx "
+                  "(faster on %lld, slower on %lld of %lld problems).\n",
+                  s.speedup_over_peer_top1, static_cast<long long>(s.faster_than_peer_top1),
+                  static_cast<long long>(s.slower_than_peer_top1),
+                  static_cast<long long>(s.speedup_problems));
+    md << line;
+  }
   md << "\n| ranking | value |\n|---|---|\n"
      << "| top-1 accuracy | " << Pct(s.top1) << " |\n"
      << "| top-3 hit rate | " << Pct(s.top3) << " |\n"

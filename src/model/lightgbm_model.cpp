@@ -73,8 +73,49 @@ class BoosterPtr {
   BoosterHandle h_ = nullptr;
 };
 
+// LightGBM's text model, gzip-compressed (about 5x smaller: models ship in the repository).
 std::string ModelFileName(Target t) {
-  return "model_" + std::string(TargetName(t)) + ".lgbm";
+  return "model_" + std::string(TargetName(t)) + ".lgbm.gz";
+}
+
+// The model text itself says how it was trained ("objective=lambdarank" in its header).
+bool IsRankerText(std::string_view text) {
+  size_t start = 0;
+  for (int i = 0; i < 64 && start < text.size(); ++i) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = text.substr(start, end - start);
+    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
+    if (line.starts_with("Tree=")) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Loads a booster from `path` (gzip or plain LightGBM text); `ranker`: trained by lambdarank.
+StatusOr<BoosterHandle> LoadBooster(const fs::path& path, int* iterations, bool* ranker = nullptr) {
+  KSELECT_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path.string()));
+  if (ranker != nullptr) *ranker = IsRankerText(text);
+  BoosterHandle h = nullptr;
+  if (LGBM_BoosterLoadModelFromString(text.c_str(), iterations, &h) != 0) {
+    return ParseError(path.string() + ": not a readable LightGBM model (" + LGBM_GetLastError() +
+                      "); retrain or restore the file");
+  }
+  return h;
+}
+
+Status SaveBooster(BoosterHandle h, const fs::path& path) {
+  int64_t length = 0;
+  if (LGBM_BoosterSaveModelToString(h, 0, -1, C_API_FEATURE_IMPORTANCE_SPLIT, 0, &length,
+                                    nullptr) != 0) {
+    return InternalError(std::string("LightGBM save model: ") + LGBM_GetLastError());
+  }
+  std::string text(static_cast<size_t>(length), '\0');
+  if (LGBM_BoosterSaveModelToString(h, 0, -1, C_API_FEATURE_IMPORTANCE_SPLIT, length, &length,
+                                    text.data()) != 0) {
+    return InternalError(std::string("LightGBM save model: ") + LGBM_GetLastError());
+  }
+  text.resize(static_cast<size_t>(std::max<int64_t>(length - 1, 0)));  // drop the terminating NUL
+  return WriteGzipFile(path.string(), text);
 }
 
 double TargetValue(const Candidate& c, Target t) {
@@ -154,7 +195,7 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
                         std::span<const int32_t> valid, const std::vector<float>& labels,
                         const std::vector<double>* init, const std::string& dataset_params,
                         const std::string& booster_params, int max_rounds, int patience,
-                        std::span<const int> query_of_row) {
+                        std::span<const int> query_of_row, const std::vector<float>* weights) {
   const bool ranking = !query_of_row.empty();
   auto subset = [&](std::span<const int32_t> rows) -> StatusOr<DatasetPtr> {
     DatasetHandle h = nullptr;
@@ -180,6 +221,14 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
       if (LGBM_DatasetSetField(h, "group", sizes.data(), static_cast<int>(sizes.size()),
                                C_API_DTYPE_INT32) != 0) {
         return LgbmError("query groups");
+      }
+    }
+    if (weights) {
+      std::vector<float> w(rows.size());
+      for (size_t i = 0; i < rows.size(); ++i) w[i] = (*weights)[static_cast<size_t>(rows[i])];
+      if (LGBM_DatasetSetField(h, "weight", w.data(), static_cast<int>(w.size()),
+                               C_API_DTYPE_FLOAT32) != 0) {
+        return LgbmError("weights");
       }
     }
     if (init) {
@@ -301,19 +350,6 @@ struct Model::Impl {
   std::set<Target> rankers;
 };
 
-namespace {
-// The model file itself says how it was trained ("objective=lambdarank" in its header).
-bool IsRankerFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  for (int i = 0; i < 64 && std::getline(in, line); ++i) {
-    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
-    if (line.starts_with("Tree=")) break;
-  }
-  return false;
-}
-}  // namespace
-
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
@@ -347,12 +383,9 @@ StatusOr<Model> Model::Load(const std::string& dir) {
         return NotFoundError(path.string() + ": the TFLOPS model is missing");
       continue;
     }
-    BoosterHandle h = nullptr;
     int iterations = 0;
-    if (LGBM_BoosterCreateFromModelfile(path.string().c_str(), &iterations, &h) != 0) {
-      return ParseError(path.string() + ": not a readable LightGBM model (" + LGBM_GetLastError() +
-                        "); retrain or restore the file");
-    }
+    bool ranker = false;
+    KSELECT_ASSIGN_OR_RETURN(BoosterHandle h, LoadBooster(path, &iterations, &ranker));
     BoosterPtr booster(h);
     int num_features = 0;
     if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
@@ -367,7 +400,7 @@ StatusOr<Model> Model::Load(const std::string& dir) {
                                  ": the model's feature names differ from feature_spec.json");
     }
     impl->iterations[t] = iterations;
-    if (IsRankerFile(path)) impl->rankers.insert(t);
+    if (ranker) impl->rankers.insert(t);
     impl->boosters.emplace(t, std::move(booster));
   }
   return Model(std::move(impl));
@@ -507,12 +540,20 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
     objectives[std::string(TargetName(target))] = ranking ? "lambdarank" : "regression";
     std::vector<float> labels(rows);
+    // Top weighting (regression): rows near their problem's best weigh more, since selection
+    // only needs the top of each problem ordered right, not the slow tail fitted.
+    std::optional<std::vector<float>> weights;
+    if (!ranking && options.top_weight > 0) weights.emplace(rows, 1.0f);
     {
       size_t r = 0;
       for (const ProblemCandidates& p : data.problems) {
         double oracle = 0;
         for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
         for (const Candidate& c : p.candidates) {
+          if (weights) {
+            (*weights)[r] =
+                static_cast<float>(1 + options.top_weight * std::pow(c.tflops / oracle, 4));
+          }
           const double v = TargetValue(c, target);
           if (!(v > 0) || !std::isfinite(v)) {
             return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
@@ -564,10 +605,10 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
-        KSELECT_ASSIGN_OR_RETURN(
-            FitResult fit,
-            Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
-                booster_params, max_rounds, options.early_stopping_rounds, queries));
+        KSELECT_ASSIGN_OR_RETURN(FitResult fit, Fit(full.get(), inner_train, inner_valid, labels,
+                                                    init_ptr, dataset_params, booster_params,
+                                                    max_rounds, options.early_stopping_rounds,
+                                                    queries, weights ? &*weights : nullptr));
         KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
                                                                        valid, fit.best_iteration));
         FoldMetrics m;
@@ -640,14 +681,16 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                  &inner_valid);
       KSELECT_ASSIGN_OR_RETURN(
           FitResult fit, Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
-                             booster_params, max_rounds, options.early_stopping_rounds, queries));
+                             booster_params, max_rounds, options.early_stopping_rounds, queries,
+                             weights ? &*weights : nullptr));
       best_iterations.push_back(fit.best_iteration);
     }
     std::sort(best_iterations.begin(), best_iterations.end());
     const int final_rounds = best_iterations[best_iterations.size() / 2];
-    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, Fit(full.get(), all_rows, {}, labels, init_ptr,
-                                                      dataset_params, booster_params, final_rounds,
-                                                      options.early_stopping_rounds, queries));
+    KSELECT_ASSIGN_OR_RETURN(
+        FitResult final_fit,
+        Fit(full.get(), all_rows, {}, labels, init_ptr, dataset_params, booster_params,
+            final_rounds, options.early_stopping_rounds, queries, weights ? &*weights : nullptr));
     // Importances of the new trees, before merging in the warm-start model's.
     for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
       std::vector<double> imp(cols);
@@ -661,13 +704,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     }
     if (previous) {
       // Put the previous model's trees in front of the new ones (their sum is the prediction).
-      BoosterHandle prev_copy = nullptr;
       int prev_iterations = 0;
       const fs::path prev_path = fs::path(options.warm_start_dir) / ModelFileName(target);
-      if (LGBM_BoosterCreateFromModelfile(prev_path.string().c_str(), &prev_iterations,
-                                          &prev_copy) != 0) {
-        return LgbmError("warm-start model");
-      }
+      KSELECT_ASSIGN_OR_RETURN(BoosterHandle prev_copy, LoadBooster(prev_path, &prev_iterations));
       BoosterPtr prev_owner(prev_copy);
       if (LGBM_BoosterMerge(final_fit.booster.get(), prev_copy) != 0) return LgbmError("merge");
     }
@@ -676,10 +715,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       return LgbmError("iteration count");
     }
     const fs::path model_path = fs::path(out_dir) / ModelFileName(target);
-    if (LGBM_BoosterSaveModel(final_fit.booster.get(), 0, -1, C_API_FEATURE_IMPORTANCE_SPLIT,
-                              model_path.string().c_str()) != 0) {
-      return LgbmError("save model");
-    }
+    KSELECT_RETURN_IF_ERROR(SaveBooster(final_fit.booster.get(), model_path));
     result.rounds.emplace_back(target, total);
   }
 
@@ -716,6 +752,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"max_rounds", options.max_rounds},
         {"early_stopping_rounds", options.early_stopping_rounds},
         {"inner_valid_fraction", options.inner_valid_fraction},
+        {"top_weight", options.top_weight},
         {"final_rounds", "median of the folds' early-stopped tree counts"}}},
       {"lightgbm",
        {{"booster", regression_params},
@@ -744,7 +781,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       ++r;
     }
   }
-  KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "oof_predictions.csv", csv.str()));
+  KSELECT_RETURN_IF_ERROR(
+      WriteGzipFile((fs::path(out_dir) / kOofPredictionsFile).string(), csv.str()));
   return result;
 }
 

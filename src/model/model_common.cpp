@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+
+#include <zlib.h>
 #include <numeric>
 
 #include "core/text.h"
@@ -118,15 +120,58 @@ StatusOr<std::vector<std::string>> SplitCsvRecord(std::string_view line) {
 
 }  // namespace
 
+StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");  // reads plain files as they are
+  if (file == nullptr) return IoError(path + ": cannot open");
+  std::string contents;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) contents.append(buffer, n);
+  int error = Z_OK;
+  const char* message = gzerror(file, &error);
+  const bool failed = n < 0 || (error != Z_OK && error != Z_STREAM_END);
+  const std::string reason = failed ? message : "";
+  gzclose(file);
+  if (failed) return IoError(path + ": corrupt or truncated gzip data (" + reason + ")");
+  return contents;
+}
+
+Status WriteGzipFile(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp";
+  gzFile file = gzopen(temp.c_str(), "wb6");
+  if (file == nullptr) return IoError(temp + ": cannot open for writing");
+  size_t done = 0;
+  bool ok = true;
+  while (ok && done < text.size()) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(text.size() - done, 1 << 20));
+    ok = gzwrite(file, text.data() + done, chunk) == static_cast<int>(chunk);
+    done += chunk;
+  }
+  ok = gzclose(file) == Z_OK && ok;
+  std::error_code ec;
+  if (ok) std::filesystem::rename(temp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(temp, ec);
+    return IoError(path + ": write failed");
+  }
+  return Status::Ok();
+}
+
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir) {
   OofPredictions oof;
-  oof.path = (std::filesystem::path(model_dir) / "oof_predictions.csv").string();
+  const std::filesystem::path dir(model_dir);
+  oof.path = (dir / kOofPredictionsFile).string();
+  if (!std::filesystem::exists(oof.path)) {
+    // Models written before the predictions were compressed.
+    const std::string plain = (dir / "oof_predictions.csv").string();
+    if (std::filesystem::exists(plain)) oof.path = plain;
+  }
   if (!std::filesystem::exists(oof.path)) {
     return NotFoundError(oof.path +
                          " does not exist: the model directory has no out-of-fold predictions "
                          "(models from kselect train have them)");
   }
-  KSELECT_ASSIGN_OR_RETURN(std::string contents, text::ReadFile(oof.path));
+  KSELECT_ASSIGN_OR_RETURN(std::string contents, ReadMaybeGzipFile(oof.path));
   const std::vector<std::string_view> lines = text::SplitLines(contents);
   constexpr std::string_view kHeader = "problem,config,fold,measured_tflops,oof_predicted_tflops";
   if (lines.empty() || text::Trim(lines[0]) != kHeader) {

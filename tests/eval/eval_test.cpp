@@ -132,6 +132,36 @@ TEST(BuildCandidateSet, SkipsInvalidRowsAndFingerprintsTheData) {
             BuildCandidateSet(testing_util::SyntheticDataset(4, 4), std::nullopt)->fingerprint);
 }
 
+TEST(BuildCandidateSet, AbortedRowsAreEstimatedCandidatesNeverTheOracle) {
+  Dataset data = testing_util::SyntheticDataset(4, 4);
+  const size_t candidates = BuildCandidateSet(data, std::nullopt)->NumCandidates();
+  // Row 0 aborted by the bench: slower than the best so far, with the latency it showed.
+  DatasetRow& aborted = data.rows[0];
+  aborted.is_valid = false;
+  aborted.aborted = true;
+  aborted.latency_ms = *aborted.latency_ms * 50;
+  aborted.measured_tflops = 0.0;
+  // Row 1 invalid for another reason (a crash): never a candidate.
+  data.rows[1].is_valid = false;
+  const auto set = BuildCandidateSet(data, std::nullopt);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->rows_estimated, 1);
+  EXPECT_EQ(set->rows_skipped, 1);
+  EXPECT_EQ(set->NumCandidates(), candidates - 1);
+  int estimated = 0;
+  for (const ProblemCandidates& p : set->problems) {
+    for (const Candidate& c : p.candidates) {
+      if (!c.estimated) continue;
+      ++estimated;
+      EXPECT_GT(c.tflops, 0);  // derived from the latency it showed
+      double best = 0;
+      for (const Candidate& other : p.candidates) best = std::max(best, other.tflops);
+      EXPECT_LT(c.tflops, best);
+    }
+  }
+  EXPECT_EQ(estimated, 1);
+}
+
 TEST(Summarize, SlicesByMFamilyAndKRegime) {
   std::vector<ProblemOutcome> outcomes(3);
   outcomes[0].m = 1;

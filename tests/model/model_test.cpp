@@ -103,9 +103,9 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   EXPECT_EQ(result->shapes, 48);
   EXPECT_EQ(result->problems, 48 + 16);  // every third shape also in rrr
   ASSERT_EQ(result->folds.size(), 4u);
-  for (const char* f : {"model_tflops.lgbm", "model_latency.lgbm", "model_bandwidth.lgbm",
+  for (const char* f : {"model_tflops.lgbm.gz", "model_latency.lgbm.gz", "model_bandwidth.lgbm.gz",
                         "feature_spec.json", "train_manifest.json", "cv_metrics.json",
-                        "feature_importances.json", "oof_predictions.csv"}) {
+                        "feature_importances.json", "oof_predictions.csv.gz"}) {
     EXPECT_TRUE(fs::exists(Dir("m") + "/" + f)) << f;
   }
   // Out-of-fold: every shape was predicted by a model that never saw it, and the learned
@@ -120,7 +120,7 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   }
 
   // GroupKFold by shape with layout left out: both layouts of a shape share one fold.
-  std::ifstream oof(Dir("m") + "/oof_predictions.csv");
+  std::istringstream oof(ReadMaybeGzipFile(Dir("m") + "/" + kOofPredictionsFile).value());
   std::string line;
   std::getline(oof, line);
   std::map<std::string, std::set<int>> folds_of_shape;
@@ -219,7 +219,7 @@ TEST_F(ModelTest, TrainingIsDeterministic) {
   options.folds = 3;
   ASSERT_TRUE(TrainModel(data, options, Dir("a")).ok());
   ASSERT_TRUE(TrainModel(data, options, Dir("b")).ok());
-  EXPECT_EQ(Slurp(Dir("a") + "/model_tflops.lgbm"), Slurp(Dir("b") + "/model_tflops.lgbm"));
+  EXPECT_EQ(Slurp(Dir("a") + "/model_tflops.lgbm.gz"), Slurp(Dir("b") + "/model_tflops.lgbm.gz"));
   EXPECT_EQ(Slurp(Dir("a") + "/cv_metrics.json"), Slurp(Dir("b") + "/cv_metrics.json"));
   EXPECT_EQ(Slurp(Dir("a") + "/oof_predictions.csv"), Slurp(Dir("b") + "/oof_predictions.csv"));
 }
@@ -232,7 +232,7 @@ TEST_F(ModelTest, DuplicatedRowsAreRefused) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(result.status().message(), std::to_string(n) + " duplicated"));
-  EXPECT_FALSE(fs::exists(Dir("m") + "/model_tflops.lgbm"));
+  EXPECT_FALSE(fs::exists(Dir("m") + "/model_tflops.lgbm.gz"));
 }
 
 TEST_F(ModelTest, MixedHardwareIsRefused) {
@@ -249,7 +249,7 @@ TEST_F(ModelTest, CorruptOrMismatchedModelFilesGiveClearErrors) {
 
   // A corrupt model file.
   fs::copy(Dir("m"), Dir("corrupt"));
-  std::ofstream(Dir("corrupt") + "/model_tflops.lgbm", std::ios::trunc) << "tree\nnot a model\n";
+  std::ofstream(Dir("corrupt") + "/model_tflops.lgbm.gz", std::ios::trunc) << "tree\nnot a model\n";
   auto loaded = Model::Load(Dir("corrupt"));
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().code(), StatusCode::kParseError);

@@ -67,6 +67,20 @@ TEST_F(OofTest, ReadsQuotedKeysWithCommasAndQuotes) {
   EXPECT_EQ((*scores)[1], (std::vector<double>{7}));
 }
 
+TEST_F(OofTest, ReadsTheGzipFileAndRefusesACorruptOne) {
+  const std::string text = std::string(kHeader) + "p1,b,0,11,3.5\n";
+  ASSERT_TRUE(WriteGzipFile((dir_ / kOofPredictionsFile).string(), text).ok());
+  // Compressed on disk, the same text read back.
+  EXPECT_NE(testing_util::ReadAll((dir_ / kOofPredictionsFile).string()), text);
+  auto oof = ReadOofPredictions(Dir());
+  ASSERT_TRUE(oof.ok()) << oof.status().ToString();
+  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p1", "b"}), 3.5);
+  // A truncated gzip stream is an error, not a shorter file.
+  std::string bytes = testing_util::ReadAll((dir_ / kOofPredictionsFile).string());
+  std::ofstream(dir_ / kOofPredictionsFile, std::ios::binary) << bytes.substr(0, bytes.size() - 9);
+  EXPECT_FALSE(ReadOofPredictions(Dir()).ok());
+}
+
 TEST_F(OofTest, RefusesDataTheFileDoesNotCover) {
   Write(std::string(kHeader) + "p1,\"a,1\",0,10,12.5\np2,\"a,1\",1,10,7\n");
   auto oof = ReadOofPredictions(Dir());
