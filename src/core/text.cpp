@@ -358,4 +358,16 @@ std::string UtcNowIso8601() {
   return buffer;
 }
 
+std::string Percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string Fixed(double value, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+  return buf;
+}
+
 }  // namespace kselect::text

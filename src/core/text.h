@@ -44,4 +44,9 @@ std::string Md5Hex(std::string_view data);
 // Current UTC time, ISO 8601 with seconds ("2026-11-22T00:31:33Z").
 std::string UtcNowIso8601();
 
+// Report formatting: a fraction as a percentage with two decimals ("96.15%"), and a number with
+// `decimals` digits after the point.
+std::string Percent(double fraction);
+std::string Fixed(double value, int decimals);
+
 }  // namespace kselect::text

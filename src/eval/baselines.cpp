@@ -1,6 +1,7 @@
 // The baselines report: data quality, the provider heuristic against the oracle, and the loss of
 // a rule set against a sample of the full config space.
 #include "kselect/baselines.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -220,15 +221,7 @@ Status SummarizeLoss(const std::map<std::string, ProblemPairs>& data,
 }
 
 std::string Pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * v);
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
+  return text::Percent(v);
 }
 
 std::string Shape(int64_t m, int64_t n, int64_t k, int64_t batch) {
@@ -415,9 +408,9 @@ std::string BaselineReportToMarkdown(const BaselineReport& report, const ReportS
     md << "| invalid rows (not aborted) | " << g.invalid_rows << " |\n";
     md << "| duplicated (problem, config) rows | " << g.duplicate_rows << " |\n";
     const Spread& v = g.valid_configs_per_shape;
-    md << "| valid configs per shape | mean " << Fixed(v.mean, 1) << ", median "
-       << Fixed(v.median, 1) << ", min " << Fixed(v.min, 0) << ", max " << Fixed(v.max, 0)
-       << " |\n";
+    md << "| valid configs per shape | mean " << text::Fixed(v.mean, 1) << ", median "
+       << text::Fixed(v.median, 1) << ", min " << text::Fixed(v.min, 0) << ", max "
+       << text::Fixed(v.max, 0) << " |\n";
     if (g.cv.count > 0) {
       md << "| CV of valid rows | median " << Pct(g.cv.median) << ", P90 " << Pct(g.cv.p90)
          << " |\n";
@@ -441,7 +434,7 @@ std::string BaselineReportToMarkdown(const BaselineReport& report, const ReportS
       md << "\n";
       if (g.top1.count > 0) {
         md << "- geomean speedup of the oracle over top-1: "
-           << Fixed(g.geomean_speedup_over_top1, 4) << "x\n- top-1 is the oracle on "
+           << text::Fixed(g.geomean_speedup_over_top1, 4) << "x\n- top-1 is the oracle on "
            << g.top1_is_oracle << " of " << g.top1.count << " problems\n";
       } else {
         md << "- no problem has a valid top-1 (peer_rank 1) measurement\n";
@@ -468,7 +461,7 @@ std::string BaselineReportToMarkdown(const BaselineReport& report, const ReportS
           const HeuristicOutcome& h = *worst[i];
           md << "| " << Shape(h.m, h.n, h.k, h.batch) << " | " << Pct(*h.top1_efficiency) << " | "
              << (h.best_of_8_efficiency ? Pct(*h.best_of_8_efficiency) : "-") << " | "
-             << Fixed(h.oracle_tflops, 2) << " | `" << h.oracle_config << "` |\n";
+             << text::Fixed(h.oracle_tflops, 2) << " | `" << h.oracle_config << "` |\n";
         }
       }
     }
@@ -498,8 +491,8 @@ std::string BaselineReportToMarkdown(const BaselineReport& report, const ReportS
           "rejected by |\n|---|---|---|---|---|---|\n";
     for (const RuleLoss& l : g.losses) {
       md << "| " << Shape(l.m, l.n, l.k, l.batch) << " | " << Pct(l.loss) << " | "
-         << Fixed(l.best_in_rules_tflops, 2) << " | " << Fixed(l.best_tflops, 2) << " | `"
-         << l.best_config << "` (" << l.best_source << ") | "
+         << text::Fixed(l.best_in_rules_tflops, 2) << " | " << text::Fixed(l.best_tflops, 2)
+         << " | `" << l.best_config << "` (" << l.best_source << ") | "
          << (l.rejecting_rule.empty() ? "" : "`" + l.rejecting_rule + "`") << " |\n";
     }
   }

@@ -1,6 +1,7 @@
 // Candidate sets from datasets, per-problem selection metrics, summaries, reports and the model
 // comparison rules.
 #include "kselect/eval.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -44,9 +45,7 @@ std::vector<size_t> OrderByScore(std::span<const double> scores) {
 }
 
 std::string Pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * v);
-  return buf;
+  return text::Percent(v);
 }
 
 // Stats over no problems are null, never a misleading 0 %.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/text.h"
 #include "kselect/eval_report.h"
 #include "kselect/version.h"
 
@@ -26,15 +27,7 @@ constexpr Method kPeerTop1 = {"peer_top1", "peer heuristic (rank 1)", "#d62728"}
 constexpr Method kPeerBestOf8 = {"peer_best_of_8", "peer best of top 8", "#2ca02c"};
 
 std::string Pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * v);
-  return buf;
-}
-
-std::string Fixed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
+  return text::Percent(v);
 }
 
 // Compact number for axis ticks: 0.5, 10, 1000, 1e+04.
@@ -65,15 +58,15 @@ class Plot {
     std::ostringstream svg;
     svg << "<g class=\"axes\" font-size=\"12\" fill=\"#333\">";
     for (double t : Ticks(x_lo_, x_hi_, x_log_)) {
-      svg << "<line x1=\"" << Fixed(X(t), 1) << "\" x2=\"" << Fixed(X(t), 1) << "\" y1=\"" << kTop
-          << "\" y2=\"" << kHeight - kBottom << "\" stroke=\"#e5e5e5\"/>"
-          << "<text x=\"" << Fixed(X(t), 1) << "\" y=\"" << kHeight - kBottom + 16
+      svg << "<line x1=\"" << text::Fixed(X(t), 1) << "\" x2=\"" << text::Fixed(X(t), 1)
+          << "\" y1=\"" << kTop << "\" y2=\"" << kHeight - kBottom << "\" stroke=\"#e5e5e5\"/>"
+          << "<text x=\"" << text::Fixed(X(t), 1) << "\" y=\"" << kHeight - kBottom + 16
           << "\" text-anchor=\"middle\">" << Tick(t) << "</text>";
     }
     for (double t : Ticks(y_lo_, y_hi_, y_log_)) {
-      svg << "<line x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\"" << Fixed(Y(t), 1)
-          << "\" y2=\"" << Fixed(Y(t), 1) << "\" stroke=\"#e5e5e5\"/>"
-          << "<text x=\"" << kLeft - 6 << "\" y=\"" << Fixed(Y(t) + 4, 1)
+      svg << "<line x1=\"" << kLeft << "\" x2=\"" << kWidth - kRight << "\" y1=\""
+          << text::Fixed(Y(t), 1) << "\" y2=\"" << text::Fixed(Y(t), 1) << "\" stroke=\"#e5e5e5\"/>"
+          << "<text x=\"" << kLeft - 6 << "\" y=\"" << text::Fixed(Y(t) + 4, 1)
           << "\" text-anchor=\"end\">" << Tick(t) << "</text>";
     }
     svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kWidth - kLeft - kRight
@@ -155,12 +148,12 @@ std::string EfficiencyCdfSvg(const std::vector<CdfSeries>& series) {
     std::sort(sorted.begin(), sorted.end());
     const double n = static_cast<double>(sorted.size());
     std::ostringstream d;
-    d << "M" << Fixed(plot.X(x_lo), 1) << " " << Fixed(plot.Y(0), 1);
+    d << "M" << text::Fixed(plot.X(x_lo), 1) << " " << text::Fixed(plot.Y(0), 1);
     for (size_t i = 0; i < sorted.size(); ++i) {
       const double x = std::clamp(sorted[i], x_lo, 1.0);
-      d << " H" << Fixed(plot.X(x), 1) << " V" << Fixed(plot.Y((i + 1) / n), 1);
+      d << " H" << text::Fixed(plot.X(x), 1) << " V" << text::Fixed(plot.Y((i + 1) / n), 1);
     }
-    d << " H" << Fixed(plot.X(1.0), 1);
+    d << " H" << text::Fixed(plot.X(1.0), 1);
     svg << "<path class=\"cdf\" data-method=\"" << s.method->id << "\" data-problems=\""
         << sorted.size() << "\" d=\"" << d.str() << "\" fill=\"none\" stroke=\"" << s.method->colour
         << "\" stroke-width=\"2\"><title>" << HtmlEscape(s.method->label) << ": " << sorted.size()
@@ -192,13 +185,13 @@ std::string ScatterSvg(const PredictionScatter& scatter) {
     const Plot plot(lo, hi, true, lo, hi, true);
     svg << SvgOpen("prediction-scatter", "predicted versus measured TFLOPS")
         << plot.Axes("predicted TFLOPS", "measured TFLOPS") << "<line class=\"diagonal\" x1=\""
-        << Fixed(plot.X(lo), 1) << "\" y1=\"" << Fixed(plot.Y(lo), 1) << "\" x2=\""
-        << Fixed(plot.X(hi), 1) << "\" y2=\"" << Fixed(plot.Y(hi), 1)
+        << text::Fixed(plot.X(lo), 1) << "\" y1=\"" << text::Fixed(plot.Y(lo), 1) << "\" x2=\""
+        << text::Fixed(plot.X(hi), 1) << "\" y2=\"" << text::Fixed(plot.Y(hi), 1)
         << "\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>";
     svg << "<g class=\"points\" fill=\"" << kModel.colour << "\" fill-opacity=\"0.45\">";
     for (const ScatterPoint& p : scatter.points) {
-      svg << "<circle cx=\"" << Fixed(plot.X(p.x), 1) << "\" cy=\"" << Fixed(plot.Y(p.y), 1)
-          << "\" r=\"2\"/>";
+      svg << "<circle cx=\"" << text::Fixed(plot.X(p.x), 1) << "\" cy=\""
+          << text::Fixed(plot.Y(p.y), 1) << "\" r=\"2\"/>";
     }
     svg << "</g></svg>";
   } else {
@@ -211,8 +204,8 @@ std::string ScatterSvg(const PredictionScatter& scatter) {
                      "measured TFLOPS / oracle");
     svg << "<g class=\"points\" fill=\"" << kModel.colour << "\" fill-opacity=\"0.45\">";
     for (const ScatterPoint& p : scatter.points) {
-      svg << "<circle cx=\"" << Fixed(plot.X(p.x), 1) << "\" cy=\""
-          << Fixed(plot.Y(std::clamp(p.y, 0.0, 1.0)), 1) << "\" r=\"2\"/>";
+      svg << "<circle cx=\"" << text::Fixed(plot.X(p.x), 1) << "\" cy=\""
+          << text::Fixed(plot.Y(std::clamp(p.y, 0.0, 1.0)), 1) << "\" r=\"2\"/>";
     }
     svg << "</g></svg>";
   }
