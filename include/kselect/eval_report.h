@@ -45,8 +45,9 @@ PredictionScatter BuildPredictionScatter(const CandidateSet& data,
 struct HtmlReportOptions {
   std::string model_dir;
   std::string data_path;
-  size_t worst_count = 20;  // rows of the worst-problems table
-  bool in_sample = false;   // the data is the model's training data: the report says so
+  size_t worst_count = 20;   // rows of the worst-problems table
+  bool in_sample = false;    // the data is the model's training data: the report says so
+  bool out_of_fold = false;  // scores are the model's out-of-fold predictions: held out
 };
 
 // The whole report, one HTML5 document. Every piece of text from inputs is escaped.

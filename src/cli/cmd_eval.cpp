@@ -84,7 +84,8 @@ int RunEval(const EvalArgs& args) {
     const HtmlReportOptions options{.model_dir = args.model,
                                     .data_path = args.data,
                                     .worst_count = args.worst,
-                                    .in_sample = evaluation->in_sample};
+                                    .in_sample = evaluation->in_sample,
+                                    .out_of_fold = args.out_of_fold};
     const Status written = text::WriteFileAtomically(
         args.html, EvalSummaryToHtml(*summary, evaluation->scatter, options));
     if (!written.ok()) return ReportError("eval", written);

@@ -348,7 +348,11 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
     << "</code></dd><dt>data</dt><dd><code>" << HtmlEscape(options.data_path)
     << "</code></dd><dt>problems</dt><dd id=\"problem-count\">" << s.problems.size()
     << "</dd><dt>tool</dt><dd>" << HtmlEscape(ToolDescription()) << "</dd></dl>\n";
-  if (options.in_sample) {
+  if (options.out_of_fold) {
+    h << "<p class=\"note\" id=\"out-of-fold\">Out of fold: every problem is scored with the "
+         "predictions of the fold model that never saw its shape (GroupKFold by shape, early "
+         "stopping on an inner split): the held-out figures.</p>\n";
+  } else if (options.in_sample) {
     h << "<p class=\"note\" id=\"in-sample\">This is the model's training data, so these "
          "figures are in-sample; <code>cv_metrics.json</code> in the model directory holds the "
          "honest ones.</p>\n";

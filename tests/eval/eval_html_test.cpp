@@ -88,7 +88,7 @@ std::string Element(const std::string& html, const std::string& tag, const std::
   return end == std::string::npos ? "" : html.substr(start, end + close.size() - start);
 }
 
-std::string RenderFixture(bool ranker, bool in_sample = false) {
+std::string RenderFixture(bool ranker, bool in_sample = false, bool out_of_fold = false) {
   const Fixture f = MakeFixture();
   const EvalSummary summary = EvaluateScores(f.data, f.scores);
   const PredictionScatter scatter = BuildPredictionScatter(f.data, f.scores, ranker);
@@ -96,7 +96,8 @@ std::string RenderFixture(bool ranker, bool in_sample = false) {
                            {.model_dir = kHostileModelDir,
                             .data_path = "data/x.parquet",
                             .worst_count = 3,
-                            .in_sample = in_sample});
+                            .in_sample = in_sample,
+                            .out_of_fold = out_of_fold});
 }
 
 TEST(HtmlEscape, EscapesMarkupAndQuotes) {
@@ -244,6 +245,10 @@ TEST(EvalHtml, ScatterMatchesTheModelKind) {
 TEST(EvalHtml, InSampleDataIsFlagged) {
   EXPECT_FALSE(Contains(RenderFixture(false, false), "id=\"in-sample\""));
   EXPECT_TRUE(Contains(RenderFixture(false, true), "id=\"in-sample\""));
+  // Out-of-fold scores are held out: said so, and never flagged in-sample.
+  const std::string oof = RenderFixture(false, false, true);
+  EXPECT_TRUE(Contains(oof, "id=\"out-of-fold\""));
+  EXPECT_FALSE(Contains(oof, "id=\"in-sample\""));
 }
 
 // --- the same report in a real browser -------------------------------------------------------
