@@ -68,6 +68,11 @@ struct TrainOptions {
   // Regression targets: row weight 1 + top_weight * (TFLOPS / problem best)^4, so the fit
   // concentrates on each problem's fast configs (0 = unweighted).
   double top_weight = 0;
+  // Hard-example mining (TFLOPS regression): each fit is redone with the rows of training
+  // problems whose in-sample pick is under `hard_mining_threshold` of their best weighted
+  // `hard_mining_factor` times (factor <= 1: off).
+  double hard_mining_factor = 1;
+  double hard_mining_threshold = 0.98;
   LightGbmParams params;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;

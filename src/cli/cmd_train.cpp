@@ -100,6 +100,16 @@ Command TrainCommand() {
                            "fit concentrates on each problem's fast configs (0 = unweighted)")
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1000.0));
+            app.add_option("--hard-mining", args->options.hard_mining_factor,
+                           "hard-example mining: redo each fit with the training problems whose "
+                           "in-sample pick is under --hard-threshold of their best weighted this "
+                           "many times (1 = off)")
+                ->capture_default_str()
+                ->check(CLI::Range(1.0, 1000.0));
+            app.add_option("--hard-threshold", args->options.hard_mining_threshold,
+                           "efficiency under which a training problem counts as hard")
+                ->capture_default_str()
+                ->check(CLI::Range(0.0, 1.0));
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();
             app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();

@@ -533,6 +533,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   std::vector<int> fold_of_row(rows, -1);
 
   json objectives = json::object();
+  int64_t hard_problems = 0;  // problems up-weighted by hard-example mining, over all fits
   for (Target target : options.targets) {
     const bool ranking = target == Target::kTflops && options.objective == Objective::kLambdarank;
     const std::string booster_params = BoosterParams(options, ranking);
@@ -588,6 +589,48 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       init = std::move(p);
     }
     const std::vector<double>* init_ptr = init ? &*init : nullptr;
+    // Hard-example mining (TFLOPS regression): after a first fit, the training problems whose
+    // in-sample pick is under hard_mining_threshold of their best get their rows' weights
+    // multiplied by hard_mining_factor, and the fit is redone on the same rows.
+    const bool mining = target == Target::kTflops && !ranking && options.hard_mining_factor > 1;
+    auto fit_rows = [&](std::span<const int32_t> train_rows, std::span<const int32_t> valid_rows,
+                        int rounds) -> StatusOr<FitResult> {
+      const std::vector<float>* w = weights ? &*weights : nullptr;
+      KSELECT_ASSIGN_OR_RETURN(
+          FitResult first, Fit(full.get(), train_rows, valid_rows, labels, init_ptr, dataset_params,
+                               booster_params, rounds, options.early_stopping_rounds, queries, w));
+      if (!mining) return first;
+      KSELECT_ASSIGN_OR_RETURN(
+          std::vector<double> pred,
+          PredictRows(first.booster.get(), x, cols, train_rows, first.best_iteration));
+      std::vector<float> mined = w ? *w : std::vector<float>(rows, 1.0f);
+      // Rows of one problem are contiguous in `train_rows` (whole shapes are split off).
+      for (size_t i = 0; i < train_rows.size();) {
+        const int problem = problem_of_row[static_cast<size_t>(train_rows[i])];
+        size_t end = i, pick = i;
+        float best_label = labels[static_cast<size_t>(train_rows[i])];
+        for (; end < train_rows.size() &&
+               problem_of_row[static_cast<size_t>(train_rows[end])] == problem;
+             ++end) {
+          const size_t row = static_cast<size_t>(train_rows[end]);
+          if (init_ptr) pred[end] += (*init_ptr)[row];
+          if (pred[end] > pred[pick]) pick = end;
+          best_label = std::max(best_label, labels[row]);
+        }
+        const double efficiency =
+            std::expm1(labels[static_cast<size_t>(train_rows[pick])]) / std::expm1(best_label);
+        if (efficiency < options.hard_mining_threshold) {
+          ++hard_problems;
+          for (size_t k = i; k < end; ++k) {
+            mined[static_cast<size_t>(train_rows[k])] *=
+                static_cast<float>(options.hard_mining_factor);
+          }
+        }
+        i = end;
+      }
+      return Fit(full.get(), train_rows, valid_rows, labels, init_ptr, dataset_params,
+                 booster_params, rounds, options.early_stopping_rounds, queries, &mined);
+    };
 
     std::vector<int> best_iterations;
     if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
@@ -605,10 +648,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
-        KSELECT_ASSIGN_OR_RETURN(FitResult fit, Fit(full.get(), inner_train, inner_valid, labels,
-                                                    init_ptr, dataset_params, booster_params,
-                                                    max_rounds, options.early_stopping_rounds,
-                                                    queries, weights ? &*weights : nullptr));
+        KSELECT_ASSIGN_OR_RETURN(FitResult fit, fit_rows(inner_train, inner_valid, max_rounds));
         KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
                                                                        valid, fit.best_iteration));
         FoldMetrics m;
@@ -679,18 +719,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       std::vector<int32_t> inner_train, inner_valid;
       InnerSplit(all_rows, group_of_row, options.inner_valid_fraction, options.seed, &inner_train,
                  &inner_valid);
-      KSELECT_ASSIGN_OR_RETURN(
-          FitResult fit, Fit(full.get(), inner_train, inner_valid, labels, init_ptr, dataset_params,
-                             booster_params, max_rounds, options.early_stopping_rounds, queries,
-                             weights ? &*weights : nullptr));
+      KSELECT_ASSIGN_OR_RETURN(FitResult fit, fit_rows(inner_train, inner_valid, max_rounds));
       best_iterations.push_back(fit.best_iteration);
     }
     std::sort(best_iterations.begin(), best_iterations.end());
     const int final_rounds = best_iterations[best_iterations.size() / 2];
-    KSELECT_ASSIGN_OR_RETURN(
-        FitResult final_fit,
-        Fit(full.get(), all_rows, {}, labels, init_ptr, dataset_params, booster_params,
-            final_rounds, options.early_stopping_rounds, queries, weights ? &*weights : nullptr));
+    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, fit_rows(all_rows, {}, final_rounds));
     // Importances of the new trees, before merging in the warm-start model's.
     for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
       std::vector<double> imp(cols);
@@ -753,6 +787,10 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"early_stopping_rounds", options.early_stopping_rounds},
         {"inner_valid_fraction", options.inner_valid_fraction},
         {"top_weight", options.top_weight},
+        {"hard_mining",
+         {{"factor", options.hard_mining_factor},
+          {"threshold", options.hard_mining_threshold},
+          {"problems_upweighted_over_all_fits", hard_problems}}},
         {"final_rounds", "median of the folds' early-stopped tree counts"}}},
       {"lightgbm",
        {{"booster", regression_params},
