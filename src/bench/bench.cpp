@@ -37,9 +37,7 @@ std::string NowIso(bool compact = false) {
   return text;
 }
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using bench::NowSeconds;
 
 Status AppendLine(int fd, const std::string& line, const std::string& path) {
   // One write(2) per record on an O_APPEND descriptor: a record is either whole in the file or

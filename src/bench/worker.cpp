@@ -147,10 +147,10 @@ class Timer {
 
   // Times one config; the reply object of a "time" request.
   //
-  // Every timed region starts behind a gate (a host function that holds the stream until the
-  // host has enqueued the region's launches), so back-to-back launches of a short kernel are
-  // timed as GPU time, not as the host's launch rate. Syncs: one after the estimate, one after
-  // the first two batches (the early-abort check), one after the rest.
+  // Every timed region but the first launch starts behind a gate (a host function that holds the
+  // stream until the host has enqueued the region's launches), so back-to-back launches of a
+  // short kernel are timed as GPU time, not as the host's launch rate. Syncs: one after the
+  // estimate, one after the first two batches (the early-abort check), one after the rest.
   json Time(const GemmProblem& p, const KernelConfig& config, double abort_bound_ms) {
     auto prepared = provider_->Prepare(p, config);
     if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
@@ -163,13 +163,15 @@ class Timer {
     };
     const int max_regions = options_.repeats + 1;
     KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
-    // Enqueues gate, start event, `iters` launches, stop event for region `r`, then opens the
+    // Enqueues (gate,) start event, `iters` launches, stop event for region `r`, then opens the
     // gate. A failed launch still opens the gate, so the stream never waits on it for long.
-    auto enqueue_region = [&](int r, int iters) -> Status {
+    auto enqueue_region = [&](int r, int iters, bool gated = true) -> Status {
       Gate& gate = *gates_[static_cast<size_t>(r)];
-      gate.open.store(false, std::memory_order_relaxed);
-      cudaError_t e = cudaLaunchHostFunc(stream_, &Gate::Wait, &gate);
-      if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + CudaText(e));
+      if (gated) {
+        gate.open.store(false, std::memory_order_relaxed);
+        cudaError_t e = cudaLaunchHostFunc(stream_, &Gate::Wait, &gate);
+        if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + CudaText(e));
+      }
       cudaEventRecord(starts_[static_cast<size_t>(r)], stream_);
       Status launched = Status::Ok();
       for (int i = 0; i < iters && launched.ok(); ++i) launched = launch();
@@ -193,12 +195,9 @@ class Timer {
     // bound it serves as the estimate; otherwise one gated launch decides. A clearly slow config
     // costs two launches, a fast one none extra.
     double estimate = 0;
-    {
-      cudaEventRecord(starts_[0], stream_);
-      if (Status s = launch(); !s.ok()) return Fail(s.ToString(), IsSticky());
-      cudaEventRecord(stops_[0], stream_);
-      if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
-    }
+    if (Status s = enqueue_region(0, 1, /*gated=*/false); !s.ok())
+      return Fail(s.ToString(), IsSticky());
+    if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
     // Without a bound yet (a problem's first config) the gated estimate sizes the batches. A
     // long kernel this worker has launched before (on an earlier problem: its module is
     // loaded) has an ungated time within microseconds of its own, so a clearly slow one is
@@ -370,10 +369,6 @@ class Timer {
   static constexpr double kUngatedExactMs = 0.5;
 };
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 json Handle(Timer& timer, const BenchOptions& options, int device, const json& request) {
   const std::string cmd = request.value("cmd", "");
   if (cmd == "hello") {
@@ -461,6 +456,10 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
 }
 
 }  // namespace
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 Status WorkerClient::Start() {
   int down[2], up[2];

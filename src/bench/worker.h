@@ -58,6 +58,9 @@ class WorkerClient {
   bool started_once_ = false;
 };
 
+// Seconds on the steady clock (for durations).
+double NowSeconds();
+
 // Environment variable naming a config to fail on purpose, for isolation tests:
 // "crash:I" or "hang:I" makes the worker crash (SIGSEGV) or hang while timing the I-th config
 // (0-based) of every problem's list.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/catalogue.h"
 
 namespace kselect {
@@ -46,14 +47,9 @@ std::optional<int64_t> FieldValue(const KernelConfig& config, const std::string&
   return std::nullopt;
 }
 
-uint64_t Fnv1a(std::string_view text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (const char ch : text) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
+// The rule sets' FNV-1a basis: the standard one with its last digit lost. Kept, because the
+// fingerprints in the committed snapshots (and sampled catalogues) were computed with it.
+constexpr uint64_t kRulesFnvBasis = 1469598103934665603ull;
 
 bool Passes(const ConfigRule& rule, int64_t value) {
   switch (rule.op) {
@@ -144,7 +140,7 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
     canonical.push_back({rule.name, rule.field, static_cast<int>(rule.op), rule.values});
     set.rules.push_back(std::move(rule));
   }
-  set.fingerprint = Fnv1a(json{set.name, provider, canonical}.dump());
+  set.fingerprint = text::Fnv1a64(json{set.name, provider, canonical}.dump(), kRulesFnvBasis);
   return set;
 }
 
@@ -188,8 +184,7 @@ ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed) {
   filter.keep = [base, fraction, seed](const KernelConfig& c) {
     if (!base.empty() && !base.keep(c)) return false;
     // FNV-1a 64 of seed and key, mixed (splitmix64 finaliser) so nearby keys spread evenly.
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (const char ch : ConfigKey(c)) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+    uint64_t h = text::Fnv1a64(ConfigKey(c), kRulesFnvBasis ^ seed);
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 27;

@@ -358,6 +358,14 @@ std::string UtcNowIso8601() {
   return buffer;
 }
 
+uint64_t Fnv1a64(std::string_view data, uint64_t state) {
+  for (const unsigned char c : data) {
+    state ^= c;
+    state *= 1099511628211ull;
+  }
+  return state;
+}
+
 std::string Percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * fraction);

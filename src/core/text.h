@@ -44,6 +44,10 @@ std::string Md5Hex(std::string_view data);
 // Current UTC time, ISO 8601 with seconds ("2026-11-22T00:31:33Z").
 std::string UtcNowIso8601();
 
+// FNV-1a 64 of `data`, continuing from `state` (the standard offset basis to start).
+inline constexpr uint64_t kFnv1a64Basis = 14695981039346656037ull;
+uint64_t Fnv1a64(std::string_view data, uint64_t state = kFnv1a64Basis);
+
 // Report formatting: a fraction as a percentage with two decimals ("96.15%"), and a number with
 // `decimals` digits after the point.
 std::string Percent(double fraction);

@@ -19,14 +19,6 @@
 namespace kselect {
 namespace {
 
-uint64_t Fnv1a(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 std::string ShapeKey(const GemmProblem& p) {
   return std::to_string(p.m) + "," + std::to_string(p.n) + "," + std::to_string(p.k) + "," +
          std::to_string(p.batch);
@@ -184,14 +176,14 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
                                 std::to_string(set.rows_read) + " rows read)");
   }
   set.hardware = *hardware;
-  uint64_t h = 14695981039346656037ULL;
+  uint64_t h = text::kFnv1a64Basis;
   for (auto& [key, pc] : by_problem) {
     std::sort(pc.candidates.begin(), pc.candidates.end(),
               [](const Candidate& a, const Candidate& b) { return a.config_key < b.config_key; });
     for (const Candidate& c : pc.candidates) {
       char figures[64];
       std::snprintf(figures, sizeof(figures), "|%.17g|%.17g\n", c.tflops, c.latency_ms);
-      h = Fnv1a(Fnv1a(Fnv1a(h, key), c.config_key), figures);
+      h = text::Fnv1a64(figures, text::Fnv1a64(c.config_key, text::Fnv1a64(key, h)));
     }
     set.problems.push_back(std::move(pc));
   }

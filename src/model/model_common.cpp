@@ -137,24 +137,22 @@ StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
 }
 
 Status WriteGzipFile(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp";
-  gzFile file = gzopen(temp.c_str(), "wb6");
-  if (file == nullptr) return IoError(temp + ": cannot open for writing");
-  size_t done = 0;
-  bool ok = true;
-  while (ok && done < text.size()) {
-    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(text.size() - done, 1 << 20));
-    ok = gzwrite(file, text.data() + done, chunk) == static_cast<int>(chunk);
-    done += chunk;
-  }
-  ok = gzclose(file) == Z_OK && ok;
-  std::error_code ec;
-  if (ok) std::filesystem::rename(temp, path, ec);
-  if (!ok || ec) {
-    std::filesystem::remove(temp, ec);
-    return IoError(path + ": write failed");
-  }
-  return Status::Ok();
+  // deflate with windowBits 15 + 16 writes the gzip format; level 6 as gzip's default. One call:
+  // zlib counts input and output in 32 bits.
+  if (text.size() > (1ull << 31)) return InvalidArgumentError(path + ": over 2 GiB to compress");
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return InternalError("zlib: deflateInit2 failed");
+  std::string compressed(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(compressed.data());
+  z.avail_out = static_cast<uInt>(compressed.size());
+  const int result = deflate(&z, Z_FINISH);
+  compressed.resize(z.total_out);
+  deflateEnd(&z);
+  if (result != Z_STREAM_END) return InternalError(path + ": gzip compression failed");
+  return text::WriteFileAtomically(path, compressed);
 }
 
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir) {
