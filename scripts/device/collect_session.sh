@@ -3,14 +3,17 @@
 # root with the GPU-side binaries carried in $BIN (default .devcarry-main; built here with
 # -DKSELECT_WITH_ARROW=OFF -DKSELECT_WITH_LIGHTGBM=OFF). Steps (STEPS, default all):
 #   tests       the bench and cuBLASLt GPU tests
-#   throughput  `kselect bench --rules default` on small decode-size shapes: configs/s and CV
+#   throughput  `kselect bench --rules default` on small decode-size shapes: configs/s and CV;
+#               with THROUGHPUT_B_ARGS set, a second run with those bench options, compared
+#               config by config with the first (scripts/device/compare_runs.py)
 #   resume      the kill -9 proof: one uninterrupted run, one run killed (the whole process
 #               group, SIGKILL) mid-sweep then continued with --resume, both kept for comparison
 #   loss        the `default` vs `full` loss probe: default and a --sample-fraction of full on
 #               LOSS_SHAPES
 #   collect     COLLECT_PLAN jobs "name:shapes.csv:dtype:ops" in order, each with the time left
 #               (--time-limit-s), so the call ends inside its limit; the next call continues
-#               from the problems without a problem_done record
+#               from the problems without a problem_done record; BENCH_ARGS go to every
+#               collect bench (e.g. "--warmup-ms 0.1 --batch-ms 0.1")
 # Everything ends under $OUT: bench JSONL compressed (xz, split below 15 MiB), logs in one tar.
 set -uo pipefail
 BIN="${BIN:-.devcarry-main}"
@@ -18,6 +21,8 @@ OUT="${OUT:-/tmp/kselect-out}"
 BUDGET_S="${BUDGET_S:-560}"
 STEPS="${STEPS:-tests throughput resume loss collect}"
 COLLECT_PLAN="${COLLECT_PLAN:-bf16_tn_wide:shapes/wide.csv:bf16:TN}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+THROUGHPUT_B_ARGS="${THROUGHPUT_B_ARGS:-}"
 LOSS_SHAPES="${LOSS_SHAPES:-shapes/loss_probe.csv}"
 LOSS_FRACTION="${LOSS_FRACTION:-0.1}"
 KIND="${KIND:-nvidia-h200}"
@@ -50,6 +55,19 @@ if step throughput; then
   timeout 150 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$WORK/throughput.csv" \
     --rules default --time-limit-s 40 -o "$WORK/throughput.jsonl" > "$WORK/throughput.out" 2>&1
   say "throughput rc=$? $(tail -1 "$WORK/throughput.out")"
+  if [ -n "$THROUGHPUT_B_ARGS" ]; then
+    # shellcheck disable=SC2086  # THROUGHPUT_B_ARGS is an option list
+    timeout 150 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$WORK/throughput.csv" \
+      --rules default --time-limit-s 40 $THROUGHPUT_B_ARGS -o "$WORK/throughput_b.jsonl" \
+      > "$WORK/throughput_b.out" 2>&1
+    say "throughput B ($THROUGHPUT_B_ARGS) rc=$? $(tail -1 "$WORK/throughput_b.out")"
+    # B's options become the collection's when its timings agree with A's (ADOPT_B=1).
+    if python3 scripts/device/compare_runs.py "$WORK/throughput.jsonl" \
+      "$WORK/throughput_b.jsonl" >> "$LOG" 2>&1 && [ "${ADOPT_B:-0}" = 1 ]; then
+      BENCH_ARGS="$BENCH_ARGS $THROUGHPUT_B_ARGS"
+    fi
+    say "collect bench options: '$BENCH_ARGS'"
+  fi
 fi
 
 if step resume; then
@@ -112,10 +130,11 @@ if step collect; then
     [ "$t" -lt 20 ] && { say "collect $name: no time left"; break; }
     say "=== collect $name ($shapes, $dtype $ops), $t s"
     out="$WORK/$name.jsonl"
+    # shellcheck disable=SC2086  # BENCH_ARGS is an option list
     resume=(); [ -s "$out" ] && resume=(--resume)
     timeout $((t + 20)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$shapes" \
       --dtype "$dtype" --ops "$ops" --rules default --time-limit-s "$t" "${resume[@]}" \
-      -o "$out" > "$WORK/$name.out" 2>&1
+      $BENCH_ARGS -o "$out" > "$WORK/$name.out" 2>&1
     say "collect $name rc=$? $(tail -1 "$WORK/$name.out")"
   done
 fi
@@ -124,7 +143,7 @@ say "=== packing ($(left) s left)"
 cd "$WORK"
 for f in *.jsonl; do
   [ -s "$f" ] || continue
-  case "$f" in throughput.jsonl|resume_*.jsonl) continue ;; esac  # small: they go in the tar
+  case "$f" in throughput*.jsonl|resume_*.jsonl) continue ;; esac  # small: they go in the tar
   xz -T0 -6 -c "$f" > "$f.xz" 2>/dev/null || python3 -c "import lzma,sys; open(sys.argv[1]+'.xz','wb').write(lzma.compress(open(sys.argv[1],'rb').read(), preset=6))" "$f"
   size=$(stat -c %s "$f.xz")
   if [ "$size" -gt $((15 * 1024 * 1024)) ]; then
@@ -134,6 +153,6 @@ for f in *.jsonl; do
   fi
   say "$f: $(wc -l < "$f") lines, $(stat -c %s "$f") bytes, xz $size bytes"
 done
-tar -cJf "$OUT/logs.tar.xz" *.out *.log *.csv throughput.jsonl resume_*.jsonl 2>/dev/null
+tar -cJf "$OUT/logs.tar.xz" *.out *.log *.csv throughput*.jsonl resume_*.jsonl 2>/dev/null
 ls -la "$OUT"
-grep -E "rc=|resume proof|lines," "$LOG"
+grep -E "rc=|resume proof|lines,|A vs B|best A|accepted|rejected|options" "$LOG"
