@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kselect/catalogue.h"
@@ -50,6 +51,16 @@ std::vector<size_t> ShardIndices(size_t total, const ShardSpec& shard);
 // The identity of one (problem, config) pair in a bench file: the resume key.
 std::string PairKey(const Problem& problem, const KernelConfig& config);
 
+// The configs a sweep times again after a problem (BenchOptions::confirm_top): indices into
+// `configs` (the problem's timing order, heuristic picks first) of the `top` fastest distinct
+// valid configs in `valid_rows` ((latency_ms, PairKey) in any order, repeats allowed), then the
+// heuristic's rank-1 pick (`peer_rank`: ConfigKey -> rank) when it is valid and not among them.
+std::vector<size_t> ConfirmationSet(const Problem& problem,
+                                    const std::vector<KernelConfig>& configs,
+                                    const std::map<std::string, int32_t>& peer_rank,
+                                    std::vector<std::pair<double, std::string>> valid_rows,
+                                    int top);
+
 // One JSONL line (with its trailing '\n') of a run record and of a measurement record.
 std::string RunRecordLine(const RunInfo& run);
 std::string MeasurementLine(const Measurement& m);
@@ -62,6 +73,8 @@ struct ProblemDone {
   int64_t rows = 0;        // measurement records this invocation wrote for it
   int64_t skipped = 0;     // pairs already in the file (--resume)
   int64_t enumerated = 0;  // configs the rule set kept from the enumeration
+  int64_t confirmed = 0;   // fastest configs timed again (BenchOptions::confirm_top)
+  int32_t confirm_rounds = 0;
   double plan_seconds = 0, seconds = 0;
 };
 std::string ProblemDoneLine(const ProblemDone& done);
@@ -73,6 +86,9 @@ struct ResumeState {
   std::set<std::string> done;             // PairKey of every measurement record
   std::map<std::string, double> best_ms;  // per ProblemToString: fastest valid latency so far
   std::set<std::string> completed;        // ProblemToString of problems with a problem_done
+  // Per unfinished problem (no problem_done): (latency_ms, PairKey) of its valid rows, so a
+  // resumed sweep confirms its fastest configs over the whole sweep, not only the last part.
+  std::map<std::string, std::vector<std::pair<double, std::string>>> unfinished_valid;
   int64_t measurements = 0;
   int64_t torn_bytes = 0;  // bytes of an incomplete last line (removed when repairing)
 };
@@ -90,20 +106,27 @@ struct BenchOptions {
   std::vector<int> devices = {0};
   std::string device_kind;  // lender's kind name, recorded in the run record ("nvidia-h200")
   std::string run_id;       // "" = derived from the start time and shard
-  // Method (docs/notes/cublaslt_bench.md). The defaults time a config in about 1.2 ms of GPU
+  // Method (docs/notes/cublaslt_bench.md). The defaults time a config in about 0.6 ms of GPU
   // time when its kernel is short, in 4 launches when it is long, and abort a clearly slow one
-  // after 1 launch.
-  int warmup_iters = 10;    // at most this many warm-up launches (fewer for slow configs)
-  double warmup_ms = 0.25;  // ... enough to cover this much GPU time
+  // after 1 launch. 0.1 ms warm-up and batches (session 3) against 0.25 / 0.15 ms before: the
+  // same configs timed both ways on an H200 differ by a uniform +0.8 % (median), 1.2x the rate.
+  int warmup_iters = 10;   // at most this many warm-up launches (fewer for slow configs)
+  double warmup_ms = 0.1;  // ... enough to cover this much GPU time
   int repeats = 5;          // timed batches; the median is reported
   int min_repeats = 3;      // fewest batches the time budget may cut to
-  double batch_ms = 0.15;   // launches per batch chosen to fill this much GPU time
+  double batch_ms = 0.1;    // launches per batch chosen to fill this much GPU time
   int max_iters_per_batch = 100;
   // GPU time budget for the timed batches of one config: repeats are cut (not below
   // min_repeats) when batches of a long kernel would exceed it.
   double config_budget_ms = 3;
   double abort_factor = 2.0;  // abort a config whose estimate exceeds factor x best so far
-  int heuristic_picks = 8;    // the provider heuristic's top-N, timed first, ranked as peers
+  // After a problem's sweep its `confirm_top` fastest valid configs, and the heuristic's rank-1
+  // pick, are timed `confirm_rounds` more times, round robin, each a whole measurement of its
+  // own. Ingestion merges repeats of a (run, problem, config) into their median, so the oracle
+  // (and the peer's pick) is not the one lucky draw among thousands of near-ties.
+  int confirm_top = 8;
+  int confirm_rounds = 2;
+  int heuristic_picks = 8;  // the provider heuristic's top-N, timed first, ranked as peers
   int64_t max_workspace_bytes = 32ll << 20;
   int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
   int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)

@@ -2,6 +2,8 @@
 # One device call of GEMM data collection (issue 3), run on an nvidia-h200 from the repository
 # root with the GPU-side binaries carried in $BIN (default .devcarry-main; built here with
 # -DKSELECT_WITH_ARROW=OFF -DKSELECT_WITH_LIGHTGBM=OFF). Steps (STEPS, default all):
+#   snapshot    regenerate the catalogue snapshots of SNAPSHOT_RULES (bf16 TN 4096^3) in place,
+#               before the tests compare them with a fresh enumeration; copies land in $OUT
 #   tests       the bench and cuBLASLt GPU tests
 #   throughput  `kselect bench --rules default` on small decode-size shapes: configs/s and CV;
 #               with THROUGHPUT_B_ARGS set, a second run with those bench options, compared
@@ -20,6 +22,8 @@ BIN="${BIN:-.devcarry-main}"
 OUT="${OUT:-/tmp/kselect-out}"
 BUDGET_S="${BUDGET_S:-560}"
 STEPS="${STEPS:-tests throughput resume loss collect}"
+SNAPSHOT_RULES="${SNAPSHOT_RULES:-}"
+THROUGHPUT_S="${THROUGHPUT_S:-40}"
 COLLECT_PLAN="${COLLECT_PLAN:-bf16_tn_wide:shapes/wide.csv:bf16:TN}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 THROUGHPUT_B_ARGS="${THROUGHPUT_B_ARGS:-}"
@@ -41,9 +45,19 @@ bench() { "$BIN/kselect" bench --device-kind "$KIND" "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.used \
   --format=csv | tee -a "$LOG"
 
+if step snapshot; then
+  for rules in $SNAPSHOT_RULES; do
+    snap="rules/cublaslt/snapshots/$rules.bf16_tn_4096.json"
+    timeout 120 "$BIN/kselect" catalogue --provider cublaslt --rules "$rules" -m 4096 -n 4096 \
+      -k 4096 --snapshot "$snap" > "$WORK/snapshot_$rules.out" 2>&1
+    say "snapshot $rules rc=$? $(head -1 "$WORK/snapshot_$rules.out")"
+    cp "$snap" "$OUT/snapshot_$rules.bf16_tn_4096.json"
+  done
+fi
+
 if step tests; then
   say "=== tests ($(left) s left)"
-  timeout 150 "$BIN/kselect_tests" --gtest_filter='Worker*:CublasLtGpu*:BenchRecords*:Resume*' \
+  timeout 150 "$BIN/kselect_tests" --gtest_filter='Worker*:CublasLtGpu*:BenchRecords*:Resume*:Rules*' \
     > "$WORK/gpu_tests.log" 2>&1
   say "gpu tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$WORK/gpu_tests.log" | tr '\n' ' ')"
 fi
@@ -53,12 +67,12 @@ if step throughput; then
   printf 'm,n,k,batch,regime,family\n1,4096,4096,1,,\n16,4096,4096,1,,\n64,4096,4096,1,,\n128,4096,4096,1,,\n' \
     > "$WORK/throughput.csv"
   timeout 150 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$WORK/throughput.csv" \
-    --rules default --time-limit-s 40 -o "$WORK/throughput.jsonl" > "$WORK/throughput.out" 2>&1
+    --rules default --time-limit-s "$THROUGHPUT_S" -o "$WORK/throughput.jsonl" > "$WORK/throughput.out" 2>&1
   say "throughput rc=$? $(tail -1 "$WORK/throughput.out")"
   if [ -n "$THROUGHPUT_B_ARGS" ]; then
     # shellcheck disable=SC2086  # THROUGHPUT_B_ARGS is an option list
     timeout 150 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$WORK/throughput.csv" \
-      --rules default --time-limit-s 40 $THROUGHPUT_B_ARGS -o "$WORK/throughput_b.jsonl" \
+      --rules default --time-limit-s "$THROUGHPUT_S" $THROUGHPUT_B_ARGS -o "$WORK/throughput_b.jsonl" \
       > "$WORK/throughput_b.out" 2>&1
     say "throughput B ($THROUGHPUT_B_ARGS) rc=$? $(tail -1 "$WORK/throughput_b.out")"
     # B's options become the collection's when its timings agree with A's (ADOPT_B=1).

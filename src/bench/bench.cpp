@@ -175,22 +175,19 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     const auto best_it = state.best_ms.find(ProblemToString(p));
     double best =
         best_it == state.best_ms.end() ? std::numeric_limits<double>::infinity() : best_it->second;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (options.time_limit_s > 0 && NowSeconds() - start_seconds > options.time_limit_s) {
-        summary.time_limited = true;
-        summary.worker_restarts = restarts();
-        return summary;
-      }
+    // (latency, PairKey) of the problem's valid rows, for the confirmation pass.
+    std::vector<std::pair<double, std::string>> valid_rows;
+    if (const auto it = state.unfinished_valid.find(ProblemToString(p));
+        it != state.unfinished_valid.end()) {
+      valid_rows = it->second;
+    }
+    // Times one config and appends its row; false when the output cannot be written.
+    auto measure = [&](size_t i, double abort_bound_ms) -> bool {
       const KernelConfig& config = configs[i];
-      if (state.done.count(PairKey(p, config)) != 0) {
-        ++summary.skipped;
-        ++done.skipped;
-        continue;
-      }
       json request{{"cmd", "time"},
                    {"problem", json_codec::ProblemToJson(p)},
                    {"config", json_codec::KernelConfigToJson(config)},
-                   {"abort_bound_ms", std::isfinite(best) ? best * options.abort_factor : 0.0}};
+                   {"abort_bound_ms", abort_bound_ms}};
       if (fault.index == static_cast<int64_t>(i)) request["inject"] = fault.kind;
       auto reply = timer.Request(request, options.watchdog_s);
       Measurement m;
@@ -230,6 +227,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       if (m.is_valid) {
         ++summary.valid;
         best = std::min(best, m.latency_ms);
+        valid_rows.emplace_back(m.latency_ms, PairKey(p, config));
       } else if (m.aborted) {
         ++summary.aborted;
       } else {
@@ -237,10 +235,36 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       }
       if (Status s = AppendLine(fd, MeasurementLine(m), options.output_path); !s.ok()) {
         std::cerr << "kselect bench: " << s.ToString() << "\n";
-        return summary;
+        return false;
       }
       ++summary.rows;
       ++done.rows;
+      return true;
+    };
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (options.time_limit_s > 0 && NowSeconds() - start_seconds > options.time_limit_s) {
+        summary.time_limited = true;
+        summary.worker_restarts = restarts();
+        return summary;
+      }
+      if (state.done.count(PairKey(p, configs[i])) != 0) {
+        ++summary.skipped;
+        ++done.skipped;
+        continue;
+      }
+      if (!measure(i, std::isfinite(best) ? best * options.abort_factor : 0.0)) return summary;
+    }
+    // Confirmation: the fastest configs and the heuristic's pick, timed again (no abort).
+    const std::vector<size_t> confirm =
+        ConfirmationSet(p, configs, peer_rank, valid_rows, options.confirm_top);
+    if (options.confirm_rounds > 0) {
+      for (int round = 0; round < options.confirm_rounds; ++round) {
+        for (const size_t i : confirm) {
+          if (!measure(i, 0.0)) return summary;
+        }
+      }
+      done.confirmed = static_cast<int64_t>(confirm.size());
+      done.confirm_rounds = options.confirm_rounds;
     }
     done.seconds = NowSeconds() - problem_start;
     if (Status s = AppendLine(fd, ProblemDoneLine(done), options.output_path); !s.ok()) {

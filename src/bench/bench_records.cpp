@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +76,36 @@ std::string PairKey(const Problem& problem, const KernelConfig& config) {
   return ProblemToString(problem) + " | " + ConfigKey(config);
 }
 
+std::vector<size_t> ConfirmationSet(const Problem& p, const std::vector<KernelConfig>& configs,
+                                    const std::map<std::string, int32_t>& peer_rank,
+                                    std::vector<std::pair<double, std::string>> valid_rows,
+                                    int top) {
+  std::unordered_map<std::string, size_t> index_of;
+  for (size_t i = 0; i < configs.size(); ++i) index_of.emplace(PairKey(p, configs[i]), i);
+  std::sort(valid_rows.begin(), valid_rows.end());
+  std::vector<size_t> chosen;
+  std::set<size_t> valid;
+  for (const auto& [latency, key] : valid_rows) {
+    const auto it = index_of.find(key);
+    if (it == index_of.end()) continue;
+    valid.insert(it->second);
+    if (static_cast<int>(chosen.size()) < top &&
+        std::find(chosen.begin(), chosen.end(), it->second) == chosen.end()) {
+      chosen.push_back(it->second);
+    }
+  }
+  // The heuristic's picks come first in the timing order, so this search ends early.
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto rank = peer_rank.find(ConfigKey(configs[i]));
+    if (rank == peer_rank.end()) break;
+    if (rank->second == 1 && valid.contains(i) &&
+        std::find(chosen.begin(), chosen.end(), i) == chosen.end()) {
+      chosen.push_back(i);
+    }
+  }
+  return chosen;
+}
+
 std::string RunRecordLine(const RunInfo& run) {
   json j = json::object();
   j["type"] = "run";
@@ -120,6 +151,8 @@ std::string ProblemDoneLine(const ProblemDone& done) {
   j["rows"] = done.rows;
   j["skipped"] = done.skipped;
   j["enumerated"] = done.enumerated;
+  j["confirmed"] = done.confirmed;
+  j["confirm_rounds"] = done.confirm_rounds;
   j["plan_seconds"] = done.plan_seconds;
   j["seconds"] = done.seconds;
   return j.dump() + "\n";
@@ -157,6 +190,8 @@ StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair) {
       const std::string key = ProblemToString(m.problem);
       auto it = state.best_ms.find(key);
       if (it == state.best_ms.end() || m.latency_ms < it->second) state.best_ms[key] = m.latency_ms;
+      if (!state.completed.contains(key))
+        state.unfinished_valid[key].emplace_back(m.latency_ms, PairKey(m.problem, m.config));
     }
   }
   return state;

@@ -395,8 +395,8 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
     const double plan_start = NowSeconds();
     const RuleSet& rules = options.rules;
     auto configs = timer.provider()->Enumerate(
-        *problem,
-        SampledFilter(RuleSetFilter(rules), options.sample_fraction, options.sample_seed));
+        *problem, SampledFilter(RuleSetFilter(rules, *problem), options.sample_fraction,
+                                options.sample_seed));
     if (!configs.ok())
       return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
     const std::vector<KernelConfig>& kept = *configs;

@@ -51,6 +51,44 @@ std::optional<int64_t> FieldValue(const KernelConfig& config, const std::string&
 // fingerprints in the committed snapshots (and sampled catalogues) were computed with it.
 constexpr uint64_t kRulesFnvBasis = 1469598103934665603ull;
 
+constexpr std::string_view kProblemQuantities[] = {"m", "n", "k", "batch", "mn", "align"};
+
+// "when": {"mn": {"min": 4194304}, ...} -> conditions, sorted by quantity (the canonical order).
+StatusOr<std::vector<ProblemCondition>> ParseWhen(const json& when, const std::string& path) {
+  if (!when.is_object() || when.empty())
+    return ParseError(path + ": expected an object of problem quantities with min/max bounds");
+  std::vector<ProblemCondition> conditions;
+  for (const auto& [quantity, bounds] : when.items()) {
+    const std::string at = path + "." + quantity;
+    if (std::find(std::begin(kProblemQuantities), std::end(kProblemQuantities), quantity) ==
+        std::end(kProblemQuantities)) {
+      return ParseError(path + ": '" + quantity +
+                        "' is not a problem quantity (one of m, n, k, batch, mn, align)");
+    }
+    if (!bounds.is_object()) return ParseError(at + ": expected {\"min\": ..., \"max\": ...}");
+    json_codec::ObjectReader r(bounds, at);
+    ProblemCondition condition;
+    condition.quantity = quantity;
+    if (r.Has("min")) condition.min = r.Int("min");
+    if (r.Has("max")) condition.max = r.Int("max");
+    KSELECT_RETURN_IF_ERROR(r.Finish());
+    if (!condition.min && !condition.max) return ParseError(at + ": needs min, max or both");
+    if (condition.min && condition.max && *condition.min > *condition.max)
+      return ParseError(at + ": min is above max, so the rule could never hold");
+    conditions.push_back(std::move(condition));
+  }
+  return conditions;
+}
+
+json CanonicalWhen(const std::vector<ProblemCondition>& when) {
+  json canonical = json::array();
+  for (const ProblemCondition& c : when) {
+    canonical.push_back(
+        {c.quantity, c.min ? json(*c.min) : json(nullptr), c.max ? json(*c.max) : json(nullptr)});
+  }
+  return canonical;
+}
+
 bool Passes(const ConfigRule& rule, int64_t value) {
   switch (rule.op) {
     case ConfigRule::Op::kKeep:
@@ -66,6 +104,37 @@ bool Passes(const ConfigRule& rule, int64_t value) {
 }
 
 }  // namespace
+
+std::vector<std::string> ProblemQuantities() {
+  return {std::begin(kProblemQuantities), std::end(kProblemQuantities)};
+}
+
+std::optional<int64_t> ProblemQuantity(const Problem& problem, std::string_view quantity) {
+  const GemmProblem* p = std::get_if<GemmProblem>(&problem);
+  if (p == nullptr) return std::nullopt;
+  if (quantity == "m") return p->m;
+  if (quantity == "n") return p->n;
+  if (quantity == "k") return p->k;
+  if (quantity == "batch") return p->batch;
+  if (quantity == "mn") return p->m * p->n;
+  if (quantity == "align") {
+    int64_t align = 1;
+    while (align < 256 && p->m % (2 * align) == 0 && p->n % (2 * align) == 0 &&
+           p->k % (2 * align) == 0) {
+      align *= 2;
+    }
+    return align;
+  }
+  return std::nullopt;
+}
+
+bool RuleAppliesTo(const ConfigRule& rule, const Problem& problem) {
+  for (const ProblemCondition& c : rule.when) {
+    const std::optional<int64_t> value = ProblemQuantity(problem, c.quantity);
+    if (!value || (c.min && *value < *c.min) || (c.max && *value > *c.max)) return false;
+  }
+  return true;
+}
 
 std::vector<std::string> RuleFields(Provider provider) {
   std::vector<std::string> names;
@@ -131,13 +200,20 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
         rule.values.push_back(rr.Int(key));
       }
     }
+    if (rr.Has("when")) {
+      KSELECT_ASSIGN_OR_RETURN(rule.when, ParseWhen(*rr.Child("when", true), path + ".when"));
+    }
     KSELECT_RETURN_IF_ERROR(rr.Finish());
     if (ops != 1) return ParseError(path + ": needs exactly one of keep, drop, min, max");
     if (std::find(fields.begin(), fields.end(), rule.field) == fields.end()) {
       return ParseError(path + ".field: '" + rule.field + "' is not a field of " + provider +
                         " configs");
     }
-    canonical.push_back({rule.name, rule.field, static_cast<int>(rule.op), rule.values});
+    // Unconditioned rules keep their original canonical form, so the fingerprints of rule sets
+    // written before "when" existed (and the snapshots recording them) stay valid.
+    json entry = {rule.name, rule.field, static_cast<int>(rule.op), rule.values};
+    if (!rule.when.empty()) entry.push_back(CanonicalWhen(rule.when));
+    canonical.push_back(std::move(entry));
     set.rules.push_back(std::move(rule));
   }
   set.fingerprint = text::Fnv1a64(json{set.name, provider, canonical}.dump(), kRulesFnvBasis);
@@ -158,22 +234,26 @@ StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
                      std::string(name) + ".json");
 }
 
-std::string RejectingRule(const RuleSet& rules, const KernelConfig& config,
+std::string RejectingRule(const RuleSet& rules, const Problem& problem, const KernelConfig& config,
                           std::span<const std::string_view> ignored) {
   if (ProviderOf(config) != rules.provider) return "provider";
   for (const ConfigRule& rule : rules.rules) {
     if (std::find(ignored.begin(), ignored.end(), rule.field) != ignored.end()) continue;
+    if (!RuleAppliesTo(rule, problem)) continue;
     const std::optional<int64_t> value = FieldValue(config, rule.field);
     if (!value || !Passes(rule, *value)) return rule.name;
   }
   return "";
 }
 
-ConfigFilter RuleSetFilter(const RuleSet& rules) {
+ConfigFilter RuleSetFilter(const RuleSet& rules, const Problem& problem) {
   ConfigFilter filter;
-  filter.keep = [&rules](const KernelConfig& c) { return RejectingRule(rules, c).empty(); };
-  filter.may_keep = [&rules](const KernelConfig& c, std::span<const std::string_view> varying) {
-    return RejectingRule(rules, c, varying).empty();
+  filter.keep = [&rules, &problem](const KernelConfig& c) {
+    return RejectingRule(rules, problem, c).empty();
+  };
+  filter.may_keep = [&rules, &problem](const KernelConfig& c,
+                                       std::span<const std::string_view> varying) {
+    return RejectingRule(rules, problem, c, varying).empty();
   };
   return filter;
 }
@@ -195,11 +275,11 @@ ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed) {
   return filter;
 }
 
-std::vector<KernelConfig> ApplyRules(const RuleSet& rules,
+std::vector<KernelConfig> ApplyRules(const RuleSet& rules, const Problem& problem,
                                      const std::vector<KernelConfig>& configs) {
   std::vector<KernelConfig> kept;
   for (const KernelConfig& c : configs) {
-    if (RejectingRule(rules, c).empty()) kept.push_back(c);
+    if (RejectingRule(rules, problem, c).empty()) kept.push_back(c);
   }
   return kept;
 }

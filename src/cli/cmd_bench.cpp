@@ -154,6 +154,15 @@ Command BenchCommand() {
         app.add_option("--abort-factor", o.abort_factor,
                        "abort configs whose estimate exceeds this many times the best so far")
             ->capture_default_str();
+        app.add_option("--confirm-top", o.confirm_top,
+                       "after a problem, time its N fastest configs (and the heuristic's pick) "
+                       "again; ingestion takes the median of the repeats")
+            ->capture_default_str()
+            ->check(CLI::Range(0, 1000));
+        app.add_option("--confirm-rounds", o.confirm_rounds,
+                       "times each of those is timed again (0 = no confirmation)")
+            ->capture_default_str()
+            ->check(CLI::Range(0, 100));
         app.add_option("--peers", o.heuristic_picks, "provider heuristic picks recorded with ranks")
             ->capture_default_str();
         app.add_option(

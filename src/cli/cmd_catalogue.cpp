@@ -50,13 +50,14 @@ int RunCatalogue(const CatalogueArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   // The full space, or only what the rules keep (the provider skips device checks of the rest).
   const RuleSet& rule_set = *rules;
-  auto configs = args.count_all
-                     ? (*provider)->Enumerate(Problem(*problem))
-                     : (*provider)->Enumerate(Problem(*problem), RuleSetFilter(rule_set));
+  const Problem the_problem = *problem;
+  auto configs = args.count_all ? (*provider)->Enumerate(Problem(*problem))
+                                : (*provider)->Enumerate(Problem(*problem),
+                                                         RuleSetFilter(rule_set, the_problem));
   if (!configs.ok()) return ReportError("catalogue", configs.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<KernelConfig> kept = ApplyRules(*rules, *configs);
+  const std::vector<KernelConfig> kept = ApplyRules(*rules, the_problem, *configs);
   std::map<int, std::pair<int, int>> per_algo;  // algo -> (enumerated, kept)
   for (const KernelConfig& c : *configs) ++per_algo[std::get<CublasLtConfig>(c).algo_id].first;
   for (const KernelConfig& c : kept) ++per_algo[std::get<CublasLtConfig>(c).algo_id].second;

@@ -2,6 +2,7 @@
 // datasets, and the baselines report over them.
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 #include "cli/dataset_io.h"
 #include "core/text.h"
 #include "kselect/baselines.h"
+#include "kselect/catalogue.h"
+#include "kselect/dataset.h"
 #include "kselect/tile_engine.h"
 
 namespace kselect::cli {
@@ -29,6 +32,7 @@ struct DataArgs {
   std::optional<int64_t> m, n, k;
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
+  std::string catalogue;  // keep rows in this rule set's catalogue (and the heuristic's picks)
   // schema
   bool markdown = false;
   // report
@@ -73,6 +77,48 @@ int RunMerge(const DataArgs& args) {
   return kExitOk;
 }
 
+// The folder holding rules/<provider>/<name>.json. The tile engine's rule folder is
+// $KSELECT_RULES_DIR/tile or the source tree's rules/tile; its parent is that root.
+std::string RulesRoot(const std::string& rules_dir) {
+  if (!rules_dir.empty()) return rules_dir;
+  return std::filesystem::path(tile::DefaultRulesDir()).parent_path().string();
+}
+
+// Rows whose config the rule set `name` keeps for the row's problem, and every row of a
+// heuristic pick (a peer_rank): those are timed whatever the catalogue, as the peers to beat.
+// `fingerprints` gets each rule set's fingerprint by provider name.
+StatusOr<Dataset> KeepCatalogueRows(const Dataset& dataset, const std::string& name,
+                                    const std::string& rules_root, nlohmann::json& fingerprints) {
+  std::map<Provider, RuleSet> rule_sets;
+  Dataset out;
+  out.metadata = dataset.metadata;
+  for (const DatasetRow& row : dataset.rows) {
+    KSELECT_ASSIGN_OR_RETURN(const Measurement m, MeasurementFromRow(row));
+    const Provider provider = ProviderOf(m.config);
+    if (provider != Provider::kCublasLt) {
+      // The tile engine's catalogue comes from its generator rules (rules/tile/), not from
+      // filters of an enumerated space.
+      return InvalidArgumentError(
+          "--catalogue filters cuBLASLt rows by a rules/cublaslt/ rule "
+          "set; this dataset has " +
+          std::string(ProviderName(provider)) + " rows");
+    }
+    auto it = rule_sets.find(provider);
+    if (it == rule_sets.end()) {
+      auto rules = FindRuleSet(rules_root, provider, name);
+      if (!rules.ok()) {
+        return rules.status().WithContext("--catalogue " + name + " for the " +
+                                          std::string(ProviderName(provider)) + " rows");
+      }
+      fingerprints[std::string(ProviderName(provider))] = FingerprintText(rules->fingerprint);
+      it = rule_sets.emplace(provider, std::move(*rules)).first;
+    }
+    if (m.peer_rank || RejectingRule(it->second, m.problem, m.config).empty())
+      out.rows.push_back(row);
+  }
+  return out;
+}
+
 int RunFilter(const DataArgs& args) {
   auto dataset = ReadDatasetChecked(args.filter_input);
   if (!dataset.ok()) return ReportError("data filter", dataset.status());
@@ -91,6 +137,16 @@ int RunFilter(const DataArgs& args) {
   Dataset out = FilterDataset(*dataset, filter);
   nlohmann::json options = {
       {"command", "data filter"}, {"input", args.filter_input}, {"valid_only", args.valid_only}};
+  if (!args.catalogue.empty()) {
+    const std::string rules_root = RulesRoot(args.rules_dir);
+    nlohmann::json fingerprints = nlohmann::json::object();
+    auto kept = KeepCatalogueRows(out, args.catalogue, rules_root, fingerprints);
+    if (!kept.ok()) return ReportError("data filter", kept.status());
+    out = std::move(*kept);
+    options["catalogue"] = args.catalogue;
+    options["rules_dir"] = rules_root;
+    options["rules_fingerprints"] = fingerprints;
+  }
   auto add = [&options](const char* name, const auto& value) {
     if (value) options[name] = *value;
   };
@@ -137,13 +193,6 @@ int RunSchema(const DataArgs& args) {
     }
   }
   return kExitOk;
-}
-
-// The folder holding rules/<provider>/<name>.json. The tile engine's rule folder is
-// $KSELECT_RULES_DIR/tile or the source tree's rules/tile; its parent is that root.
-std::string RulesRoot(const std::string& rules_dir) {
-  if (!rules_dir.empty()) return rules_dir;
-  return std::filesystem::path(tile::DefaultRulesDir()).parent_path().string();
 }
 
 StatusOr<Dataset> ReadReportInput(const std::string& path) {
@@ -259,6 +308,12 @@ Command DataCommand() {
             filter->add_option("--device-kind", args->device_kind, "device kind (nvidia-h200)");
             filter->add_option("--arch", args->arch, "architecture (sm_90, gfx950)");
             filter->add_flag("--valid-only", args->valid_only, "drop invalid rows");
+            filter->add_option("--catalogue", args->catalogue,
+                               "keep rows whose config the named rule set keeps for the row's "
+                               "problem (rules/<provider>/<name>.json), and the heuristic's picks");
+            filter->add_option("--rules-dir", args->rules_dir,
+                               "folder of rule sets for --catalogue (default: "
+                               "$KSELECT_RULES_DIR, else the source tree's rules/)");
 
             CLI::App* schema = app.add_subcommand("schema", "print the canonical column list");
             schema->add_flag("--markdown", args->markdown, "as docs/dataset_schema.md");

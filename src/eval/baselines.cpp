@@ -74,13 +74,18 @@ bool AddRow(ProblemPairs& problem, const DatasetRow& row, bool from_sample) {
   return !inserted;
 }
 
-StatusOr<KernelConfig> ConfigOf(const DatasetRow& row) {
+StatusOr<Measurement> MeasurementOf(const DatasetRow& row) {
   auto measurement = MeasurementFromRow(row);
   if (!measurement.ok()) {
     return measurement.status().WithContext("row of problem " + row.problem_key.value_or("?") +
                                             ", config " + row.config_key.value_or("?"));
   }
-  return measurement->config;
+  return measurement;
+}
+
+StatusOr<KernelConfig> ConfigOf(const DatasetRow& row) {
+  KSELECT_ASSIGN_OR_RETURN(Measurement measurement, MeasurementOf(row));
+  return std::move(measurement.config);
 }
 
 // Linear interpolation between order statistics, as ComputeStats does for the median and P10.
@@ -166,6 +171,9 @@ StatusOr<std::optional<RuleLoss>> ProblemLoss(const std::string& problem_key,
   RuleLoss loss;
   loss.problem_key = problem_key;
   FillDimensions(*pairs.first_row, loss.m, loss.n, loss.k, loss.batch);
+  // Conditioned rules depend on the problem (every row of the group has the same one).
+  KSELECT_ASSIGN_OR_RETURN(const Measurement first, MeasurementOf(*pairs.first_row));
+  const Problem& problem = first.problem;
   const KeptPair* best = nullptr;
   std::optional<KernelConfig> best_config;
   for (const auto& [config_key, pair] : pairs.by_config) {
@@ -173,7 +181,7 @@ StatusOr<std::optional<RuleLoss>> ProblemLoss(const std::string& problem_key,
     KSELECT_ASSIGN_OR_RETURN(KernelConfig config, ConfigOf(*pair.row));
     const double tflops = *pair.row->measured_tflops;
     ++loss.valid_configs;
-    if (RejectingRule(rules, config).empty()) {
+    if (RejectingRule(rules, problem, config).empty()) {
       ++loss.valid_configs_in_rules;
       if (tflops > loss.best_in_rules_tflops) {
         loss.best_in_rules_tflops = tflops;
@@ -190,7 +198,8 @@ StatusOr<std::optional<RuleLoss>> ProblemLoss(const std::string& problem_key,
   loss.best_tflops = *best->row->measured_tflops;
   loss.best_source = best->from_sample ? "full sample" : "data";
   loss.loss = 1.0 - loss.best_in_rules_tflops / loss.best_tflops;
-  if (loss.loss > kRuleLossWorthNaming) loss.rejecting_rule = RejectingRule(rules, *best_config);
+  if (loss.loss > kRuleLossWorthNaming)
+    loss.rejecting_rule = RejectingRule(rules, problem, *best_config);
   return std::optional<RuleLoss>(std::move(loss));
 }
 

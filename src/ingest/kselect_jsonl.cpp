@@ -142,6 +142,8 @@ StatusOr<IngestResult::CompletedProblem> ParseProblemDoneRecord(
   r.IntOr("rows", 0);
   r.IntOr("skipped", 0);
   r.IntOr("enumerated", 0);
+  r.IntOr("confirmed", 0);
+  r.IntOr("confirm_rounds", 0);
   r.NumberOr("plan_seconds", 0);
   r.NumberOr("seconds", 0);
   r.StringOr("timestamp", "");

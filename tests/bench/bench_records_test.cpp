@@ -170,6 +170,26 @@ TEST(BenchRecordsTest, ProblemDoneOfAnUnknownRunOrWithUnknownFieldsIsRefused) {
   EXPECT_FALSE(ParseKselectJsonl(RunRecordLine(TestRun()) + line, "x", IngestOptions{}).ok());
 }
 
+TEST(BenchRecordsTest, ConfirmationSetIsTheFastestDistinctValidConfigsThenTheHeuristicPick) {
+  const Problem p = Row(1, 20, 1).problem;
+  std::vector<KernelConfig> configs;
+  for (int tile = 20; tile < 30; ++tile) configs.push_back(Row(1, tile, 1).config);
+  // The heuristic's rank-1 pick is the first config (timing order: peers first), and slow.
+  const std::map<std::string, int32_t> peer_rank = {{ConfigKey(configs[0]), 1}};
+  auto key = [&](int i) { return PairKey(p, configs[static_cast<size_t>(i)]); };
+  std::vector<std::pair<double, std::string>> valid = {
+      {0.9, key(0)}, {0.3, key(5)}, {0.1, key(7)}, {0.2, key(2)}, {0.15, key(7)}, {0.5, key(9)}};
+  // Top 3 distinct: 7 (0.1), 2 (0.2), 5 (0.3); then the peer's pick 0.
+  EXPECT_EQ(ConfirmationSet(p, configs, peer_rank, valid, 3), (std::vector<size_t>{7, 2, 5, 0}));
+  // The pick is not repeated when it is among the fastest.
+  EXPECT_EQ(ConfirmationSet(p, configs, peer_rank, valid, 6), (std::vector<size_t>{7, 2, 5, 9, 0}));
+  // An invalid (unlisted) pick is not confirmed; rows of configs not in the list are ignored.
+  valid.erase(valid.begin());
+  valid.emplace_back(0.01, PairKey(Row(2, 20, 1).problem, configs[1]));
+  EXPECT_EQ(ConfirmationSet(p, configs, peer_rank, valid, 2), (std::vector<size_t>{7, 2}));
+  EXPECT_TRUE(ConfirmationSet(p, configs, peer_rank, {}, 8).empty());
+}
+
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -222,6 +242,11 @@ TEST_F(ResumeTest, FinishedProblemsAreListedForSkipping) {
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   EXPECT_EQ(state->completed, std::set<std::string>{ProblemToString(Row(1, 20, 1).problem)});
   EXPECT_EQ(state->measurements, 2);
+  // Only the unfinished problem's valid rows are kept for its confirmation pass.
+  ASSERT_EQ(state->unfinished_valid.size(), 1u);
+  const auto& rows = state->unfinished_valid.at(ProblemToString(Row(2, 20, 1).problem));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].first, 0.5);
 }
 
 TEST_F(ResumeTest, WithoutRepairTheFileIsUntouched) {

@@ -53,7 +53,8 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
   p.layout = GemmLayoutFromBlasOps("TN").value();  // A m x k row-major, B k x n column-major
   auto provider = CreateProvider(Provider::kCublasLt).value();
   const RuleSet rules = Rules("tests");
-  auto configs = provider->Enumerate(p, RuleSetFilter(rules));
+  const Problem problem = p;
+  auto configs = provider->Enumerate(problem, RuleSetFilter(rules, problem));
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();
   ASSERT_FALSE(configs->empty());
 
@@ -132,7 +133,7 @@ TEST(CublasLtGpuTest, SnapshotsMatchAFreshEnumeration) {
     ProviderOptions po;
     po.max_workspace_bytes = snap["max_workspace_bytes"];
     auto provider = CreateProvider(Provider::kCublasLt, po).value();
-    auto configs = provider->Enumerate(p, RuleSetFilter(rules));
+    auto configs = provider->Enumerate(p, RuleSetFilter(rules, p));
     ASSERT_TRUE(configs.ok());
     std::vector<std::string> fresh, saved;
     for (const KernelConfig& c : *configs) fresh.push_back(ConfigKey(c));
