@@ -57,12 +57,12 @@ int RunShapes(const ShapesArgs& args) {
 }  // namespace
 
 Command ShapesCommand() {
-  return {"shapes", "generate the named GEMM shape sets (wide, core, edge) or check a shape file",
+  return {"shapes", "generate the named GEMM shape sets (wide, core, fp8, edge) or check a shape file",
           [](CLI::App& app) -> RunFunction {
             auto args = std::make_shared<ShapesArgs>();
             app.require_subcommand(1);
             args->generate = app.add_subcommand("generate", "write a named shape set as CSV");
-            args->generate->add_option("--set", args->set, "wide, core or edge")->required();
+            args->generate->add_option("--set", args->set, "wide, core, fp8 or edge")->required();
             args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
             args->check = app.add_subcommand("check", "parse a shape file and count its regimes");
             args->check->add_option("file", args->check_path, "shape CSV")->required();

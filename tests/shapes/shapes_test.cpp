@@ -81,9 +81,23 @@ TEST(ShapesTest, CoreIsAProportionalSubsetOfWide) {
   }
 }
 
+TEST(ShapesTest, Fp8IsCorePlusAnotherNinthOfWide) {
+  const auto wide = GenerateShapeSet("wide").value();
+  const auto core = GenerateShapeSet("core").value();
+  const auto fp8 = GenerateShapeSet("fp8").value();
+  EXPECT_GT(fp8.size(), core.size() + 70);
+  for (const ShapeRow& r : core) EXPECT_NE(std::find(fp8.begin(), fp8.end(), r), fp8.end());
+  for (const ShapeRow& r : fp8) EXPECT_NE(std::find(wide.begin(), wide.end(), r), wide.end());
+  // Shapes cuBLASLt runs in fp8 (k % 16 == 0, m == 1 or m % 8 == 0): at least 150.
+  const auto runnable = std::count_if(fp8.begin(), fp8.end(), [](const ShapeRow& r) {
+    return r.k % 16 == 0 && (r.m == 1 || r.m % 8 == 0);
+  });
+  EXPECT_GE(runnable, 150);
+}
+
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
-  for (const char* set : {"wide", "core", "edge"}) {
+  for (const char* set : {"wide", "core", "fp8", "edge"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())
