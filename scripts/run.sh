@@ -31,6 +31,7 @@ echo "=== baselines of the bf16 TN cuBLASLt data: cuBLASLt's own picks vs the me
 echo "    what the \`default\` catalogue loses against a sample of the full config space"
 "$KSELECT" data report "$ROOT/data/h200/cublaslt_default_bf16_tn_wide.parquet" \
   --full-sample "$ROOT/docs/data_results/cublaslt_full_sample_bf16_tn_loss_probe.parquet" \
+  "$ROOT/docs/data_results/cublaslt_loss_probe_bf16_tn_probe2.parquet" \
   --rules-dir "$ROOT/rules" | awk '/^## /{on=1} /^Worst top-1/{on=0} /^### Rule set/{on=1}
     on && /^\| m x n x k/{on=0; done=1} on && !done'  # the summaries; the per-problem tables are in the report
 

@@ -56,6 +56,9 @@ struct Measurement {
   MeasurementMethod method;
   std::string run_id;
   std::string timestamp;  // ISO 8601 UTC
+  // The GPU that measured this row when a run spans several (`kselect bench --devices 0,1`);
+  // empty: the run's device.
+  std::string device_uuid;
 
   // Sets is_valid/invalid_reason from the figures: a non-positive, NaN or infinite latency or
   // TFLOPS makes the row invalid (never silently valid). Keeps an existing invalid verdict.

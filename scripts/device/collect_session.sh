@@ -4,14 +4,15 @@
 # -DKSELECT_WITH_ARROW=OFF -DKSELECT_WITH_LIGHTGBM=OFF). Steps (STEPS, default all):
 #   snapshot    regenerate the catalogue snapshots of SNAPSHOT_RULES (bf16 TN 4096^3) in place,
 #               before the tests compare them with a fresh enumeration; copies land in $OUT
-#   tests       the bench and cuBLASLt GPU tests
+#   tests       the bench and cuBLASLt GPU tests (GPU_TEST_FILTER, a gtest filter)
 #   throughput  `kselect bench --rules default` on small decode-size shapes: configs/s and CV;
 #               with THROUGHPUT_B_ARGS set, a second run with those bench options, compared
 #               config by config with the first (scripts/device/compare_runs.py)
 #   resume      the kill -9 proof: one uninterrupted run, one run killed (the whole process
 #               group, SIGKILL) mid-sweep then continued with --resume, both kept for comparison
-#   loss        the `default` vs `full` loss probe: default and a --sample-fraction of full on
-#               LOSS_SHAPES
+#   loss        the `default` vs `full` loss probe: for each LOSS_PLAN job "name:shapes.csv:
+#               dtype:ops", `default` and a LOSS_FRACTION sample of `full` on those shapes, in the
+#               same call (at most LOSS_DEFAULT_S and LOSS_FULL_S seconds each)
 #   collect     COLLECT_PLAN jobs "name:shapes.csv:dtype:ops" in order, each with the time left
 #               (--time-limit-s), so the call ends inside its limit; the next call continues
 #               from the problems without a problem_done record; BENCH_ARGS go to every
@@ -24,13 +25,17 @@ BUDGET_S="${BUDGET_S:-560}"
 STEPS="${STEPS:-tests throughput resume loss collect}"
 SNAPSHOT_RULES="${SNAPSHOT_RULES:-}"
 THROUGHPUT_S="${THROUGHPUT_S:-40}"
+GPU_TEST_FILTER="${GPU_TEST_FILTER:-Worker*:CublasLtGpu*:BenchRecords*:Resume*:Rules*}"
 COLLECT_PLAN="${COLLECT_PLAN:-bf16_tn_wide:shapes/wide.csv:bf16:TN}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 THROUGHPUT_B_ARGS="${THROUGHPUT_B_ARGS:-}"
-LOSS_SHAPES="${LOSS_SHAPES:-shapes/loss_probe.csv}"
+LOSS_PLAN="${LOSS_PLAN:-bf16_tn:shapes/loss_probe.csv:bf16:TN}"
+LOSS_DEFAULT_S="${LOSS_DEFAULT_S:-120}"
+LOSS_FULL_S="${LOSS_FULL_S:-240}"
 LOSS_FRACTION="${LOSS_FRACTION:-0.1}"
 KIND="${KIND:-nvidia-h200}"
 WORK=/tmp/kselect-work
+rm -rf "$WORK"  # a warm machine keeps the last call's files
 mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KSELECT_RULES_DIR="$PWD/rules"
@@ -57,7 +62,7 @@ fi
 
 if step tests; then
   say "=== tests ($(left) s left)"
-  timeout 150 "$BIN/kselect_tests" --gtest_filter='Worker*:CublasLtGpu*:BenchRecords*:Resume*:Rules*' \
+  timeout 240 "$BIN/kselect_tests" --gtest_filter="$GPU_TEST_FILTER" \
     > "$WORK/gpu_tests.log" 2>&1
   say "gpu tests rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$WORK/gpu_tests.log" | tr '\n' ' ')"
 fi
@@ -125,16 +130,24 @@ EOF
 fi
 
 if step loss; then
-  say "=== loss probe: default vs a ${LOSS_FRACTION} sample of full ($(left) s left)"
-  t=$(( $(left) / 4 )); [ "$t" -gt 120 ] && t=120
-  timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$LOSS_SHAPES" \
-    --rules default --time-limit-s "$t" -o "$WORK/loss_default.jsonl" > "$WORK/loss_default.out" 2>&1
-  say "loss default rc=$? $(tail -1 "$WORK/loss_default.out")"
-  t=$(( $(left) / 2 )); [ "$t" -gt 240 ] && t=240
-  timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$LOSS_SHAPES" \
-    --rules full --sample-fraction "$LOSS_FRACTION" --time-limit-s "$t" \
-    -o "$WORK/loss_full_sample.jsonl" > "$WORK/loss_full.out" 2>&1
-  say "loss full sample rc=$? $(tail -1 "$WORK/loss_full.out")"
+  jobs_left=$(wc -w <<< "$LOSS_PLAN")
+  for job in $LOSS_PLAN; do
+    IFS=: read -r name shapes dtype ops <<< "$job"
+    # Each job gets an equal share of the time left: a third for `default`, the rest for `full`.
+    share=$(( ($(left) - 30) / jobs_left )); jobs_left=$((jobs_left - 1))
+    [ "$share" -lt 30 ] && { say "loss $name: no time left"; break; }
+    say "=== loss probe $name ($shapes, $dtype $ops): default vs a ${LOSS_FRACTION} sample of full ($(left) s left, $share s for it)"
+    t=$((share / 3)); [ "$t" -gt "$LOSS_DEFAULT_S" ] && t=$LOSS_DEFAULT_S
+    timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$shapes" \
+      --dtype "$dtype" --ops "$ops" --rules default --time-limit-s "$t" \
+      -o "$WORK/loss_default_$name.jsonl" > "$WORK/loss_default_$name.out" 2>&1
+    say "loss default $name rc=$? $(tail -1 "$WORK/loss_default_$name.out")"
+    t=$((share - t - 10)); [ "$t" -gt "$LOSS_FULL_S" ] && t=$LOSS_FULL_S
+    timeout $((t + 30)) "$BIN/kselect" bench --device-kind "$KIND" --shapes "$shapes" \
+      --dtype "$dtype" --ops "$ops" --rules full --sample-fraction "$LOSS_FRACTION" \
+      --time-limit-s "$t" -o "$WORK/loss_full_$name.jsonl" > "$WORK/loss_full_$name.out" 2>&1
+    say "loss full sample $name rc=$? $(tail -1 "$WORK/loss_full_$name.out")"
+  done
 fi
 
 if step collect; then

@@ -127,6 +127,18 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     problems.push_back(problem);
   }
   bench::WorkerClient timer(options, device);
+  // Several GPUs share one run record (the first GPU's profile): each row then names its GPU.
+  std::string device_uuid;
+  if (options.devices.size() > 1) {
+    auto hello = timer.Request(json{{"cmd", "hello"}}, options.watchdog_s);
+    if (hello.ok() && (*hello).value("ok", false)) {
+      device_uuid = (*hello)["hardware"].value("uuid", "");
+    } else {
+      std::cerr << "kselect bench: device " << device << ": cannot read its UUID ("
+                << (hello.ok() ? (*hello).value("reason", "") : hello.status().ToString())
+                << "); its rows carry the run's\n";
+    }
+  }
   // Problem i is planned by planners[i % count], sent `count` problems ahead.
   std::vector<std::unique_ptr<bench::WorkerClient>> planners;
   for (int i = 0; i < std::max(1, options.planners); ++i)
@@ -198,6 +210,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       m.kernel_name = DescribeConfig(config);
       m.method = run.method;
       m.timestamp = NowIso();
+      m.device_uuid = device_uuid;
       if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end())
         m.peer_rank = it->second;
       if (!reply.ok()) {
@@ -277,6 +290,40 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
   return summary;
 }
 
+// A device coordinator's summary as it crosses the pipe to the parent (plain integers).
+struct SummaryWire {
+  int64_t problems, problems_failed, rows, valid, invalid, aborted, skipped, worker_restarts,
+      problems_done, problems_skipped, time_limited;
+};
+
+SummaryWire ToWire(const BenchSummary& s) {
+  return {s.problems,
+          s.problems_failed,
+          s.rows,
+          s.valid,
+          s.invalid,
+          s.aborted,
+          s.skipped,
+          s.worker_restarts,
+          s.problems_done,
+          s.problems_skipped,
+          s.time_limited ? 1 : 0};
+}
+
+void AddWire(const SummaryWire& w, BenchSummary& s) {
+  s.problems += w.problems;
+  s.problems_failed += w.problems_failed;
+  s.rows += w.rows;
+  s.valid += w.valid;
+  s.invalid += w.invalid;
+  s.aborted += w.aborted;
+  s.skipped += w.skipped;
+  s.worker_restarts += w.worker_restarts;
+  s.problems_done += w.problems_done;
+  s.problems_skipped += w.problems_skipped;
+  s.time_limited = s.time_limited || w.time_limited != 0;
+}
+
 }  // namespace
 
 StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
@@ -338,31 +385,47 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
   if (options.devices.size() == 1) {
     summary = SweepDevice(options, run, state, mine, options.devices.front(), fd, start);
   } else {
-    // One coordinator process per device, each with its own worker, sharing the O_APPEND file.
-    std::vector<pid_t> children;
-    const ShardSpec split{0, static_cast<int>(options.devices.size())};
-    for (size_t d = 0; d < options.devices.size(); ++d) {
+    // One coordinator process per device, each with its own workers, sharing the O_APPEND file;
+    // each sends its summary back through a pipe.
+    struct Child {
+      pid_t pid;
+      int summary_fd;
+    };
+    std::vector<Child> children;
+    const int count = static_cast<int>(options.devices.size());
+    for (int d = 0; d < count; ++d) {
       std::vector<GemmProblem> part;
-      for (const size_t i :
-           ShardIndices(mine.size(), ShardSpec{static_cast<int>(d), split.count})) {
-        part.push_back(mine[i]);
-      }
+      for (const size_t i : ShardIndices(mine.size(), ShardSpec{d, count})) part.push_back(mine[i]);
+      int pipe_fds[2];
+      if (::pipe(pipe_fds) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));
       const pid_t pid = ::fork();
       if (pid == 0) {
-        const BenchSummary s =
-            SweepDevice(options, run, state, part, options.devices[d], fd, start);
-        _exit(s.problems_failed > 0 ? 1 : 0);
+        ::close(pipe_fds[0]);
+        const BenchSummary s = SweepDevice(options, run, state, part,
+                                           options.devices[static_cast<size_t>(d)], fd, start);
+        const SummaryWire wire = ToWire(s);
+        const bool sent = ::write(pipe_fds[1], &wire, sizeof(wire)) == sizeof(wire);
+        _exit(sent && s.problems_failed == 0 ? 0 : 1);
       }
-      if (pid > 0) children.push_back(pid);
+      ::close(pipe_fds[1]);
+      if (pid < 0) {
+        ::close(pipe_fds[0]);
+        return InternalError(std::string("fork: ") + std::strerror(errno));
+      }
+      children.push_back({pid, pipe_fds[0]});
     }
-    for (const pid_t pid : children) {
+    for (const Child& child : children) {
+      SummaryWire wire{};
+      const bool received = ::read(child.summary_fd, &wire, sizeof(wire)) == sizeof(wire);
+      ::close(child.summary_fd);
       int status = 0;
-      ::waitpid(pid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++summary.problems_failed;
+      ::waitpid(child.pid, &status, 0);
+      if (received) {
+        AddWire(wire, summary);
+      } else {
+        ++summary.problems_failed;  // the coordinator died before reporting
+      }
     }
-    KSELECT_ASSIGN_OR_RETURN(ResumeState after, LoadResumeState(options.output_path, false));
-    summary.problems = static_cast<int64_t>(mine.size());
-    summary.rows = after.measurements - state.measurements;
   }
   ::close(fd);
   summary.seconds = NowSeconds() - start;

@@ -139,6 +139,7 @@ std::string MeasurementLine(const Measurement& m) {
   j["peer_rank"] = m.peer_rank ? json(*m.peer_rank) : json(nullptr);
   j["method"] = json_codec::MethodToJson(m.method);
   j["timestamp"] = m.timestamp;
+  if (!m.device_uuid.empty()) j["device_uuid"] = m.device_uuid;
   return j.dump() + "\n";
 }
 

@@ -391,6 +391,7 @@ DatasetRow RowFromMeasurement(const Measurement& m, const RunInfo& run) {
   row.sm_clock_min_mhz = method.sm_clock_min_mhz;
   row.sm_clock_max_mhz = method.sm_clock_max_mhz;
   FillHardware(run.hardware, row);
+  if (!m.device_uuid.empty()) row.device_uuid = m.device_uuid;
   return row;
 }
 

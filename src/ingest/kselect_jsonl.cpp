@@ -92,6 +92,7 @@ StatusOr<Measurement> ParseMeasurementRecord(const json& record, const std::stri
     if (rank && !rank->is_null()) m.peer_rank = static_cast<int32_t>(r.Int("peer_rank"));
   }
   m.timestamp = r.StringOr("timestamp", "");
+  m.device_uuid = r.StringOr("device_uuid", "");
   const json* method = r.Child("method", false);
   KSELECT_RETURN_IF_ERROR(r.Finish());
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "kselect/bench.h"
+#include "kselect/dataset.h"
 #include "kselect/ingest.h"
 
 namespace kselect {
@@ -123,6 +124,24 @@ TEST(BenchRecordsTest, LinesRoundTripThroughTheIngestParser) {
   EXPECT_DOUBLE_EQ(parsed->measurements[2].abort_bound_ms, 0.3);
   EXPECT_FALSE(parsed->measurements[3].is_valid);
   EXPECT_NE(parsed->measurements[3].invalid_reason.find("signal 11"), std::string::npos);
+}
+
+TEST(BenchRecordsTest, RowsOfAnotherGpuOfTheRunKeepTheirDeviceUuid) {
+  RunInfo run = TestRun();
+  run.hardware.uuid = "GPU-first";
+  Measurement second_gpu = Row(1, 21, 0.02);
+  second_gpu.device_uuid = "GPU-second";
+  const std::string text =
+      RunRecordLine(run) + MeasurementLine(Row(1, 20, 0.01)) + MeasurementLine(second_gpu);
+  // A single-GPU row writes no device_uuid: its device is the run's.
+  EXPECT_EQ(MeasurementLine(Row(1, 20, 0.01)).find("device_uuid"), std::string::npos);
+  auto parsed = ParseKselectJsonl(text, "two_gpus.jsonl", IngestOptions{});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->measurements.size(), 2u);
+  EXPECT_EQ(RowFromMeasurement(parsed->measurements[0], parsed->runs[0]).device_uuid.value_or(""),
+            "GPU-first");
+  EXPECT_EQ(RowFromMeasurement(parsed->measurements[1], parsed->runs[0]).device_uuid.value_or(""),
+            "GPU-second");
 }
 
 ProblemDone DoneFor(int64_t m, int64_t rows) {
