@@ -37,10 +37,10 @@ echo "    what the \`default\` catalogue loses against a sample of the full conf
 
 echo
 echo "=== kselect predict with the shipped models (no GPU needed)"
-predict() {  # model dataset m n k
-  echo "--- models/$1: m=$3 n=$4 k=$5 (bf16, TN)"
+predict() {  # model dataset m n k [dtype layout]
+  echo "--- models/$1: m=$3 n=$4 k=$5 (${6:-bf16}, layout ${7:-rcc})"
   "$KSELECT" predict --model "$ROOT/models/$1" --candidates "$ROOT/data/h200/$2.parquet" \
-    --m "$3" --n "$4" --k "$5" --layout rcc --top 5
+    --m "$3" --n "$4" --k "$5" --dtype "${6:-bf16}" --layout "${7:-rcc}" --top 5
 }
 for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
   predict h200_cublaslt_default_bf16_tn cublaslt_default_bf16_tn_wide $shape
@@ -48,6 +48,9 @@ for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
   predict h200_cublaslt_bf16_tn_rank cublaslt_tiny_bf16_tn_wide $shape  # lambdarank: scores
   predict h200_tile_bf16_tn tile_bf16_tn_wide $shape
 done
+# The model of all six cuBLASLt datasets, on another layout and on fp8.
+predict h200_cublaslt_default cublaslt_default_bf16_nn_core 16 4096 14336 bf16 ccc
+predict h200_cublaslt_default cublaslt_default_fp8_tn_fp8 16 4096 14336 fp8 rcc
 echo "(held-out quality of each model: models/*/eval_report.md)"
 
 echo

@@ -219,8 +219,11 @@ std::string SummaryToJson(const DatasetSummary& summary, const Dataset& dataset)
 std::string SummaryToText(const DatasetSummary& summary, const Dataset& dataset);
 
 // OK when every row comes from one device (device kind, else device name and arch), or when
-// allow_mixed; else kFailedPrecondition listing the devices.
-Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed);
+// allow_mixed; else kFailedPrecondition listing the devices and ending with `remedy`.
+Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed,
+                      std::string_view remedy =
+                          "Pass --allow-mixed to write them into one "
+                          "dataset anyway");
 
 // Concatenates datasets, merging repeated (run, problem, config) rows into their median. Refuses
 // (kFailedPrecondition) rows from more than one device kind/arch unless allow_mixed.

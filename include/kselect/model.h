@@ -1,5 +1,5 @@
 // Models: LightGBM regressors (through its C API) that score (problem, kernel config) pairs, one
-// per target, trained on log1p of the target, with honest grouped cross-validation.
+// per target, trained on log (or log1p) of the target, with honest grouped cross-validation.
 //
 // A model directory holds:
 //   model_tflops.lgbm.gz (+ model_latency.lgbm.gz, model_bandwidth.lgbm.gz)   LightGBM text
@@ -8,10 +8,12 @@
 //   train_manifest.json        data fingerprint, rows, duplicates, parameters, versions, lineage
 //   cv_metrics.json            per-fold and out-of-fold metrics of the TFLOPS model
 //   feature_importances.json   split and gain importances per target
-//   oof_predictions.csv.gz     out-of-fold TFLOPS prediction of every training row (gzip CSV)
+//   oof_predictions.csv.gz     out-of-fold TFLOPS prediction of every training row (gzip text:
+//                              a config table, then each problem's candidates by config index)
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,12 +34,22 @@ enum class Target { kTflops, kLatency, kBandwidth };
 std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
 StatusOr<Target> ParseTarget(std::string_view name);
 
-// How the TFLOPS model learns: regression on log1p(TFLOPS) (predictions are TFLOPS), or
+// How the TFLOPS model learns: regression on the transformed TFLOPS (predictions are TFLOPS), or
 // LightGBM lambdarank with one query per problem and relevance grade round(30 * TFLOPS / oracle)
 // (predictions are ranking scores only). Latency and bandwidth models are always regressions.
 enum class Objective { kRegression, kLambdarank };
 std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank"
 StatusOr<Objective> ParseObjective(std::string_view name);
+
+// The label transform of regression models. log: relative errors weigh the same at every speed
+// (measured on the bf16 TN H200 data: held-out geomean over cuBLASLt's top-1 1.025x vs 1.014x for
+// log1p, whose near-linear range under 1 TFLOPS let decode-size problems be ranked badly). log1p:
+// models written before the option (their manifests say "log1p ...").
+enum class LabelTransform { kLog, kLog1p };
+std::string_view LabelTransformName(LabelTransform transform);  // "log", "log1p"
+StatusOr<LabelTransform> ParseLabelTransform(std::string_view name);
+double ForwardLabel(LabelTransform transform, double value);  // target units -> label space
+double InverseLabel(LabelTransform transform, double label);  // label space -> target units
 
 // LightGBM parameters kselect sets (the rest are LightGBM's defaults).
 struct LightGbmParams {
@@ -65,6 +77,7 @@ struct TrainOptions {
   double inner_valid_fraction = 0.2;
   std::vector<Target> targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
   Objective objective = Objective::kRegression;
+  LabelTransform label_transform = LabelTransform::kLog;
   // Regression targets: row weight 1 + top_weight * (TFLOPS / problem best)^4, so the fit
   // concentrates on each problem's fast configs (0 = unweighted).
   double top_weight = 0;
@@ -76,15 +89,17 @@ struct TrainOptions {
   LightGbmParams params;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
-  std::string data_source;  // recorded in the manifest
+  std::vector<std::string> data_sources;  // the dataset files, recorded in the manifest
+  // Called after each fit with a one-line account (fold, trees, seconds); may be empty.
+  std::function<void(const std::string&)> progress;
 };
 
 struct FoldMetrics {
   int fold = 0;
   int64_t train_rows = 0, valid_rows = 0, valid_shapes = 0;
   int best_iteration = 0;  // picked on the inner split
-  double rmse_log = 0;     // on the fold's validation rows, log1p space
-  double r2_log = 0;
+  double rmse_label = 0;   // on the fold's validation rows, in label space
+  double r2_label = 0;
   EfficiencyStats efficiency;  // of the fold's validation problems
 };
 
@@ -114,7 +129,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 class Model {
  public:
   // Reads feature_spec.json and every model_*.lgbm.gz present (the TFLOPS model is required);
-  // checks each model's feature count and names against the spec. Corrupt files give a
+  // checks each model's feature count and names against the spec; the label transform comes from
+  // train_manifest.json (log1p when the manifest predates the field). Corrupt files give a
   // kParseError naming the file and LightGBM's message.
   static StatusOr<Model> Load(const std::string& dir);
   Model(Model&&) noexcept;
@@ -127,6 +143,7 @@ class Model {
   // True when the target's model is a ranker: its predictions order candidates but are not in
   // the target's units.
   bool Ranks(Target target) const;
+  LabelTransform label_transform() const;
   // Predictions in the target's units (TFLOPS, ms, GB/s), or ranking scores for a ranker, for
   // row-major features.
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
@@ -157,12 +174,20 @@ StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data
 // row predicted by the fold model that never saw its shape, keyed by (problem key, config key).
 struct OofPredictions {
   std::string path;
-  std::map<std::pair<std::string, std::string>, double> by_pair;
+  std::vector<std::string> configs;  // config keys, indexed by the rows below
+  std::map<std::string, int> config_index;
+  std::map<std::string, std::map<int, double>> by_problem;  // problem key -> config -> prediction
+  size_t size() const;
+  // The prediction of a pair, or nullopt when the file lacks it.
+  std::optional<double> Find(const std::string& problem_key, const std::string& config_key) const;
 };
-// Reads `model_dir`/oof_predictions.csv. kNotFound when the file is missing; kParseError naming
-// the line for malformed rows; kFailedPrecondition when the predictions are NaN (the model was
-// trained without cross-validation, so it has no out-of-fold predictions).
+// Reads `model_dir`/oof_predictions.csv.gz: format 2 (a "# kselect.oof_predictions 2" line, then
+// `config,<index>,"<key>"` lines, `problem,"<key>",<fold>` lines each followed by its
+// `<config index>,<prediction>` lines), or the older one-pair-per-line CSV. kNotFound when the
+// file is missing; kParseError naming the line for malformed rows; kFailedPrecondition when the
+// predictions are NaN (the model was trained without cross-validation, so it has none).
 inline constexpr const char* kOofPredictionsFile = "oof_predictions.csv.gz";
+inline constexpr const char* kOofFormat2Header = "# kselect.oof_predictions 2";
 // A whole file, gunzipped when it is gzip data (plain files are read as they are).
 StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
 // Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).

@@ -4,12 +4,15 @@
 # mid-sweep and continued with --resume, and checks every file with the ingestion rules: each
 # (problem, config) pair once, one problem_done per shape, rows of both GPUs named by their UUID.
 # GPU-side binaries in $BIN (scripts/device/make_carry.sh); logs and JSONL under $OUT.
+# TWO=0,0 runs the two-device path (two coordinators, summaries through pipes) on one GPU: the
+# counts and the resume are checked, the wall time means nothing then.
 set -uo pipefail
 BIN="${BIN:-.devcarry}"
 OUT="${OUT:-/tmp/kselect-out}"
 KIND="${KIND:-nvidia-h200-x2}"
 SHAPES="${SHAPES:-shapes/smoke_regimes.csv}"
 RULES="${RULES:-tiny}"
+TWO="${TWO:-0,1}"
 WORK=/tmp/kselect-multi
 mkdir -p "$OUT" "$WORK"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -18,8 +21,8 @@ LOG="$WORK/multi_gpu.log"
 say() { echo "$*" | tee -a "$LOG"; }
 
 nvidia-smi --query-gpu=index,name,uuid,driver_version,clocks.sm,temperature.gpu --format=csv | tee -a "$LOG"
-for devices in 0 0,1; do
-  name=one; [ "$devices" = 0,1 ] && name=two
+for devices in 0 "$TWO"; do
+  name=one; [ "$devices" = "$TWO" ] && name=two
   t0=$(date +%s.%N)
   timeout 240 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$SHAPES" --rules "$RULES" \
     --devices "$devices" -o "$WORK/$name.jsonl" > "$WORK/$name.out" 2>&1
@@ -29,7 +32,7 @@ done
 
 # kill -9 of the whole two-GPU process group mid-sweep, then --resume on both GPUs.
 setsid "$BIN/kselect" bench --device-kind "$KIND" --shapes "$SHAPES" --rules "$RULES" \
-  --devices 0,1 --run-id multi-resume -o "$WORK/killed.jsonl" > "$WORK/killed.out" 2>&1 &
+  --devices "$TWO" --run-id multi-resume -o "$WORK/killed.jsonl" > "$WORK/killed.out" 2>&1 &
 victim=$!
 for _ in $(seq 150); do
   [ "$(wc -l < "$WORK/killed.jsonl" 2>/dev/null || echo 0)" -ge 200 ] && break
@@ -39,7 +42,7 @@ kill -9 -- "-$victim" 2>/dev/null || kill -9 "$victim"
 wait "$victim" 2>/dev/null
 say "killed with $(wc -l < "$WORK/killed.jsonl") lines"
 timeout 240 "$BIN/kselect" bench --device-kind "$KIND" --shapes "$SHAPES" --rules "$RULES" \
-  --devices 0,1 --run-id multi-resume --resume -o "$WORK/killed.jsonl" > "$WORK/resumed.out" 2>&1
+  --devices "$TWO" --run-id multi-resume --resume -o "$WORK/killed.jsonl" > "$WORK/resumed.out" 2>&1
 say "resumed rc=$? $(tail -1 "$WORK/resumed.out")"
 
 python3 - "$WORK" "$SHAPES" <<'PY' | tee -a "$LOG"

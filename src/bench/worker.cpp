@@ -15,7 +15,6 @@
 #include <memory>
 #include <random>
 #include <thread>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -198,14 +197,12 @@ class Timer {
     if (Status s = enqueue_region(0, 1, /*gated=*/false); !s.ok())
       return Fail(s.ToString(), IsSticky());
     if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
-    // Without a bound yet (a problem's first config) the gated estimate sizes the batches. A
-    // long kernel this worker has launched before (on an earlier problem: its module is
-    // loaded) has an ungated time within microseconds of its own, so a clearly slow one is
-    // aborted on that launch alone; on big problems most configs are such, and each slow
-    // launch costs milliseconds.
-    const bool loaded_before = !launched_configs_.insert(ConfigKey(config)).second;
-    const bool ungated_is_exact = loaded_before && estimate >= kUngatedExactMs;
-    if (abort_bound_ms <= 0 || (estimate > abort_bound_ms && !ungated_is_exact)) {
+    // Without a bound yet (a problem's first config) the gated estimate sizes the batches; over
+    // the bound, a gated launch decides. An ungated time is never trusted to abort on, even for
+    // a config key launched before: one key can run another kernel variant on another problem
+    // (alignment, split-K reduction), whose lazy module load (1-3 ms on the H200) the ungated
+    // launch then times; trusting it recorded 0.01 ms kernels as 100x slow (session 6).
+    if (abort_bound_ms <= 0 || estimate > abort_bound_ms) {
       if (Status s = enqueue_region(0, 1); !s.ok()) return Fail(s.ToString(), IsSticky());
       if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
     }
@@ -363,10 +360,6 @@ class Timer {
   void* workspace_ = nullptr;
   int64_t rotating_bytes_ = 0;
   std::string problem_key_;
-  // Configs launched by this worker: their kernels' modules are loaded.
-  std::unordered_set<std::string> launched_configs_;
-  // Above this, a launch's host-side cost (a few microseconds) is noise in an ungated timing.
-  static constexpr double kUngatedExactMs = 0.5;
 };
 
 json Handle(Timer& timer, const BenchOptions& options, int device, const json& request) {

@@ -134,7 +134,14 @@ StatusOr<int> Run(const PredictArgs& args) {
     if (latency_ms.empty() || !(latency_ms[i] > 0)) return std::nullopt;
     return problem.Flops() / (latency_ms[i] * 1e-3) / 1e12;
   };
+  // Without a latency model a regression's latency follows from its TFLOPS exactly (latency =
+  // 2*m*n*k*batch / TFLOPS): the same order, no second model to disagree with the first.
+  const bool latency_derived = latency_ms.empty() && !ranker;
   auto latency = [&](size_t i) -> std::optional<double> {
+    if (latency_derived) {
+      if (!(scores[i] > 0)) return std::nullopt;
+      return problem.Flops() / (scores[i] * 1e12) * 1e3;
+    }
     if (latency_ms.empty()) return std::nullopt;
     return latency_ms[i];
   };
@@ -161,6 +168,10 @@ StatusOr<int> Run(const PredictArgs& args) {
                                  ranker ? (latency_ms.empty() ? nlohmann::json()
                                                               : nlohmann::json("latency model"))
                                         : nlohmann::json("tflops model")},
+                                {"predicted_latency_from",
+                                 latency_derived ? nlohmann::json("tflops model (flops / TFLOPS)")
+                                 : latency_ms.empty() ? nlohmann::json()
+                                                      : nlohmann::json("latency model")},
                                 {"candidates", configs.size()},
                                 {"can_implement_checked", args.can_implement},
                                 {"not_implementable", not_implementable},
@@ -199,6 +210,9 @@ StatusOr<int> Run(const PredictArgs& args) {
                                          "--targets tflops,latency)"
                                        : "")
                 << "\n";
+    } else if (latency_derived) {
+      std::cout << "latency_ms = 2*m*n*k*batch / predicted TFLOPS (the model has no separate "
+                   "latency model)\n";
     }
   }
   return kExitOk;

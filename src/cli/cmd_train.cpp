@@ -1,5 +1,7 @@
 // kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
 #include <iostream>
+#include <iterator>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
@@ -9,12 +11,13 @@ namespace kselect::cli {
 namespace {
 
 struct TrainArgs {
-  std::string data;
+  std::vector<std::string> data;
   std::string out;
   std::string provider;
   std::string targets = "tflops,latency,bandwidth";
   std::string warm_start;
   std::string objective = "regression";
+  std::string label = "log";
   TrainOptions options;
 };
 
@@ -27,6 +30,9 @@ int RunTrain(TrainArgs& args) {
   auto objective = ParseObjective(args.objective);
   if (!objective.ok()) return ReportError("train", objective.status());
   args.options.objective = *objective;
+  auto label = ParseLabelTransform(args.label);
+  if (!label.ok()) return ReportError("train", label.status());
+  args.options.label_transform = *label;
   args.options.targets.clear();
   size_t start = 0;
   while (start <= args.targets.size()) {
@@ -37,10 +43,34 @@ int RunTrain(TrainArgs& args) {
     start = comma + 1;
   }
   args.options.warm_start_dir = args.warm_start;
-  args.options.data_source = args.data;
-  auto dataset = ReadDatasetChecked(args.data);
-  if (!dataset.ok()) return ReportError("train", dataset.status());
-  auto result = TrainModel(*dataset, args.options, args.out);
+  args.options.data_sources = args.data;
+  args.options.progress = [](const std::string& line) { std::cerr << "train: " << line << "\n"; };
+  // Several files train one model (say every layout of a dtype: shapes held out together across
+  // them); their rows must come from one device. The rows are freed once the candidates are
+  // built, so training holds one copy of the data.
+  std::optional<StatusOr<CandidateSet>> candidates;
+  {
+    Dataset all;
+    for (const std::string& path : args.data) {
+      auto dataset = ReadDatasetChecked(path);
+      if (!dataset.ok()) return ReportError("train", dataset.status());
+      if (all.rows.empty()) {
+        all = std::move(*dataset);
+      } else {
+        all.rows.insert(all.rows.end(), std::make_move_iterator(dataset->rows.begin()),
+                        std::make_move_iterator(dataset->rows.end()));
+      }
+    }
+    // Before the duplicate check: the same pair measured on two devices is no duplicate.
+    if (auto s = CheckOneDevice(all.rows, /*allow_mixed=*/false,
+                                "A model learns one device: train one per device");
+        !s.ok()) {
+      return ReportError("train", s);
+    }
+    candidates.emplace(BuildCandidateSet(all, args.options.provider));
+  }
+  if (!candidates->ok()) return ReportError("train", candidates->status());
+  auto result = TrainModelOnCandidates(**candidates, args.options, args.out);
   if (!result.ok()) return ReportError("train", result.status());
   std::cout << "trained " << ProviderName(result->spec.provider) << " "
             << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
@@ -48,10 +78,11 @@ int RunTrain(TrainArgs& args) {
             << result->spec.features.size() << " features) into " << args.out << "\n";
   for (const FoldMetrics& f : result->folds) {
     std::printf(
-        "  fold %d: %lld shapes, %d trees, rmse(log1p) %.4f, r2 %.4f, efficiency mean "
+        "  fold %d: %lld shapes, %d trees, rmse(%s) %.4f, r2 %.4f, efficiency mean "
         "%.2f%% p10 %.2f%%\n",
-        f.fold, static_cast<long long>(f.valid_shapes), f.best_iteration, f.rmse_log, f.r2_log,
-        100 * f.efficiency.mean, 100 * f.efficiency.p10);
+        f.fold, static_cast<long long>(f.valid_shapes), f.best_iteration,
+        std::string(LabelTransformName(args.options.label_transform)).c_str(), f.rmse_label,
+        f.r2_label, 100 * f.efficiency.mean, 100 * f.efficiency.p10);
   }
   if (!result->folds.empty()) {
     const EfficiencyStats& e = result->oof_efficiency;
@@ -70,7 +101,9 @@ Command TrainCommand() {
   return {"train", "train LightGBM models on a dataset (GroupKFold CV by shape)",
           [](CLI::App& app) -> RunFunction {
             auto args = std::make_shared<TrainArgs>();
-            app.add_option("--data", args->data, "canonical dataset (.parquet)")
+            app.add_option("--data", args->data,
+                           "canonical dataset (.parquet); repeat to train one model on several "
+                           "files of one device")
                 ->required()
                 ->check(CLI::ExistingFile);
             app.add_option("--out", args->out, "model directory to write")->required();
@@ -92,8 +125,13 @@ Command TrainCommand() {
                 ->check(CLI::Range(1, 10000));
             app.add_option("--targets", args->targets, "comma-separated targets, tflops first")
                 ->capture_default_str();
-            app.add_option("--objective", args->objective,
-                           "TFLOPS model: regression (log1p TFLOPS) or lambdarank (per problem)")
+            app.add_option(
+                   "--objective", args->objective,
+                   "TFLOPS model: regression (on --label TFLOPS) or lambdarank (per problem)")
+                ->capture_default_str();
+            app.add_option("--label", args->label,
+                           "regression label: log or log1p of the target (log weighs relative "
+                           "errors the same at every speed)")
                 ->capture_default_str();
             app.add_option("--top-weight", args->options.top_weight,
                            "regression: weigh rows by 1 + W * (TFLOPS / problem best)^4, so the "

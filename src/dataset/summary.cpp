@@ -108,15 +108,16 @@ std::string SummaryToText(const DatasetSummary& s, const Dataset& dataset) {
   return out;
 }
 
-Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed) {
+Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed,
+                      std::string_view remedy) {
   std::set<std::string> devices;
   for (const DatasetRow& row : rows) devices.insert(DeviceOf(row));
   if (devices.size() <= 1 || allow_mixed) return Status::Ok();
   std::string list;
   for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
   return FailedPreconditionError("the inputs come from more than one device (" + list +
-                                 "); one dataset should come from one device kind. Pass "
-                                 "--allow-mixed to write them into one dataset anyway");
+                                 "); one dataset should come from one device kind. " +
+                                 std::string(remedy));
 }
 
 StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed) {

@@ -309,6 +309,10 @@ void InnerSplit(const std::vector<int32_t>& rows, const std::vector<int>& group_
   }
 }
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::string NowIso() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -340,6 +344,26 @@ std::vector<std::string> BoosterFeatureNames(BoosterHandle b, int n) {
   return names;
 }
 
+// The label transform a model directory was trained with, from its train_manifest.json
+// ("log (regression models)"); manifests from before the field, and directories without one,
+// were log1p.
+StatusOr<LabelTransform> ReadLabelTransform(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "train_manifest.json";
+  if (!fs::exists(path)) return LabelTransform::kLog1p;
+  std::ifstream in(path);
+  json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object()) {
+    return ParseError(path.string() + ": not a JSON object");
+  }
+  const auto it = manifest.find("target_transform");
+  if (it == manifest.end()) return LabelTransform::kLog1p;
+  if (!it->is_string()) return ParseError(path.string() + ": target_transform is not a string");
+  const std::string value = it->get<std::string>();
+  auto transform = ParseLabelTransform(value.substr(0, value.find(' ')));
+  if (!transform.ok()) return transform.status().WithContext(path.string());
+  return *transform;
+}
+
 }  // namespace
 
 struct Model::Impl {
@@ -348,6 +372,7 @@ struct Model::Impl {
   std::map<Target, BoosterPtr> boosters;
   std::map<Target, int> iterations;
   std::set<Target> rankers;
+  LabelTransform label_transform = LabelTransform::kLog1p;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -367,6 +392,9 @@ bool Model::Has(Target target) const {
 bool Model::Ranks(Target target) const {
   return impl_->rankers.count(target) > 0;
 }
+LabelTransform Model::label_transform() const {
+  return impl_->label_transform;
+}
 
 StatusOr<Model> Model::Load(const std::string& dir) {
   if (!fs::is_directory(dir)) return NotFoundError(dir + ": no such model directory");
@@ -376,6 +404,7 @@ StatusOr<Model> Model::Load(const std::string& dir) {
   auto extractor = GemmFeatureExtractor::Create(impl->spec);
   if (!extractor.ok()) return extractor.status().WithContext(dir);
   impl->extractor.emplace(std::move(*extractor));
+  KSELECT_ASSIGN_OR_RETURN(impl->label_transform, ReadLabelTransform(dir));
   for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
     const fs::path path = fs::path(dir) / ModelFileName(t);
     if (!fs::exists(path)) {
@@ -431,9 +460,9 @@ StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
                                 out.data()) != 0) {
     return LgbmError("predict");
   }
-  // Regression models are trained on log1p(target); a ranker's scores stay scores.
+  // Regression models are trained on the transformed target; a ranker's scores stay scores.
   if (!Ranks(target)) {
-    for (double& v : out) v = std::expm1(v);
+    for (double& v : out) v = InverseLabel(impl_->label_transform, v);
   }
   return out;
 }
@@ -471,8 +500,16 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     if (auto s = CheckSpecCompatible(loaded->spec(), result.spec); !s.ok()) {
       return s.WithContext("warm start from " + options.warm_start_dir);
     }
+    if (loaded->label_transform() != options.label_transform) {
+      return FailedPreconditionError(
+          "warm start: " + options.warm_start_dir + " was trained on " +
+          std::string(LabelTransformName(loaded->label_transform())) + " labels, not " +
+          std::string(LabelTransformName(options.label_transform)) + " (pass --label " +
+          std::string(LabelTransformName(loaded->label_transform())) + ")");
+    }
     previous.emplace(std::move(*loaded));
   }
+  const LabelTransform transform = options.label_transform;
 
   // Feature matrix, rows ordered by problem then config.
   const size_t cols = result.spec.features.size();
@@ -562,7 +599,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                         "; train only the targets the data has (--targets)");
           }
           labels[r++] = ranking ? static_cast<float>(std::lround(kMaxGrade * v / oracle))
-                                : static_cast<float>(std::log1p(v));
+                                : static_cast<float>(ForwardLabel(transform, v));
         }
       }
     }
@@ -584,7 +621,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       }
       KSELECT_ASSIGN_OR_RETURN(std::vector<double> p, previous->PredictFeatures(target, x, rows));
       if (!ranking) {
-        for (double& v : p) v = std::log1p(v);
+        for (double& v : p) v = ForwardLabel(transform, v);
       }
       init = std::move(p);
     }
@@ -618,7 +655,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           best_label = std::max(best_label, labels[row]);
         }
         const double efficiency =
-            std::expm1(labels[static_cast<size_t>(train_rows[pick])]) / std::expm1(best_label);
+            InverseLabel(transform, labels[static_cast<size_t>(train_rows[pick])]) /
+            InverseLabel(transform, best_label);
         if (efficiency < options.hard_mining_threshold) {
           ++hard_problems;
           for (size_t k = i; k < end; ++k) {
@@ -648,6 +686,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
+        const auto fold_start = std::chrono::steady_clock::now();
         KSELECT_ASSIGN_OR_RETURN(FitResult fit, fit_rows(inner_train, inner_valid, max_rounds));
         KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
                                                                        valid, fit.best_iteration));
@@ -662,13 +701,14 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           if (init_ptr) pred[i] += (*init_ptr)[r];
           sse += std::pow(pred[i] - labels[r], 2);
           mean += labels[r];
-          oof[r] = ranking ? pred[i] : std::expm1(pred[i]);  // a ranker's scores stay scores
+          // A ranker's scores stay scores.
+          oof[r] = ranking ? pred[i] : InverseLabel(transform, pred[i]);
         }
         mean /= std::max<double>(1.0, static_cast<double>(valid.size()));
         for (int32_t r : valid) sst += std::pow(labels[static_cast<size_t>(r)] - mean, 2);
-        m.rmse_log = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
-        m.r2_log = 1.0 - sse / std::max(sst, 1e-10);
-        if (ranking) m.rmse_log = m.r2_log = std::nan("");  // scores are not log1p(TFLOPS)
+        m.rmse_label = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
+        m.r2_label = 1.0 - sse / std::max(sst, 1e-10);
+        if (ranking) m.rmse_label = m.r2_label = std::nan("");  // grades, not TFLOPS
         // Efficiency of the fold's problems from the out-of-fold predictions.
         std::vector<ProblemOutcome> outcomes;
         std::set<int> shapes;
@@ -685,14 +725,23 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         m.valid_shapes = static_cast<int64_t>(shapes.size());
         m.efficiency = Summarize(std::move(outcomes)).model;
         best_iterations.push_back(fit.best_iteration);
+        if (options.progress) {
+          char line[160];
+          std::snprintf(line, sizeof(line),
+                        "%s fold %d/%d: %d trees, held-out efficiency mean %.2f%%, %.0f s",
+                        std::string(TargetName(target)).c_str(), f + 1, folds, fit.best_iteration,
+                        100 * m.efficiency.mean, SecondsSince(fold_start));
+          options.progress(line);
+        }
         fold_json.push_back({{"fold", m.fold},
                              {"train_rows", m.train_rows},
                              {"inner_valid_rows", inner_valid.size()},
                              {"valid_rows", m.valid_rows},
                              {"valid_shapes", m.valid_shapes},
                              {"best_iteration", m.best_iteration},
-                             {"rmse_log1p", m.rmse_log},
-                             {"r2_log1p", m.r2_log},
+                             {"label", ranking ? "grade" : LabelTransformName(transform)},
+                             {"rmse_label", m.rmse_label},
+                             {"r2_label", m.r2_label},
                              {"efficiency", StatsJson(m.efficiency)}});
         result.folds.push_back(m);
       }
@@ -724,7 +773,13 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     }
     std::sort(best_iterations.begin(), best_iterations.end());
     const int final_rounds = best_iterations[best_iterations.size() / 2];
+    const auto final_start = std::chrono::steady_clock::now();
     KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, fit_rows(all_rows, {}, final_rounds));
+    if (options.progress) {
+      options.progress(std::string(TargetName(target)) + " final fit: " +
+                       std::to_string(final_rounds) + " trees on " + std::to_string(rows) +
+                       " rows, " + std::to_string(std::lround(SecondsSince(final_start))) + " s");
+    }
     // Importances of the new trees, before merging in the warm-start model's.
     for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
       std::vector<double> imp(cols);
@@ -766,7 +821,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       {"tool", ToolDescription()},
       {"created_at", NowIso()},
       {"data",
-       {{"source", options.data_source},
+       {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
+                                                    : json(options.data_sources)},
+        {"sources", options.data_sources},
         {"fingerprint", data.fingerprint},
         {"rows_read", data.rows_read},
         {"rows_used", data.rows_used},
@@ -776,7 +833,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"shapes", result.shapes}}},
       {"provider", ProviderName(data.provider)},
       {"targets", targets},
-      {"target_transform", "log1p (regression models)"},
+      {"target_transform", std::string(LabelTransformName(transform)) + " (regression models)"},
       {"objectives", objectives},
       {"trees", rounds},
       {"options",
@@ -807,15 +864,24 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
+  // Format 2 (model.h): config keys once, then each problem's predictions by config index. Nine
+  // significant digits: `kselect compare --oof` selects by these values, and 6 digits make ties.
   std::ostringstream csv;
-  // Full precision: `kselect compare --oof` selects by these values, and 6 digits make ties.
-  csv << std::setprecision(std::numeric_limits<double>::max_digits10);
-  csv << "problem,config,fold,measured_tflops,oof_predicted_tflops\n";
-  size_t r = 0;
+  csv << std::setprecision(9);
+  csv << kOofFormat2Header << "\n";
+  std::map<std::string, int> config_ids;
   for (const ProblemCandidates& pc : data.problems) {
     for (const Candidate& c : pc.candidates) {
-      csv << '"' << pc.problem_key << "\",\"" << c.config_key << "\"," << fold_of_row[r] << ","
-          << c.tflops << "," << oof[r] << "\n";
+      const auto [it, added] =
+          config_ids.emplace(c.config_key, static_cast<int>(config_ids.size()));
+      if (added) csv << "config," << it->second << ",\"" << c.config_key << "\"\n";
+    }
+  }
+  size_t r = 0;
+  for (const ProblemCandidates& pc : data.problems) {
+    csv << "problem,\"" << pc.problem_key << "\"," << fold_of_row[r] << "\n";
+    for (const Candidate& c : pc.candidates) {
+      csv << config_ids.at(c.config_key) << "," << oof[r] << "\n";
       ++r;
     }
   }

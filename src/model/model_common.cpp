@@ -44,6 +44,26 @@ StatusOr<Objective> ParseObjective(std::string_view name) {
                               "' (expected regression or lambdarank)");
 }
 
+std::string_view LabelTransformName(LabelTransform transform) {
+  return transform == LabelTransform::kLog1p ? "log1p" : "log";
+}
+
+StatusOr<LabelTransform> ParseLabelTransform(std::string_view name) {
+  for (LabelTransform t : {LabelTransform::kLog, LabelTransform::kLog1p}) {
+    if (LabelTransformName(t) == name) return t;
+  }
+  return InvalidArgumentError("unknown label transform '" + std::string(name) +
+                              "' (expected log or log1p)");
+}
+
+double ForwardLabel(LabelTransform transform, double value) {
+  return transform == LabelTransform::kLog1p ? std::log1p(value) : std::log(value);
+}
+
+double InverseLabel(LabelTransform transform, double label) {
+  return transform == LabelTransform::kLog1p ? std::expm1(label) : std::exp(label);
+}
+
 std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
   KSELECT_CHECK(folds >= 1);
   std::vector<size_t> order(group_sizes.size());
@@ -155,6 +175,98 @@ Status WriteGzipFile(const std::string& path, const std::string& text) {
   return text::WriteFileAtomically(path, compressed);
 }
 
+size_t OofPredictions::size() const {
+  size_t n = 0;
+  for (const auto& [problem, predictions] : by_problem) n += predictions.size();
+  return n;
+}
+
+std::optional<double> OofPredictions::Find(const std::string& problem_key,
+                                           const std::string& config_key) const {
+  const auto config = config_index.find(config_key);
+  if (config == config_index.end()) return std::nullopt;
+  const auto problem = by_problem.find(problem_key);
+  if (problem == by_problem.end()) return std::nullopt;
+  const auto it = problem->second.find(config->second);
+  if (it == problem->second.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
+// Adds one prediction; fails on a repeated pair.
+Status AddOofPrediction(OofPredictions* oof, const std::string& problem, const std::string& config,
+                        double prediction, const std::string& where) {
+  auto [it, added] = oof->config_index.emplace(config, static_cast<int>(oof->configs.size()));
+  if (added) oof->configs.push_back(config);
+  if (!oof->by_problem[problem].emplace(it->second, prediction).second) {
+    return ParseError(where + ": repeats the pair (" + problem + ", " + config + ")");
+  }
+  return Status::Ok();
+}
+
+// The older format: one quoted (problem, config) pair per line with the measured TFLOPS.
+Status ParseOofFormat1(const std::vector<std::string_view>& lines, OofPredictions* oof) {
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (text::Trim(lines[i]).empty()) continue;
+    const std::string where = text::Where(oof->path, static_cast<int64_t>(i) + 1);
+    auto fields = SplitCsvRecord(lines[i]);
+    if (!fields.ok()) return ParseError(where + ": " + fields.status().message());
+    if (fields->size() != 5) {
+      return ParseError(where + ": expected 5 fields, found " + std::to_string(fields->size()));
+    }
+    auto prediction = text::ParseDouble((*fields)[4]);
+    if (!prediction.ok()) {
+      return ParseError(where + ": oof_predicted_tflops: " + prediction.status().message());
+    }
+    KSELECT_RETURN_IF_ERROR(AddOofPrediction(oof, (*fields)[0], (*fields)[1], *prediction, where));
+  }
+  return Status::Ok();
+}
+
+// Format 2: the config keys once, then each problem's predictions by config index (about 3x
+// smaller compressed: the keys dominated format 1).
+Status ParseOofFormat2(const std::vector<std::string_view>& lines, OofPredictions* oof) {
+  std::vector<std::string> table;
+  const std::string* problem = nullptr;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (text::Trim(lines[i]).empty()) continue;
+    const std::string where = text::Where(oof->path, static_cast<int64_t>(i) + 1);
+    auto fields = SplitCsvRecord(lines[i]);
+    if (!fields.ok()) return ParseError(where + ": " + fields.status().message());
+    const std::vector<std::string>& f = *fields;
+    if (f[0] == "config") {
+      if (f.size() != 3 || f[1] != std::to_string(table.size())) {
+        return ParseError(where + ": expected config," + std::to_string(table.size()) +
+                          ",\"<key>\"");
+      }
+      table.push_back(f[2]);
+    } else if (f[0] == "problem") {
+      if (f.size() != 3) return ParseError(where + ": expected problem,\"<key>\",<fold>");
+      problem = &oof->by_problem.try_emplace(f[1]).first->first;
+    } else {
+      if (f.size() != 2) {
+        return ParseError(where + ": expected <config index>,<prediction>, found " +
+                          std::to_string(f.size()) + " fields");
+      }
+      if (problem == nullptr) return ParseError(where + ": a prediction before any problem line");
+      auto index = text::ParseInt64(f[0]);
+      if (!index.ok() || *index < 0 || *index >= static_cast<int64_t>(table.size())) {
+        return ParseError(where + ": '" + f[0] + "' is not a config index of the table above");
+      }
+      auto prediction = text::ParseDouble(f[1]);
+      if (!prediction.ok()) {
+        return ParseError(where + ": oof_predicted_tflops: " + prediction.status().message());
+      }
+      KSELECT_RETURN_IF_ERROR(
+          AddOofPrediction(oof, *problem, table[static_cast<size_t>(*index)], *prediction, where));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir) {
   OofPredictions oof;
   const std::filesystem::path dir(model_dir);
@@ -172,33 +284,25 @@ StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir) {
   KSELECT_ASSIGN_OR_RETURN(std::string contents, ReadMaybeGzipFile(oof.path));
   const std::vector<std::string_view> lines = text::SplitLines(contents);
   constexpr std::string_view kHeader = "problem,config,fold,measured_tflops,oof_predicted_tflops";
-  if (lines.empty() || text::Trim(lines[0]) != kHeader) {
-    return ParseError(text::Where(oof.path, 1) + ": expected the header '" + std::string(kHeader) +
-                      "'");
+  const std::string_view first = lines.empty() ? std::string_view() : text::Trim(lines[0]);
+  if (first == kOofFormat2Header) {
+    KSELECT_RETURN_IF_ERROR(ParseOofFormat2(lines, &oof));
+  } else if (first == kHeader) {
+    KSELECT_RETURN_IF_ERROR(ParseOofFormat1(lines, &oof));
+  } else {
+    return ParseError(text::Where(oof.path, 1) + ": expected '" + kOofFormat2Header +
+                      "' or the header '" + std::string(kHeader) + "'");
   }
+  const size_t pairs = oof.size();
+  if (pairs == 0) return ParseError(oof.path + " holds no predictions");
   int64_t not_predicted = 0;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    if (text::Trim(lines[i]).empty()) continue;
-    const std::string where = text::Where(oof.path, static_cast<int64_t>(i) + 1);
-    auto fields = SplitCsvRecord(lines[i]);
-    if (!fields.ok()) return ParseError(where + ": " + fields.status().message());
-    if (fields->size() != 5) {
-      return ParseError(where + ": expected 5 fields, found " + std::to_string(fields->size()));
-    }
-    auto prediction = text::ParseDouble((*fields)[4]);
-    if (!prediction.ok()) {
-      return ParseError(where + ": oof_predicted_tflops: " + prediction.status().message());
-    }
-    if (!std::isfinite(*prediction)) ++not_predicted;
-    if (!oof.by_pair.emplace(std::make_pair((*fields)[0], (*fields)[1]), *prediction).second) {
-      return ParseError(where + ": repeats the pair (" + (*fields)[0] + ", " + (*fields)[1] + ")");
-    }
+  for (const auto& [problem, predictions] : oof.by_problem) {
+    for (const auto& [config, prediction] : predictions)
+      not_predicted += !std::isfinite(prediction);
   }
-  if (oof.by_pair.empty()) return ParseError(oof.path + " holds no predictions");
   if (not_predicted > 0) {
     return FailedPreconditionError(
-        oof.path + ": " + std::to_string(not_predicted) + " of " +
-        std::to_string(oof.by_pair.size()) +
+        oof.path + ": " + std::to_string(not_predicted) + " of " + std::to_string(pairs) +
         " rows have no out-of-fold prediction (the model was trained without cross-validation, "
         "--folds < 2); retrain with --folds >= 2 to compare out of fold");
   }
@@ -214,12 +318,12 @@ StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
     std::vector<double>& row = scores.emplace_back();
     for (const Candidate& c : p.candidates) {
       ++pairs;
-      const auto it = oof.by_pair.find({p.problem_key, c.config_key});
-      if (it == oof.by_pair.end()) {
+      const std::optional<double> prediction = oof.Find(p.problem_key, c.config_key);
+      if (!prediction) {
         if (missing++ == 0) first_missing = "(" + p.problem_key + ", " + c.config_key + ")";
         row.push_back(std::nan(""));
       } else {
-        row.push_back(it->second);
+        row.push_back(*prediction);
       }
     }
   }

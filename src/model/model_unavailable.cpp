@@ -31,6 +31,9 @@ bool Model::Has(Target) const {
 bool Model::Ranks(Target) const {
   return false;
 }
+LabelTransform Model::label_transform() const {
+  return LabelTransform::kLog;
+}
 StatusOr<Model> Model::Load(const std::string&) {
   return NoLightGbm();
 }

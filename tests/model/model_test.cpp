@@ -115,7 +115,7 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   EXPECT_GT(result->oof_efficiency.mean, 0.95);
   EXPECT_GT(result->oof_efficiency.mean, fixed + 0.03) << "best fixed config " << fixed;
   for (const FoldMetrics& f : result->folds) {
-    EXPECT_GT(f.r2_log, 0.9);
+    EXPECT_GT(f.r2_label, 0.9);
     EXPECT_GE(f.best_iteration, 1);
   }
 
@@ -125,9 +125,10 @@ TEST_F(ModelTest, TrainsWithHonestGroupedCvAndWritesEveryArtifact) {
   std::getline(oof, line);
   std::map<std::string, std::set<int>> folds_of_shape;
   while (std::getline(oof, line)) {
+    if (!line.starts_with("problem,")) continue;  // format 2: fold on each problem's line
     const size_t layout = line.find(" layout=");
     const size_t batch = line.find(" batch=");
-    const std::string shape = line.substr(1, std::min(layout, batch) - 1);
+    const std::string shape = line.substr(9, std::min(layout, batch) - 9);
     const size_t q = line.rfind("\",");
     const int fold = std::stoi(line.substr(q + 2, line.find(',', q + 2) - q - 2));
     folds_of_shape[shape].insert(fold);
@@ -188,7 +189,7 @@ TEST_F(ModelTest, LambdarankSelectsWellAndComparesWithRegression) {
   options.objective = Objective::kLambdarank;
   const auto ranked = TrainModel(train, options, Dir("rank"));
   ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
-  EXPECT_TRUE(std::isnan(ranked->folds[0].rmse_log));  // scores are not log1p(TFLOPS)
+  EXPECT_TRUE(std::isnan(ranked->folds[0].rmse_label));  // grades, not TFLOPS
   EXPECT_GT(ranked->oof_efficiency.mean, 0.9);
 
   const Model regression = Model::Load(Dir("regression")).value();
@@ -343,6 +344,49 @@ TEST_F(ModelTest, WarmStartAddsTreesAndRefusesAMismatchedSpec) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kSchemaMismatch);
   EXPECT_TRUE(Contains(refused.status().message(), "sm_count"));
+}
+
+// Both label transforms predict TFLOPS in TFLOPS: the manifest says which one a model used and
+// Model::Load inverts that one; a manifest naming an unknown transform is refused, and so is a
+// warm start on the other transform.
+TEST_F(ModelTest, LabelTransformRoundTripsThroughTheManifest) {
+  const Dataset data = testing_util::SyntheticDataset(16, 31);
+  const CandidateSet set = BuildCandidateSet(data, std::nullopt).value();
+  TrainOptions options = FastOptions();
+  options.folds = 0;
+  for (LabelTransform transform : {LabelTransform::kLog, LabelTransform::kLog1p}) {
+    const std::string dir = Dir(std::string(LabelTransformName(transform)));
+    options.label_transform = transform;
+    ASSERT_TRUE(TrainModel(data, options, dir).ok());
+    const auto manifest = nlohmann::json::parse(Slurp(dir + "/train_manifest.json"));
+    EXPECT_EQ(manifest["target_transform"],
+              std::string(LabelTransformName(transform)) + " (regression models)");
+    const auto model = Model::Load(dir);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    EXPECT_EQ(model->label_transform(), transform);
+    // In-sample predictions in TFLOPS: the median ratio to the measured value near 1.
+    const auto predicted = PredictCandidateSet(*model, set, Target::kTflops).value();
+    std::vector<double> ratios;
+    for (size_t p = 0; p < set.problems.size(); ++p) {
+      for (size_t c = 0; c < set.problems[p].candidates.size(); ++c) {
+        ratios.push_back(predicted[p][c] / set.problems[p].candidates[c].tflops);
+      }
+    }
+    std::sort(ratios.begin(), ratios.end());
+    EXPECT_NEAR(ratios[ratios.size() / 2], 1.0, 0.2) << LabelTransformName(transform);
+  }
+  TrainOptions warm = options;  // log1p now
+  warm.label_transform = LabelTransform::kLog;
+  warm.warm_start_dir = Dir("log1p");
+  const auto refused = TrainModel(data, warm, Dir("warm"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "trained on log1p labels"))
+      << refused.status().ToString();
+
+  std::ofstream(Dir("log") + "/train_manifest.json") << R"({"target_transform": "sqrt"})";
+  const auto bad = Model::Load(Dir("log"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "unknown label transform 'sqrt'"));
 }
 
 // The real CK Tile log format end to end: ingest the fixture, train, load, rank.

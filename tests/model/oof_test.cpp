@@ -56,15 +56,50 @@ TEST_F(OofTest, ReadsQuotedKeysWithCommasAndQuotes) {
         "\"p \"\"q\"\"\",x,1,1,2\n");
   auto oof = ReadOofPredictions(Dir());
   ASSERT_TRUE(oof.ok()) << oof.status().ToString();
-  EXPECT_EQ(oof->by_pair.size(), 4u);
-  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p1", "a,1"}), 12.5);
-  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p \"q\"", "x"}), 2);
+  EXPECT_EQ(oof->size(), 4u);
+  EXPECT_EQ(oof->Find("p1", "a,1"), 12.5);
+  EXPECT_EQ(oof->Find("p \"q\"", "x"), 2);
+  EXPECT_EQ(oof->Find("p2", "b"), std::nullopt);
 
   auto scores = OofScores(*oof, TwoProblems());
   ASSERT_TRUE(scores.ok()) << scores.status().ToString();
   ASSERT_EQ(scores->size(), 2u);
   EXPECT_EQ((*scores)[0], (std::vector<double>{12.5, 1e-3}));
   EXPECT_EQ((*scores)[1], (std::vector<double>{7}));
+}
+
+// Format 2, as kselect train writes it: the config table, then each problem's predictions.
+TEST_F(OofTest, ReadsFormat2AndGivesTheSameScores) {
+  Write(std::string(kOofFormat2Header) +
+        "\n"
+        "config,0,\"a,1\"\n"
+        "config,1,\"b\"\n"
+        "problem,\"p1\",0\n"
+        "0,12.5\n"
+        "1,1e-3\n"
+        "problem,\"p2\",1\n"
+        "0,7\n");
+  auto oof = ReadOofPredictions(Dir());
+  ASSERT_TRUE(oof.ok()) << oof.status().ToString();
+  EXPECT_EQ(oof->size(), 3u);
+  auto scores = OofScores(*oof, TwoProblems());
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  EXPECT_EQ((*scores)[0], (std::vector<double>{12.5, 1e-3}));
+  EXPECT_EQ((*scores)[1], (std::vector<double>{7}));
+}
+
+TEST_F(OofTest, RefusesMalformedFormat2) {
+  const std::string head = std::string(kOofFormat2Header) + "\nconfig,0,\"a,1\"\n";
+  Write(head + "0,1.5\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "before any problem"));
+  Write(head + "problem,p1,0\n3,1.5\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "not a config index"));
+  Write(head + "config,5,b\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "expected config,1"));
+  Write(head + "problem,p1,0\n0,1.5\n0,2\n");
+  EXPECT_TRUE(Contains(ReadOofPredictions(Dir()).status().message(), "repeats the pair"));
+  Write(head + "problem,p1,0\n0,nan\n");
+  EXPECT_EQ(ReadOofPredictions(Dir()).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(OofTest, ReadsTheGzipFileAndRefusesACorruptOne) {
@@ -74,7 +109,7 @@ TEST_F(OofTest, ReadsTheGzipFileAndRefusesACorruptOne) {
   EXPECT_NE(testing_util::ReadAll((dir_ / kOofPredictionsFile).string()), text);
   auto oof = ReadOofPredictions(Dir());
   ASSERT_TRUE(oof.ok()) << oof.status().ToString();
-  EXPECT_DOUBLE_EQ(oof->by_pair.at({"p1", "b"}), 3.5);
+  EXPECT_EQ(oof->Find("p1", "b"), 3.5);
   // A truncated gzip stream is an error, not a shorter file.
   std::string bytes = testing_util::ReadAll((dir_ / kOofPredictionsFile).string());
   std::ofstream(dir_ / kOofPredictionsFile, std::ios::binary) << bytes.substr(0, bytes.size() - 9);
