@@ -112,9 +112,9 @@ struct BenchOptions {
   // same configs timed both ways on an H200 differ by a uniform +0.8 % (median), 1.2x the rate.
   int warmup_iters = 10;   // at most this many warm-up launches (fewer for slow configs)
   double warmup_ms = 0.1;  // ... enough to cover this much GPU time
-  int repeats = 5;          // timed batches; the median is reported
-  int min_repeats = 3;      // fewest batches the time budget may cut to
-  double batch_ms = 0.1;    // launches per batch chosen to fill this much GPU time
+  int repeats = 5;         // timed batches; the median is reported
+  int min_repeats = 3;     // fewest batches the time budget may cut to
+  double batch_ms = 0.1;   // launches per batch chosen to fill this much GPU time
   int max_iters_per_batch = 100;
   // GPU time budget for the timed batches of one config: repeats are cut (not below
   // min_repeats) when batches of a long kernel would exceed it.

@@ -208,6 +208,17 @@ Status WriteDataset(const Dataset& dataset, const std::string& path);
 // from DatasetColumns(), naming the column.
 StatusOr<Dataset> ReadDataset(const std::string& path);
 
+// A plain column table for exports that are not datasets (feature matrices for notebooks):
+// string columns, then double columns (NaN stays NaN), all of `rows` length. Written like a
+// dataset: zstd Parquet through a temporary file, with the metadata as file key-values.
+struct ExportTable {
+  int64_t rows = 0;
+  std::vector<std::pair<std::string, std::vector<std::string>>> string_columns;
+  std::vector<std::pair<std::string, std::vector<double>>> double_columns;
+  std::map<std::string, std::string> metadata;
+};
+Status WriteExportTable(const ExportTable& table, const std::string& path);
+
 struct DatasetSummary {
   int64_t rows = 0, valid_rows = 0, invalid_rows = 0, high_cv_rows = 0, aborted_rows = 0;
   int64_t shapes = 0, configs = 0;
@@ -225,9 +236,11 @@ Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed,
                           "Pass --allow-mixed to write them into one "
                           "dataset anyway");
 
-// Concatenates datasets, merging repeated (run, problem, config) rows into their median. Refuses
-// (kFailedPrecondition) rows from more than one device kind/arch unless allow_mixed.
-StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed);
+// Concatenates datasets, merging repeated (run, problem, config) rows into their median, or with
+// MergeScope::kAcrossRuns repeated (problem, config) rows of any run (MergeDuplicateMeasurements).
+// Refuses (kFailedPrecondition) rows from more than one device kind/arch unless allow_mixed.
+StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed,
+                                MergeScope scope = MergeScope::kWithinRun);
 
 // Keeps rows matching every set criterion.
 struct RowFilter {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,8 +86,19 @@ struct FeatureSpec {
   bool operator==(const FeatureSpec&) const = default;
 };
 
-// The spec the GEMM extractor produces for `provider` on `hardware` (this build's version).
-FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware);
+// The optional peer block: the provider's own heuristic's opinion of each candidate (cuBLASLt's
+// AlgoGetHeuristic list, asked at run time on the GPU in microseconds, recorded by the bench as
+// peer_rank). Value: the candidate's 1-based rank in that list, 0 when it is not listed. A model
+// whose spec has it needs the ranks at inference (from the GPU, or from a dataset that measured
+// the problem).
+inline constexpr std::string_view kPeerRankFeature = "peer_rank";
+
+// The spec the GEMM extractor produces for `provider` on `hardware` (this build's version), with
+// the peer block last when `with_peer_rank`.
+FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware,
+                            bool with_peer_rank = false);
+// True when the spec has the peer block.
+bool SpecUsesPeerRanks(const FeatureSpec& spec);
 
 // OK when a model trained with `model` can be fed features built as `runtime`; otherwise a
 // kSchemaMismatch naming the first difference (version, provider, feature order, encodings,
@@ -108,22 +120,28 @@ class GemmFeatureExtractor {
 
   const FeatureSpec& spec() const { return spec_; }
   size_t NumFeatures() const { return column_of_slot_.size(); }
+  // True when the spec has the peer block: Extract and ExtractBatch then need the peer ranks.
+  bool UsesPeerRanks() const { return peer_slot_ >= 0; }
 
   // One (problem, config) pair into `out` (resized to NumFeatures()). The config must belong to
-  // the spec's provider.
-  Status Extract(const GemmProblem& problem, const KernelConfig& config,
-                 std::vector<double>* out) const;
+  // the spec's provider. `peer_rank` (1-based, 0 = not listed) is required when UsesPeerRanks()
+  // and ignored otherwise; a missing one is a kFailedPrecondition saying where ranks come from.
+  Status Extract(const GemmProblem& problem, const KernelConfig& config, std::vector<double>* out,
+                 std::optional<int32_t> peer_rank = std::nullopt) const;
   // All candidates of one problem, row-major (candidates x NumFeatures()); the problem and
-  // hardware blocks are computed once. Equal to calling Extract per candidate.
+  // hardware blocks are computed once. Equal to calling Extract per candidate. `peer_ranks`, one
+  // per candidate, as for Extract.
   Status ExtractBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
-                      std::vector<double>* out) const;
+                      std::vector<double>* out,
+                      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
 
  private:
   explicit GemmFeatureExtractor(FeatureSpec spec) : spec_(std::move(spec)) {}
   FeatureSpec spec_;
   size_t engine_width_ = 0;
-  // For each engine column (the full list for the provider), its slot in the spec's order, or -1.
-  std::vector<int> column_of_slot_;  // spec slot -> engine column
+  std::vector<int> column_of_slot_;  // spec slot -> engine column (-1: the peer rank)
+  int peer_slot_ = -1;               // slot of the peer rank, -1 without the peer block
+  Status CheckPeerRanks(size_t candidates, std::optional<std::span<const int32_t>> ranks) const;
 };
 
 // The analytical estimate on its own (also a feature block): per-tile compute and memory time

@@ -87,12 +87,15 @@ StatusOr<CkConvKernelName> ParseCkConvKernelName(std::string_view name);
 StatusOr<IngestResult> IngestFile(const std::string& path, std::optional<InputFormat> format,
                                   const IngestOptions& options);
 
-// Merges repeated measurements of one (run, problem, config): a single row whose figures are the
-// medians of the valid repeats (invalid if none is valid), whose cv is the larger of the repeats'
-// own and the spread between them, and whose duplicates_merged counts them. Order is kept.
-std::vector<Measurement> MergeDuplicateMeasurements(std::vector<Measurement> measurements);
+// Merges repeated measurements: a single row whose figures are the medians of the valid repeats
+// (of the aborted ones when none is valid and some aborted; the first verdict when every repeat
+// is invalid), whose cv is the larger of the repeats' own and the spread between them, and whose
+// duplicates_merged counts them. Across runs, a row merged from several runs names them all in
+// its run id (sorted, joined by kMergedRunSeparator) and its GPUs in device_uuid. Order is kept.
+std::vector<Measurement> MergeDuplicateMeasurements(std::vector<Measurement> measurements,
+                                                    MergeScope scope = MergeScope::kWithinRun);
 
-// The key MergeDuplicateMeasurements groups by: run id, problem, config.
-std::string MeasurementKey(const Measurement& m);
+// The key MergeDuplicateMeasurements groups by: run id (within runs only), problem, config.
+std::string MeasurementKey(const Measurement& m, MergeScope scope = MergeScope::kWithinRun);
 
 }  // namespace kselect

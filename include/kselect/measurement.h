@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kselect/hardware.h"
@@ -67,5 +68,12 @@ struct Measurement {
 
 // Fills tflops and bandwidth from latency and the problem when they are missing (0).
 void DeriveRates(Measurement& m);
+
+// What counts as a repeat when measurements merge: the same (run, problem, config), or the same
+// (problem, config) in any run (independent collections on one device kind, merged to average
+// out run-to-run noise). Rows merged from several runs name them all in their run id, joined by
+// kMergedRunSeparator.
+enum class MergeScope { kWithinRun, kAcrossRuns };
+inline constexpr std::string_view kMergedRunSeparator = " + ";
 
 }  // namespace kselect

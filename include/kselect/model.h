@@ -34,12 +34,26 @@ enum class Target { kTflops, kLatency, kBandwidth };
 std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
 StatusOr<Target> ParseTarget(std::string_view name);
 
-// How the TFLOPS model learns: regression on the transformed TFLOPS (predictions are TFLOPS), or
-// LightGBM lambdarank with one query per problem and relevance grade round(30 * TFLOPS / oracle)
-// (predictions are ranking scores only). Latency and bandwidth models are always regressions.
-enum class Objective { kRegression, kLambdarank };
-std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank"
+// How the TFLOPS model learns: regression on the transformed TFLOPS (predictions are TFLOPS);
+// LightGBM lambdarank with one query per problem and relevance grade 30 - ceil((1 - TFLOPS /
+// oracle) / 0.5 %), floored at 0 (predictions are ranking scores only); or a blend of both: a
+// regression (model_tflops.lgbm.gz) and a ranker (model_tflops_rank.lgbm.gz) trained on the same
+// folds, whose per-problem rank percentiles are averaged with weight kBlendRegressionWeight on
+// the regression (predictions are blend scores in (0, 1]; the regression member still gives
+// TFLOPS). Latency and bandwidth models are always regressions.
+enum class Objective { kRegression, kLambdarank, kBlend };
+std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank", "blend"
 StatusOr<Objective> ParseObjective(std::string_view name);
+
+// Weight of the regression's rank percentile in a blend (the ranker's is 1 - this). Measured on
+// the bf16 TN H200 data (docs/models.md): 0.3 beat 0.5 and 0.7 held out.
+inline constexpr double kBlendRegressionWeight = 0.3;
+inline constexpr const char* kBlendRankerFile = "model_tflops_rank.lgbm.gz";
+// Blend scores of one problem's candidates: regression_weight * pct(regression) + (1 -
+// regression_weight) * pct(ranker), pct = rank / count with ties given their average rank (like
+// pandas' rank(pct=True)), so the best candidate of both members scores 1.
+std::vector<double> BlendScores(std::span<const double> regression, std::span<const double> ranker,
+                                double regression_weight);
 
 // The label transform of regression models. log: relative errors weigh the same at every speed
 // (measured on the bf16 TN H200 data: held-out geomean over cuBLASLt's top-1 1.025x vs 1.014x for
@@ -87,6 +101,9 @@ struct TrainOptions {
   double hard_mining_factor = 1;
   double hard_mining_threshold = 0.98;
   LightGbmParams params;
+  // Adds the peer block to the features: the provider heuristic's own rank of each candidate
+  // (cuBLASLt's top 8 at run time), from the dataset's peer_rank column.
+  bool peer_rank_feature = false;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
   std::vector<std::string> data_sources;  // the dataset files, recorded in the manifest
@@ -109,6 +126,7 @@ struct TrainResult {
   std::vector<FoldMetrics> folds;
   EfficiencyStats oof_efficiency;              // out-of-fold, over all problems (when CV ran)
   std::vector<std::pair<Target, int>> rounds;  // trees of each saved model (after warm start)
+  std::vector<std::pair<std::string, int>> model_files;  // each saved file and its trees
 };
 
 // Assigns each group a fold like scikit-learn's GroupKFold: groups in decreasing size order go
@@ -140,17 +158,30 @@ class Model {
   const FeatureSpec& spec() const;
   const GemmFeatureExtractor& extractor() const;
   bool Has(Target target) const;
-  // True when the target's model is a ranker: its predictions order candidates but are not in
-  // the target's units.
+  // True when the target's predictions order candidates but are not in the target's units (a
+  // ranker, or a blend for the TFLOPS target).
   bool Ranks(Target target) const;
+  // True for a blend model (regression and ranker members for TFLOPS).
+  bool Blends() const;
+  double blend_regression_weight() const;
   LabelTransform label_transform() const;
   // Predictions in the target's units (TFLOPS, ms, GB/s), or ranking scores for a ranker, for
-  // row-major features.
+  // row-major features. A blend's TFLOPS here are its regression member's (blending needs whole
+  // problems: use Predict).
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
                                                 size_t rows) const;
-  // Predictions for every candidate of one problem.
-  StatusOr<std::vector<double>> Predict(Target target, const GemmProblem& problem,
-                                        std::span<const KernelConfig> candidates) const;
+  // Predictions for every candidate of one problem. `peer_ranks` (one per candidate, 1-based, 0
+  // = not listed) are required when the model was trained with the peer block.
+  StatusOr<std::vector<double>> Predict(
+      Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
+  // TFLOPS predictions (a regression's, or a blend's regression member's) for one problem's
+  // candidates; kFailedPrecondition for a pure ranker, which has none.
+  StatusOr<std::vector<double>> PredictTflops(
+      const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
+  // True when the model needs the peer heuristic's ranks (trained with peer_rank_feature).
+  bool UsesPeerRanks() const;
   // Refuses (kSchemaMismatch) hardware other than the model's.
   Status CheckHardware(const HardwareConstants& hardware) const;
 

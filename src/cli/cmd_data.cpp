@@ -26,6 +26,7 @@ struct DataArgs {
   std::vector<std::string> merge_inputs;
   std::string merge_output;
   bool allow_mixed = false;
+  bool across_runs = false;
   // filter
   std::string filter_input;
   std::string filter_output;
@@ -54,6 +55,11 @@ int RunDataInfo(const DataArgs& args) {
 }
 
 int RunMerge(const DataArgs& args) {
+  if (args.across_runs && args.allow_mixed) {
+    return ReportError("data merge",
+                       InvalidArgumentError("--across-runs averages repeats of one device kind; "
+                                            "it cannot be combined with --allow-mixed"));
+  }
   std::vector<Dataset> inputs;
   nlohmann::json sources = nlohmann::json::array();
   for (const std::string& path : args.merge_inputs) {
@@ -62,11 +68,14 @@ int RunMerge(const DataArgs& args) {
     sources.push_back({{"path", path}, {"rows", dataset->rows.size()}});
     inputs.push_back(std::move(*dataset));
   }
-  auto merged = MergeDatasets(inputs, args.allow_mixed);
+  auto merged = MergeDatasets(inputs, args.allow_mixed,
+                              args.across_runs ? MergeScope::kAcrossRuns : MergeScope::kWithinRun);
   if (!merged.ok()) return ReportError("data merge", merged.status());
   merged->metadata[std::string(kMetaSources)] = sources.dump();
-  merged->metadata[std::string(kMetaOptions)] =
-      nlohmann::json{{"command", "data merge"}, {"allow_mixed", args.allow_mixed}}.dump();
+  merged->metadata[std::string(kMetaOptions)] = nlohmann::json{
+      {"command", "data merge"},
+      {"allow_mixed", args.allow_mixed},
+      {"across_runs", args.across_runs}}.dump();
   if (auto s = WriteDatasetChecked(*merged, args.merge_output); !s.ok()) {
     return ReportError("data merge", s);
   }
@@ -291,6 +300,9 @@ Command DataCommand() {
             merge->add_option("-o,--output", args->merge_output, "output dataset")->required();
             merge->add_flag("--allow-mixed", args->allow_mixed,
                             "allow rows from several device kinds");
+            merge->add_flag("--across-runs", args->across_runs,
+                            "also merge repeats of a (problem, config) from different runs (one "
+                            "device kind's independent collections) into their median");
 
             CLI::App* filter = app.add_subcommand("filter", "keep rows matching every criterion");
             filter->add_option("input", args->filter_input, "dataset")

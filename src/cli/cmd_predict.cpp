@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -69,6 +70,58 @@ StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& proble
   return dropped;
 }
 
+// The peer heuristic's rank of each candidate, for models trained with --peer-rank: the dataset's
+// own record when it measured this problem (the picks the bench got from the library), else the
+// provider's heuristic on this host's GPU, whose picks join the candidates. Says where they came
+// from in `source`.
+StatusOr<std::vector<int32_t>> PeerRanksFor(const Model& model, const Dataset& dataset,
+                                            const GemmProblem& problem, const std::string& path,
+                                            std::vector<KernelConfig>* configs,
+                                            std::vector<std::string>* keys, std::string* source) {
+  const std::string problem_key = problem.ToString();
+  const std::string provider(ProviderName(model.spec().provider));
+  std::map<std::string, int32_t> rank_of;
+  bool measured = false;
+  for (const DatasetRow& row : dataset.rows) {
+    if (row.problem_key.value_or("") != problem_key || row.provider.value_or("") != provider) {
+      continue;
+    }
+    measured = true;
+    if (row.peer_rank) rank_of[row.config_key.value_or("")] = static_cast<int32_t>(*row.peer_rank);
+  }
+  if (measured) {
+    *source = path + " (the heuristic's picks recorded when the problem was measured)";
+  } else {
+    auto runtime = CreateProvider(model.spec().provider);
+    StatusOr<std::vector<KernelConfig>> picks =
+        runtime.ok() ? (*runtime)->HeuristicPicks(problem, 8)
+                     : StatusOr<std::vector<KernelConfig>>(runtime.status());
+    if (!picks.ok()) {
+      return FailedPreconditionError(
+          "this model uses the " + provider +
+          " heuristic's own picks as a feature (trained with --peer-rank); " + path +
+          " did not measure " + problem_key + " and the library cannot be asked here (" +
+          picks.status().message() +
+          "). Run on a GPU host, or use a model trained without --peer-rank");
+    }
+    for (size_t r = 0; r < picks->size(); ++r) {
+      std::string key = ConfigKey((*picks)[r]);
+      if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
+        configs->push_back((*picks)[r]);
+        keys->push_back(key);
+      }
+      rank_of.emplace(std::move(key), static_cast<int32_t>(r + 1));
+    }
+    *source = provider + "'s heuristic on this GPU";
+  }
+  std::vector<int32_t> ranks;
+  for (const std::string& key : *keys) {
+    const auto it = rank_of.find(key);
+    ranks.push_back(it == rank_of.end() ? 0 : it->second);
+  }
+  return ranks;
+}
+
 StatusOr<int> Run(const PredictArgs& args) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
   if (!args.hardware.empty()) {
@@ -111,36 +164,63 @@ StatusOr<int> Run(const PredictArgs& args) {
     return InvalidArgumentError(args.candidates + " has no " + provider + " configs for dtype " +
                                 args.dtype);
   }
+  std::optional<std::vector<int32_t>> peer_ranks;
+  std::string peer_source;
+  if (model.UsesPeerRanks()) {
+    KSELECT_ASSIGN_OR_RETURN(peer_ranks, PeerRanksFor(model, dataset, problem, args.candidates,
+                                                      &configs, &keys, &peer_source));
+  }
   size_t not_implementable = 0;
   if (args.can_implement) {
+    const std::vector<std::string> all_keys = keys;
     KSELECT_ASSIGN_OR_RETURN(not_implementable, KeepImplementable(model, problem, &configs, &keys));
+    if (peer_ranks) {
+      std::vector<int32_t> kept;
+      for (size_t i = 0, j = 0; i < all_keys.size() && j < keys.size(); ++i) {
+        if (all_keys[i] == keys[j]) {
+          kept.push_back((*peer_ranks)[i]);
+          ++j;
+        }
+      }
+      peer_ranks = std::move(kept);
+    }
   }
+  const auto ranks = peer_ranks ? std::optional<std::span<const int32_t>>(*peer_ranks)
+                                : std::optional<std::span<const int32_t>>();
   // The TFLOPS model orders the candidates (a regression's TFLOPS or a ranker's scores); the
   // latency model, when present, gives each a time.
   KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
-                           model.Predict(Target::kTflops, problem, configs));
+                           model.Predict(Target::kTflops, problem, configs, ranks));
   std::vector<double> latency_ms;
   if (model.Has(Target::kLatency)) {
-    KSELECT_ASSIGN_OR_RETURN(latency_ms, model.Predict(Target::kLatency, problem, configs));
+    KSELECT_ASSIGN_OR_RETURN(latency_ms, model.Predict(Target::kLatency, problem, configs, ranks));
   }
   std::vector<size_t> order(configs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  // A ranker's scores are not TFLOPS: its TFLOPS come from the latency model instead.
+  // A ranker's scores are not TFLOPS: its TFLOPS come from the latency model instead. A blend's
+  // come from its regression member.
   const bool ranker = model.Ranks(Target::kTflops);
+  const bool blend = model.Blends();
+  std::vector<double> tflops;  // predicted TFLOPS where the model has a regression for them
+  if (blend) {
+    KSELECT_ASSIGN_OR_RETURN(tflops, model.PredictTflops(problem, configs, ranks));
+  } else if (!ranker) {
+    tflops = scores;
+  }
   auto predicted_tflops = [&](size_t i) -> std::optional<double> {
-    if (!ranker) return scores[i];
+    if (!tflops.empty()) return tflops[i];
     if (latency_ms.empty() || !(latency_ms[i] > 0)) return std::nullopt;
     return problem.Flops() / (latency_ms[i] * 1e-3) / 1e12;
   };
   // Without a latency model a regression's latency follows from its TFLOPS exactly (latency =
   // 2*m*n*k*batch / TFLOPS): the same order, no second model to disagree with the first.
-  const bool latency_derived = latency_ms.empty() && !ranker;
+  const bool latency_derived = latency_ms.empty() && !tflops.empty();
   auto latency = [&](size_t i) -> std::optional<double> {
     if (latency_derived) {
-      if (!(scores[i] > 0)) return std::nullopt;
-      return problem.Flops() / (scores[i] * 1e12) * 1e3;
+      if (!(tflops[i] > 0)) return std::nullopt;
+      return problem.Flops() / (tflops[i] * 1e12) * 1e3;
     }
     if (latency_ms.empty()) return std::nullopt;
     return latency_ms[i];
@@ -163,11 +243,13 @@ StatusOr<int> Run(const PredictArgs& args) {
     }
     std::cout << nlohmann::json{{"problem", problem.ToString()},
                                 {"model", args.model},
-                                {"ranked_by", ranker ? "lambdarank score" : "predicted TFLOPS"},
+                                {"ranked_by", blend    ? "blend score"
+                                              : ranker ? "lambdarank score"
+                                                       : "predicted TFLOPS"},
                                 {"predicted_tflops_from",
-                                 ranker ? (latency_ms.empty() ? nlohmann::json()
-                                                              : nlohmann::json("latency model"))
-                                        : nlohmann::json("tflops model")},
+                                 !tflops.empty()      ? nlohmann::json("tflops model")
+                                 : latency_ms.empty() ? nlohmann::json()
+                                                      : nlohmann::json("latency model")},
                                 {"predicted_latency_from",
                                  latency_derived ? nlohmann::json("tflops model (flops / TFLOPS)")
                                  : latency_ms.empty() ? nlohmann::json()
@@ -175,6 +257,8 @@ StatusOr<int> Run(const PredictArgs& args) {
                                 {"candidates", configs.size()},
                                 {"can_implement_checked", args.can_implement},
                                 {"not_implementable", not_implementable},
+                                {"peer_ranks_from",
+                                 peer_ranks ? nlohmann::json(peer_source) : nlohmann::json()},
                                 {"ranked", ranked}}
                      .dump(2)
               << "\n";
@@ -184,6 +268,7 @@ StatusOr<int> Run(const PredictArgs& args) {
       std::cout << " the provider can run it with (" << not_implementable << " cannot)";
     }
     std::cout << "\n";
+    if (peer_ranks) std::cout << "peer ranks from " << peer_source << "\n";
     auto text = [](const std::optional<double>& v, const char* format) {
       char buf[32] = "-";
       if (v) std::snprintf(buf, sizeof(buf), format, *v);
@@ -203,7 +288,12 @@ StatusOr<int> Run(const PredictArgs& args) {
       if (ranker) std::printf("%10s  ", text(predicted_tflops(i), "%.2f").c_str());
       std::printf("%s\n", DescribeConfig(configs[i]).c_str());
     }
-    if (ranker) {
+    if (blend) {
+      std::printf(
+          "score: %.1f x the regression's per-problem rank percentile + %.1f x the "
+          "ranker's; TFLOPS* = the regression member's prediction\n",
+          model.blend_regression_weight(), 1 - model.blend_regression_weight());
+    } else if (ranker) {
       std::cout << "score: the ranker's order only, not TFLOPS; TFLOPS* = 2*m*n*k*batch / "
                    "predicted latency"
                 << (latency_ms.empty() ? " (this model has no latency model: retrain with "

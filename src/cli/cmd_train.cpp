@@ -1,6 +1,5 @@
 // kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
 #include <iostream>
-#include <iterator>
 #include <optional>
 
 #include "cli/command.h"
@@ -46,31 +45,10 @@ int RunTrain(TrainArgs& args) {
   args.options.data_sources = args.data;
   args.options.progress = [](const std::string& line) { std::cerr << "train: " << line << "\n"; };
   // Several files train one model (say every layout of a dtype: shapes held out together across
-  // them); their rows must come from one device. The rows are freed once the candidates are
-  // built, so training holds one copy of the data.
-  std::optional<StatusOr<CandidateSet>> candidates;
-  {
-    Dataset all;
-    for (const std::string& path : args.data) {
-      auto dataset = ReadDatasetChecked(path);
-      if (!dataset.ok()) return ReportError("train", dataset.status());
-      if (all.rows.empty()) {
-        all = std::move(*dataset);
-      } else {
-        all.rows.insert(all.rows.end(), std::make_move_iterator(dataset->rows.begin()),
-                        std::make_move_iterator(dataset->rows.end()));
-      }
-    }
-    // Before the duplicate check: the same pair measured on two devices is no duplicate.
-    if (auto s = CheckOneDevice(all.rows, /*allow_mixed=*/false,
-                                "A model learns one device: train one per device");
-        !s.ok()) {
-      return ReportError("train", s);
-    }
-    candidates.emplace(BuildCandidateSet(all, args.options.provider));
-  }
-  if (!candidates->ok()) return ReportError("train", candidates->status());
-  auto result = TrainModelOnCandidates(**candidates, args.options, args.out);
+  // them).
+  auto candidates = ReadCandidateSet(args.data, args.options.provider);
+  if (!candidates.ok()) return ReportError("train", candidates.status());
+  auto result = TrainModelOnCandidates(*candidates, args.options, args.out);
   if (!result.ok()) return ReportError("train", result.status());
   std::cout << "trained " << ProviderName(result->spec.provider) << " "
             << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
@@ -89,8 +67,8 @@ int RunTrain(TrainArgs& args) {
     std::printf("  out-of-fold efficiency: mean %.2f%%, median %.2f%%, p10 %.2f%%, min %.2f%%\n",
                 100 * e.mean, 100 * e.median, 100 * e.p10, 100 * e.min);
   }
-  for (const auto& [target, trees] : result->rounds) {
-    std::cout << "  model_" << TargetName(target) << ".lgbm.gz: " << trees << " trees\n";
+  for (const auto& [file, trees] : result->model_files) {
+    std::cout << "  " << file << ": " << trees << " trees\n";
   }
   return kExitOk;
 }
@@ -127,7 +105,8 @@ Command TrainCommand() {
                 ->capture_default_str();
             app.add_option(
                    "--objective", args->objective,
-                   "TFLOPS model: regression (on --label TFLOPS) or lambdarank (per problem)")
+                   "TFLOPS model: regression (on --label TFLOPS), lambdarank (per problem), or "
+                   "blend (both, their per-problem ranks averaged 0.3 / 0.7)")
                 ->capture_default_str();
             app.add_option("--label", args->label,
                            "regression label: log or log1p of the target (log weighs relative "
@@ -148,6 +127,9 @@ Command TrainCommand() {
                            "efficiency under which a training problem counts as hard")
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1.0));
+            app.add_flag("--peer-rank", args->options.peer_rank_feature,
+                         "add the provider heuristic's own rank of each candidate as a feature "
+                         "(cuBLASLt's top 8, asked on the GPU at run time; the data's peer_rank)");
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();
             app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();

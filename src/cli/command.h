@@ -71,6 +71,7 @@ Command ShapesCommand();
 Command CatalogueCommand();
 Command BenchCommand();
 Command TileCommand();
+Command FeaturesCommand();
 Command TrainCommand();
 Command EvalCommand();
 Command PredictCommand();

@@ -1,7 +1,13 @@
 // What the dataset subcommands share: a clear refusal when the binary was built without Arrow.
 #pragma once
 
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "kselect/dataset.h"
+#include "kselect/eval.h"
 
 namespace kselect::cli {
 
@@ -26,6 +32,9 @@ inline Status WriteDatasetChecked(const Dataset&, const std::string&) {
 inline StatusOr<Dataset> ReadDatasetChecked(const std::string&) {
   return RequireArrow();
 }
+inline Status WriteExportTableChecked(const ExportTable&, const std::string&) {
+  return RequireArrow();
+}
 #else
 inline Status WriteDatasetChecked(const Dataset& d, const std::string& path) {
   return WriteDataset(d, path);
@@ -33,6 +42,31 @@ inline Status WriteDatasetChecked(const Dataset& d, const std::string& path) {
 inline StatusOr<Dataset> ReadDatasetChecked(const std::string& path) {
   return ReadDataset(path);
 }
+inline Status WriteExportTableChecked(const ExportTable& t, const std::string& path) {
+  return WriteExportTable(t, path);
+}
 #endif
+
+// The candidates of one provider from one or more dataset files (say every layout of a dtype),
+// whose rows must come from one device. The rows are freed once the candidates are built, so
+// the caller holds one copy of the data.
+inline StatusOr<CandidateSet> ReadCandidateSet(const std::vector<std::string>& paths,
+                                               std::optional<Provider> provider) {
+  Dataset all;
+  for (const std::string& path : paths) {
+    auto dataset = ReadDatasetChecked(path);
+    if (!dataset.ok()) return dataset.status();
+    if (all.rows.empty()) {
+      all = std::move(*dataset);
+    } else {
+      all.rows.insert(all.rows.end(), std::make_move_iterator(dataset->rows.begin()),
+                      std::make_move_iterator(dataset->rows.end()));
+    }
+  }
+  // Before the duplicate check: the same pair measured on two devices is no duplicate.
+  KSELECT_RETURN_IF_ERROR(CheckOneDevice(all.rows, /*allow_mixed=*/false,
+                                         "A model learns one device: train one per device"));
+  return BuildCandidateSet(all, provider);
+}
 
 }  // namespace kselect::cli

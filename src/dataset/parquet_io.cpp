@@ -125,9 +125,9 @@ Status WriteTableTo(const arrow::Table& table, const std::string& path) {
   return FromArrow((*sink)->Close(), path);
 }
 
-}  // namespace
-
-Status WriteDataset(const Dataset& dataset, const std::string& path) {
+// Writes beside the target and renames: readers never see a half-written file, and a failed
+// write leaves an existing file untouched.
+Status WriteTableAtomically(const arrow::Table& table, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   std::error_code ec;
@@ -135,6 +135,24 @@ Status WriteDataset(const Dataset& dataset, const std::string& path) {
   if (!fs::is_directory(dir, ec)) {
     return IoError(path + ": folder " + dir.string() + " does not exist");
   }
+  const std::string temp = text::TempPathBeside(path);
+  Status status;
+  try {
+    status = WriteTableTo(table, temp);
+  } catch (const parquet::ParquetException& e) {
+    status = IoError(path + ": " + e.what());
+  }
+  if (status.ok()) {
+    fs::rename(temp, target, ec);
+    if (ec) status = IoError(path + ": rename from temporary file failed: " + ec.message());
+  }
+  if (!status.ok()) fs::remove(temp, ec);
+  return status;
+}
+
+}  // namespace
+
+Status WriteDataset(const Dataset& dataset, const std::string& path) {
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::Array>> arrays;
   for (const ColumnAccess& column : Accessors()) {
@@ -161,22 +179,39 @@ Status WriteDataset(const Dataset& dataset, const std::string& path) {
   }
   auto schema = arrow::schema(fields, arrow::key_value_metadata(keys, values));
   auto table = arrow::Table::Make(schema, arrays, static_cast<int64_t>(dataset.rows.size()));
+  return WriteTableAtomically(*table, path);
+}
 
-  // Write beside the target and rename: readers never see a half-written dataset, and a failed
-  // write leaves an existing file untouched.
-  const std::string temp = text::TempPathBeside(path);
-  Status status;
-  try {
-    status = WriteTableTo(*table, temp);
-  } catch (const parquet::ParquetException& e) {
-    status = IoError(path + ": " + e.what());
+Status WriteExportTable(const ExportTable& export_table, const std::string& path) {
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  std::vector<std::shared_ptr<arrow::Array>> arrays;
+  for (const auto& [name, values] : export_table.string_columns) {
+    KSELECT_CHECK(static_cast<int64_t>(values.size()) == export_table.rows);
+    arrow::StringBuilder builder;
+    std::shared_ptr<arrow::Array> array;
+    auto s = builder.AppendValues(values);
+    if (s.ok()) s = builder.Finish(&array);
+    if (!s.ok()) return FromArrow(s, path + ": column " + name);
+    fields.push_back(arrow::field(name, arrow::utf8(), false));
+    arrays.push_back(array);
   }
-  if (status.ok()) {
-    fs::rename(temp, target, ec);
-    if (ec) status = IoError(path + ": rename from temporary file failed: " + ec.message());
+  for (const auto& [name, values] : export_table.double_columns) {
+    KSELECT_CHECK(static_cast<int64_t>(values.size()) == export_table.rows);
+    arrow::DoubleBuilder builder;
+    std::shared_ptr<arrow::Array> array;
+    auto s = builder.AppendValues(values);
+    if (s.ok()) s = builder.Finish(&array);
+    if (!s.ok()) return FromArrow(s, path + ": column " + name);
+    fields.push_back(arrow::field(name, arrow::float64(), false));
+    arrays.push_back(array);
   }
-  if (!status.ok()) fs::remove(temp, ec);
-  return status;
+  std::vector<std::string> keys, values;
+  for (const auto& [key, value] : export_table.metadata) {
+    keys.push_back(key);
+    values.push_back(value);
+  }
+  auto schema = arrow::schema(fields, arrow::key_value_metadata(keys, values));
+  return WriteTableAtomically(*arrow::Table::Make(schema, arrays, export_table.rows), path);
 }
 
 StatusOr<Dataset> ReadDataset(const std::string& path) {

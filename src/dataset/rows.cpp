@@ -451,6 +451,9 @@ StatusOr<Measurement> MeasurementFromRow(const DatasetRow& row) {
   m.method.sm_clock_max_mhz = I32(row.sm_clock_max_mhz);
   m.run_id = Or<std::string>(row.run_id, "");
   m.timestamp = Or<std::string>(row.timestamp, "");
+  // The GPU of this row (runs over several GPUs name one per row); RowFromMeasurement writes it
+  // back over the run's.
+  m.device_uuid = Or<std::string>(row.device_uuid, "");
   return m;
 }
 

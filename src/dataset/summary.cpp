@@ -120,22 +120,45 @@ Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed,
                                  std::string(remedy));
 }
 
-StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed) {
-  // Rows of one (run, problem, config) merge into their median, exactly as ingestion does.
+StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_mixed,
+                                MergeScope scope) {
+  // Rows of one (run, problem, config) merge into their median, exactly as ingestion does;
+  // across runs, rows of one (problem, config) do.
   std::vector<Measurement> measurements;
   std::unordered_map<std::string, RunInfo> runs;
+  std::vector<DatasetRow> first_row_of_runs;
   for (const Dataset& d : inputs) {
     for (const DatasetRow& row : d.rows) {
       KSELECT_ASSIGN_OR_RETURN(Measurement m, MeasurementFromRow(row));
-      runs.try_emplace(m.run_id, RunOf(row));
+      if (runs.try_emplace(m.run_id, RunOf(row)).second) first_row_of_runs.push_back(row);
       measurements.push_back(std::move(m));
     }
   }
+  // Before merging: rows of several devices must not be averaged into one.
+  KSELECT_RETURN_IF_ERROR(CheckOneDevice(first_row_of_runs, allow_mixed));
   Dataset out;
-  for (Measurement& m : MergeDuplicateMeasurements(std::move(measurements))) {
-    out.rows.push_back(RowFromMeasurement(m, runs.at(m.run_id)));
+  for (Measurement& m : MergeDuplicateMeasurements(std::move(measurements), scope)) {
+    auto run = runs.find(m.run_id);
+    if (run == runs.end()) {
+      // A row merged from several runs: its run names them all, and their tools.
+      RunInfo merged;
+      std::string tools;
+      size_t start = 0;
+      while (start <= m.run_id.size()) {
+        const size_t end = std::min(m.run_id.find(kMergedRunSeparator, start), m.run_id.size());
+        const RunInfo& part = runs.at(m.run_id.substr(start, end - start));
+        if (merged.run_id.empty()) merged = part;
+        if (tools.find(part.tool) == std::string::npos) {
+          tools += (tools.empty() ? "" : std::string(kMergedRunSeparator)) + part.tool;
+        }
+        start = end + kMergedRunSeparator.size();
+      }
+      merged.run_id = m.run_id;
+      merged.tool = tools;
+      run = runs.emplace(m.run_id, std::move(merged)).first;
+    }
+    out.rows.push_back(RowFromMeasurement(m, run->second));
   }
-  KSELECT_RETURN_IF_ERROR(CheckOneDevice(out.rows, allow_mixed));
   return out;
 }
 

@@ -58,6 +58,13 @@ size_t CandidateSet::NumCandidates() const {
   return n;
 }
 
+std::vector<int32_t> PeerRanksOf(const ProblemCandidates& problem) {
+  std::vector<int32_t> ranks;
+  ranks.reserve(problem.candidates.size());
+  for (const Candidate& c : problem.candidates) ranks.push_back(c.peer_rank.value_or(0));
+  return ranks;
+}
+
 StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider) {
   CandidateSet set;
   set.rows_read = static_cast<int64_t>(dataset.rows.size());

@@ -474,17 +474,25 @@ AnalyticalEstimate EstimateGemm(const GemmProblem& p, const TileShape& t,
   return e;
 }
 
-FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware) {
+FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware,
+                            bool with_peer_rank) {
   KSELECT_CHECK_MSG(IsGemmProvider(provider), "GemmFeatureSpec needs a GEMM provider");
   FeatureSpec spec;
   spec.provider = provider;
   spec.hardware = hardware;
   spec.features = EngineColumns(provider, hardware);
+  if (with_peer_rank)
+    spec.features.push_back({std::string(kPeerRankFeature), FeatureKind::kNumeric});
   for (const FeatureInfo& f : spec.features) {
     const auto it = Encodings().find(f.name);
     if (it != Encodings().end()) spec.encodings[f.name] = it->second;
   }
   return spec;
+}
+
+bool SpecUsesPeerRanks(const FeatureSpec& spec) {
+  return std::any_of(spec.features.begin(), spec.features.end(),
+                     [](const FeatureInfo& f) { return f.name == kPeerRankFeature; });
 }
 
 StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& spec) {
@@ -508,6 +516,14 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
   GemmFeatureExtractor extractor(spec);
   extractor.engine_width_ = engine.features.size();
   for (const FeatureInfo& f : spec.features) {
+    if (f.name == kPeerRankFeature) {
+      if (f.kind != FeatureKind::kNumeric || extractor.peer_slot_ >= 0) {
+        return SchemaMismatchError("feature '" + f.name + "' must appear once, numeric");
+      }
+      extractor.peer_slot_ = static_cast<int>(extractor.column_of_slot_.size());
+      extractor.column_of_slot_.push_back(-1);
+      continue;
+    }
     const auto it = std::find_if(engine.features.begin(), engine.features.end(),
                                  [&](const FeatureInfo& e) { return e.name == f.name; });
     if (it == engine.features.end()) {
@@ -529,8 +545,33 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
   return extractor;
 }
 
+Status GemmFeatureExtractor::CheckPeerRanks(size_t candidates,
+                                            std::optional<std::span<const int32_t>> ranks) const {
+  if (!UsesPeerRanks()) return Status::Ok();
+  if (!ranks) {
+    return FailedPreconditionError(
+        "this model ranks with the " + std::string(ProviderName(spec_.provider)) +
+        " heuristic's own picks as a feature (trained with --peer-rank) and needs them for the "
+        "problem: kselect asks the library on a GPU host, or reads them from a dataset that "
+        "measured the problem; otherwise use a model trained without --peer-rank");
+  }
+  if (ranks->size() != candidates) {
+    return InvalidArgumentError("got " + std::to_string(ranks->size()) + " peer ranks for " +
+                                std::to_string(candidates) + " candidates");
+  }
+  for (int32_t r : *ranks) {
+    if (r < 0) return InvalidArgumentError("a peer rank is negative (" + std::to_string(r) + ")");
+  }
+  return Status::Ok();
+}
+
 Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelConfig& config,
-                                     std::vector<double>* out) const {
+                                     std::vector<double>* out,
+                                     std::optional<int32_t> peer_rank) const {
+  const std::optional<std::span<const int32_t>> ranks =
+      peer_rank ? std::optional<std::span<const int32_t>>(std::span<const int32_t>(&*peer_rank, 1))
+                : std::nullopt;
+  KSELECT_RETURN_IF_ERROR(CheckPeerRanks(1, ranks));
   if (ProviderOf(config) != spec_.provider) {
     return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(config))) +
                                 " config was given to a " +
@@ -546,13 +587,17 @@ Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelCon
   EstimateBlock(problem, t, spec_.hardware, s);
   KSELECT_CHECK(s.count() == engine_width_);
   out->resize(NumFeatures());
-  for (size_t slot = 0; slot < NumFeatures(); ++slot) (*out)[slot] = row[column_of_slot_[slot]];
+  for (size_t slot = 0; slot < NumFeatures(); ++slot) {
+    const int column = column_of_slot_[slot];
+    (*out)[slot] = column >= 0 ? row[static_cast<size_t>(column)] : static_cast<double>(*peer_rank);
+  }
   return Status::Ok();
 }
 
-Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
-                                          std::span<const KernelConfig> candidates,
-                                          std::vector<double>* out) const {
+Status GemmFeatureExtractor::ExtractBatch(
+    const GemmProblem& problem, std::span<const KernelConfig> candidates, std::vector<double>* out,
+    std::optional<std::span<const int32_t>> peer_ranks) const {
+  KSELECT_RETURN_IF_ERROR(CheckPeerRanks(candidates.size(), peer_ranks));
   for (const KernelConfig& c : candidates) {
     if (ProviderOf(c) != spec_.provider) {
       return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(c))) +
@@ -583,7 +628,11 @@ Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
     EstimateBlock(problem, t, hw, es);
     KSELECT_CHECK(es.count() == kEstimateWidth);
     double* dst = out->data() + i * width;
-    for (size_t slot = 0; slot < width; ++slot) dst[slot] = row[column_of_slot_[slot]];
+    for (size_t slot = 0; slot < width; ++slot) {
+      const int column = column_of_slot_[slot];
+      dst[slot] =
+          column >= 0 ? row[static_cast<size_t>(column)] : static_cast<double>((*peer_ranks)[i]);
+    }
   }
   return Status::Ok();
 }

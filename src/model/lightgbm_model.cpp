@@ -130,15 +130,28 @@ double TargetValue(const Candidate& c, Target t) {
   return c.tflops;
 }
 
-// The relevance grades of the ranking objective: 0..kMaxGrade, linear gains (like the graded
-// NDCG that evaluation reports).
+// The relevance grades of the ranking objective: kMaxGrade at the problem's best, one grade less
+// per kGradeStep below it, 0 from 85 % down; linear gains (like the graded NDCG that evaluation
+// reports). Fine steps near the top matter: with round(30 * TFLOPS / best) (3.3 % steps, the
+// first version) configs within 1.6 % of the best tied and half the slow tail still graded 15+;
+// on the bf16 TN H200 data the 0.5 % steps took the ranker from worse than the regression to
+// better (docs/models.md).
 constexpr int kMaxGrade = 30;
+constexpr double kGradeStep = 0.005;
+
+float RelevanceGrade(double value, double best) {
+  const double relative = std::clamp(value / best, 0.0, 1.0);
+  return static_cast<float>(
+      std::clamp(kMaxGrade - std::ceil((1 - relative) / kGradeStep), 0.0, double{kMaxGrade}));
+}
 
 std::string BoosterParams(const TrainOptions& o, bool ranking) {
   const LightGbmParams& p = o.params;
   std::ostringstream s;
   if (ranking) {
-    s << "objective=lambdarank metric=ndcg eval_at=10 label_gain=";
+    // Early stopping watches NDCG@1 and NDCG@3 (Fit stops when either stalls).
+    s << "objective=lambdarank metric=ndcg eval_at=1,3 lambdarank_truncation_level=50 "
+         "label_gain=";
     for (int g = 0; g <= kMaxGrade; ++g) s << (g ? "," : "") << g;
   } else {
     s << "objective=regression metric=rmse";
@@ -255,28 +268,41 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
   if (valid_set.get() && LGBM_BoosterAddValidData(b, valid_set.get()) != 0) {
     return LgbmError("add validation data");
   }
-  double best = INFINITY;
-  int best_round = 0;
-  for (int round = 1; round <= max_rounds; ++round) {
+  // Like LightGBM's early-stopping callback: every validation metric keeps its best round, and
+  // the first one that has not improved for `patience` rounds ends the fit at its best round.
+  int metric_count = 0;
+  if (valid_set.get() && LGBM_BoosterGetEvalCounts(b, &metric_count) != 0) {
+    return LgbmError("evaluation count");
+  }
+  std::vector<double> best(static_cast<size_t>(std::max(metric_count, 1)), INFINITY);
+  std::vector<int> best_rounds(best.size(), 0);
+  std::vector<double> metrics(best.size());
+  int stop_round = 0;
+  for (int round = 1; round <= max_rounds && stop_round == 0; ++round) {
     int finished = 0;
     if (LGBM_BoosterUpdateOneIter(b, &finished) != 0) return LgbmError("training iteration");
     if (finished) break;
-    if (valid_set.get()) {
-      int len = 0;
-      double metric = 0;
-      if (LGBM_BoosterGetEval(b, 1, &len, &metric) != 0) return LgbmError("evaluation");
-      const double loss = ranking ? -metric : metric;  // NDCG: higher is better
-      if (loss < best - 1e-12) {
-        best = loss;
-        best_round = round;
-      } else if (round - best_round >= patience) {
+    if (!valid_set.get()) {
+      best_rounds[0] = round;
+      continue;
+    }
+    int len = 0;
+    if (LGBM_BoosterGetEval(b, 1, &len, metrics.data()) != 0) return LgbmError("evaluation");
+    for (size_t i = 0; i < static_cast<size_t>(len) && i < best.size(); ++i) {
+      const double loss = ranking ? -metrics[i] : metrics[i];  // NDCG: higher is better
+      if (loss < best[i] - 1e-12) {
+        best[i] = loss;
+        best_rounds[i] = round;
+      } else if (round - best_rounds[i] >= patience) {
+        stop_round = best_rounds[i];
         break;
       }
-    } else {
-      best_round = round;
     }
   }
-  fit.best_iteration = std::max(best_round, 1);
+  // Out of rounds: the first metric's best, as LightGBM's callback does (without validation
+  // rows best_rounds[0] is the last round).
+  if (stop_round == 0) stop_round = best_rounds[0];
+  fit.best_iteration = std::max(stop_round, 1);
   return fit;
 }
 
@@ -344,24 +370,58 @@ std::vector<std::string> BoosterFeatureNames(BoosterHandle b, int n) {
   return names;
 }
 
-// The label transform a model directory was trained with, from its train_manifest.json
-// ("log (regression models)"); manifests from before the field, and directories without one,
-// were log1p.
-StatusOr<LabelTransform> ReadLabelTransform(const std::string& dir) {
+// What inference needs from a model directory's train_manifest.json.
+struct ManifestFacts {
+  // "log (regression models)"; manifests from before the field, and directories without one,
+  // were log1p.
+  LabelTransform label_transform = LabelTransform::kLog1p;
+  std::optional<double> blend_regression_weight;  // blend models only
+};
+
+StatusOr<ManifestFacts> ReadManifestFacts(const std::string& dir) {
+  ManifestFacts facts;
   const fs::path path = fs::path(dir) / "train_manifest.json";
-  if (!fs::exists(path)) return LabelTransform::kLog1p;
+  if (!fs::exists(path)) return facts;
   std::ifstream in(path);
   json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object()) {
     return ParseError(path.string() + ": not a JSON object");
   }
-  const auto it = manifest.find("target_transform");
-  if (it == manifest.end()) return LabelTransform::kLog1p;
-  if (!it->is_string()) return ParseError(path.string() + ": target_transform is not a string");
-  const std::string value = it->get<std::string>();
-  auto transform = ParseLabelTransform(value.substr(0, value.find(' ')));
-  if (!transform.ok()) return transform.status().WithContext(path.string());
-  return *transform;
+  if (const auto it = manifest.find("target_transform"); it != manifest.end()) {
+    if (!it->is_string()) return ParseError(path.string() + ": target_transform is not a string");
+    const std::string value = it->get<std::string>();
+    auto transform = ParseLabelTransform(value.substr(0, value.find(' ')));
+    if (!transform.ok()) return transform.status().WithContext(path.string());
+    facts.label_transform = *transform;
+  }
+  if (const auto it = manifest.find("blend"); it != manifest.end() && !it->is_null()) {
+    const auto weight = it->is_object() ? it->find("regression_weight") : it->end();
+    if (weight == it->end() || !weight->is_number() || !(weight->get<double>() >= 0) ||
+        !(weight->get<double>() <= 1)) {
+      return ParseError(path.string() + ": blend.regression_weight is not a number in [0, 1]");
+    }
+    facts.blend_regression_weight = weight->get<double>();
+  }
+  return facts;
+}
+
+// Loads a model file and checks it against the spec's features.
+StatusOr<BoosterPtr> LoadCheckedBooster(const fs::path& path, const FeatureSpec& spec,
+                                        int* iterations, bool* ranker) {
+  KSELECT_ASSIGN_OR_RETURN(BoosterHandle h, LoadBooster(path, iterations, ranker));
+  BoosterPtr booster(h);
+  int num_features = 0;
+  if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
+  if (static_cast<size_t>(num_features) != spec.features.size()) {
+    return SchemaMismatchError(path.string() + ": the model takes " + std::to_string(num_features) +
+                               " features but feature_spec.json " + "lists " +
+                               std::to_string(spec.features.size()));
+  }
+  if (BoosterFeatureNames(h, num_features) != spec.Names()) {
+    return SchemaMismatchError(path.string() +
+                               ": the model's feature names differ from feature_spec.json");
+  }
+  return booster;
 }
 
 }  // namespace
@@ -373,6 +433,8 @@ struct Model::Impl {
   std::map<Target, int> iterations;
   std::set<Target> rankers;
   LabelTransform label_transform = LabelTransform::kLog1p;
+  BoosterPtr blend_ranker;  // a blend's ranker member (its regression is boosters[kTflops])
+  double blend_regression_weight = kBlendRegressionWeight;
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -390,7 +452,13 @@ bool Model::Has(Target target) const {
   return impl_->boosters.count(target) > 0;
 }
 bool Model::Ranks(Target target) const {
-  return impl_->rankers.count(target) > 0;
+  return impl_->rankers.count(target) > 0 || (target == Target::kTflops && Blends());
+}
+bool Model::Blends() const {
+  return static_cast<bool>(impl_->blend_ranker);
+}
+double Model::blend_regression_weight() const {
+  return impl_->blend_regression_weight;
 }
 LabelTransform Model::label_transform() const {
   return impl_->label_transform;
@@ -404,7 +472,8 @@ StatusOr<Model> Model::Load(const std::string& dir) {
   auto extractor = GemmFeatureExtractor::Create(impl->spec);
   if (!extractor.ok()) return extractor.status().WithContext(dir);
   impl->extractor.emplace(std::move(*extractor));
-  KSELECT_ASSIGN_OR_RETURN(impl->label_transform, ReadLabelTransform(dir));
+  KSELECT_ASSIGN_OR_RETURN(const ManifestFacts facts, ReadManifestFacts(dir));
+  impl->label_transform = facts.label_transform;
   for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
     const fs::path path = fs::path(dir) / ModelFileName(t);
     if (!fs::exists(path)) {
@@ -414,23 +483,32 @@ StatusOr<Model> Model::Load(const std::string& dir) {
     }
     int iterations = 0;
     bool ranker = false;
-    KSELECT_ASSIGN_OR_RETURN(BoosterHandle h, LoadBooster(path, &iterations, &ranker));
-    BoosterPtr booster(h);
-    int num_features = 0;
-    if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
-    if (static_cast<size_t>(num_features) != impl->spec.features.size()) {
-      return SchemaMismatchError(path.string() + ": the model takes " +
-                                 std::to_string(num_features) + " features but feature_spec.json " +
-                                 "lists " + std::to_string(impl->spec.features.size()));
-    }
-    const std::vector<std::string> names = BoosterFeatureNames(h, num_features);
-    if (names != impl->spec.Names()) {
-      return SchemaMismatchError(path.string() +
-                                 ": the model's feature names differ from feature_spec.json");
-    }
+    KSELECT_ASSIGN_OR_RETURN(BoosterPtr booster,
+                             LoadCheckedBooster(path, impl->spec, &iterations, &ranker));
     impl->iterations[t] = iterations;
     if (ranker) impl->rankers.insert(t);
     impl->boosters.emplace(t, std::move(booster));
+  }
+  // A blend: the manifest says so and the ranker member lies beside the regression.
+  const fs::path ranker_path = fs::path(dir) / kBlendRankerFile;
+  if (facts.blend_regression_weight.has_value() != fs::exists(ranker_path)) {
+    return SchemaMismatchError(
+        dir + ": " +
+        (fs::exists(ranker_path)
+             ? std::string(kBlendRankerFile) + " is there but the manifest describes no blend"
+             : "the manifest describes a blend but " + std::string(kBlendRankerFile) +
+                   " is missing"));
+  }
+  if (facts.blend_regression_weight) {
+    if (impl->rankers.count(Target::kTflops)) {
+      return SchemaMismatchError(dir + ": a blend's TFLOPS model must be a regression");
+    }
+    int iterations = 0;
+    bool ranker = false;
+    KSELECT_ASSIGN_OR_RETURN(impl->blend_ranker,
+                             LoadCheckedBooster(ranker_path, impl->spec, &iterations, &ranker));
+    if (!ranker) return SchemaMismatchError(ranker_path.string() + ": not a lambdarank model");
+    impl->blend_regression_weight = *facts.blend_regression_weight;
   }
   return Model(std::move(impl));
 }
@@ -461,17 +539,48 @@ StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
     return LgbmError("predict");
   }
   // Regression models are trained on the transformed target; a ranker's scores stay scores.
-  if (!Ranks(target)) {
+  if (impl_->rankers.count(target) == 0) {
     for (double& v : out) v = InverseLabel(impl_->label_transform, v);
   }
   return out;
 }
 
-StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
-                                             std::span<const KernelConfig> candidates) const {
+bool Model::UsesPeerRanks() const {
+  return impl_->extractor->UsesPeerRanks();
+}
+
+StatusOr<std::vector<double>> Model::Predict(
+    Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
+    std::optional<std::span<const int32_t>> peer_ranks) const {
   std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x));
-  return PredictFeatures(target, x, candidates.size());
+  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer_ranks));
+  KSELECT_ASSIGN_OR_RETURN(std::vector<double> predicted,
+                           PredictFeatures(target, x, candidates.size()));
+  if (target != Target::kTflops || !Blends()) return predicted;
+  std::vector<double> ranker_scores(candidates.size());
+  if (!candidates.empty()) {
+    int64_t len = 0;
+    if (LGBM_BoosterPredictForMat(impl_->blend_ranker.get(), x.data(), C_API_DTYPE_FLOAT64,
+                                  static_cast<int32_t>(candidates.size()),
+                                  static_cast<int32_t>(impl_->spec.features.size()), 1,
+                                  C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
+                                  ranker_scores.data()) != 0) {
+      return LgbmError("predict");
+    }
+  }
+  return BlendScores(predicted, ranker_scores, impl_->blend_regression_weight);
+}
+
+StatusOr<std::vector<double>> Model::PredictTflops(
+    const GemmProblem& problem, std::span<const KernelConfig> candidates,
+    std::optional<std::span<const int32_t>> peer_ranks) const {
+  if (impl_->rankers.count(Target::kTflops)) {
+    return FailedPreconditionError(
+        "a lambdarank model predicts scores, not TFLOPS (train a regression or a blend)");
+  }
+  std::vector<double> x;
+  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer_ranks));
+  return PredictFeatures(Target::kTflops, x, candidates.size());
 }
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
@@ -489,7 +598,18 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     return InvalidArgumentError("the candidate set is for another provider than --provider");
   }
   TrainResult result;
-  result.spec = GemmFeatureSpec(data.provider, data.hardware);
+  result.spec = GemmFeatureSpec(data.provider, data.hardware, options.peer_rank_feature);
+  if (options.peer_rank_feature) {
+    const bool any = std::any_of(data.problems.begin(), data.problems.end(), [](const auto& p) {
+      return std::any_of(p.candidates.begin(), p.candidates.end(),
+                         [](const Candidate& c) { return c.peer_rank.has_value(); });
+    });
+    if (!any) {
+      return FailedPreconditionError(
+          "--peer-rank: the data has no peer_rank rows (the bench records the provider "
+          "heuristic's picks; this data has none), so the feature would be constant");
+    }
+  }
   KSELECT_ASSIGN_OR_RETURN(GemmFeatureExtractor extractor,
                            GemmFeatureExtractor::Create(result.spec));
 
@@ -506,6 +626,11 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           std::string(LabelTransformName(loaded->label_transform())) + " labels, not " +
           std::string(LabelTransformName(options.label_transform)) + " (pass --label " +
           std::string(LabelTransformName(loaded->label_transform())) + ")");
+    }
+    if (options.objective == Objective::kBlend || loaded->Blends()) {
+      return FailedPreconditionError(
+          "warm start: blend models cannot be warm-started (the ranker's scores and the "
+          "regression's labels do not add up); retrain the blend");
     }
     previous.emplace(std::move(*loaded));
   }
@@ -527,7 +652,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     const ProblemCandidates& p = data.problems[pi];
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block));
+    const std::vector<int32_t> peer_ranks = PeerRanksOf(p);
+    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer_ranks));
     x.insert(x.end(), block.begin(), block.end());
     for (size_t i = 0; i < p.candidates.size(); ++i) {
       group_of_row.push_back(group_ids.at(p.shape_key));
@@ -571,12 +697,35 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
   json objectives = json::object();
   int64_t hard_problems = 0;  // problems up-weighted by hard-example mining, over all fits
-  for (Target target : options.targets) {
-    const bool ranking = target == Target::kTflops && options.objective == Objective::kLambdarank;
+  // The models to train: one per target, two for a blend's TFLOPS (regression, then ranker).
+  struct Member {
+    Target target;
+    bool ranking;
+    std::string key;  // names the member in the manifest, importances and progress lines
+    std::string file;
+  };
+  const bool blend = options.objective == Objective::kBlend;
+  std::vector<Member> members;
+  for (Target t : options.targets) {
+    const std::string name(TargetName(t));
+    if (t == Target::kTflops && blend) {
+      members.push_back({t, false, name, ModelFileName(t)});
+      members.push_back({t, true, name + "_rank", kBlendRankerFile});
+    } else {
+      members.push_back({t, t == Target::kTflops && options.objective == Objective::kLambdarank,
+                         name, ModelFileName(t)});
+    }
+  }
+  std::vector<double> oof_regression;  // a blend's regression member, out of fold
+  std::vector<FoldMetrics> regression_folds;
+  json cv_members = json::array();
+  for (const Member& member : members) {
+    const Target target = member.target;
+    const bool ranking = member.ranking;
     const std::string booster_params = BoosterParams(options, ranking);
     const std::span<const int> queries =
         ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
-    objectives[std::string(TargetName(target))] = ranking ? "lambdarank" : "regression";
+    objectives[member.key] = ranking ? "lambdarank" : "regression";
     std::vector<float> labels(rows);
     // Top weighting (regression): rows near their problem's best weigh more, since selection
     // only needs the top of each problem ordered right, not the slow tail fitted.
@@ -598,8 +747,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                         std::string(TargetName(target)) +
                                         "; train only the targets the data has (--targets)");
           }
-          labels[r++] = ranking ? static_cast<float>(std::lround(kMaxGrade * v / oracle))
-                                : static_cast<float>(ForwardLabel(transform, v));
+          labels[r++] =
+              ranking ? RelevanceGrade(v, oracle) : static_cast<float>(ForwardLabel(transform, v));
         }
       }
     }
@@ -672,6 +821,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
     std::vector<int> best_iterations;
     if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
+      result.folds.clear();
       const int folds = std::min(options.folds, next_group);
       std::vector<int64_t> sizes(static_cast<size_t>(next_group), 0);
       for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
@@ -729,7 +879,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           char line[160];
           std::snprintf(line, sizeof(line),
                         "%s fold %d/%d: %d trees, held-out efficiency mean %.2f%%, %.0f s",
-                        std::string(TargetName(target)).c_str(), f + 1, folds, fit.best_iteration,
+                        member.key.c_str(), f + 1, folds, fit.best_iteration,
                         100 * m.efficiency.mean, SecondsSince(fold_start));
           options.progress(line);
         }
@@ -764,6 +914,50 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
               {"top1", oof_summary.top1},
               {"top5_hit", oof_summary.top5},
               {"ndcg_at_10", oof_summary.ndcg_at_10}}}};
+      if (blend) {
+        cv_members.push_back(cv);
+        if (!ranking) {
+          oof_regression = oof;
+          regression_folds = result.folds;
+          std::fill(oof.begin(), oof.end(), std::nan(""));
+        } else {
+          // The blend's out-of-fold scores: each problem's two member predictions blended.
+          std::vector<std::vector<ProblemOutcome>> fold_outcomes(static_cast<size_t>(folds));
+          std::vector<ProblemOutcome> blended;
+          size_t b0 = 0;
+          for (const ProblemCandidates& p : data.problems) {
+            const size_t n = p.candidates.size();
+            const std::vector<double> scores =
+                BlendScores(std::span<const double>(oof_regression.data() + b0, n),
+                            std::span<const double>(oof.data() + b0, n), kBlendRegressionWeight);
+            std::copy(scores.begin(), scores.end(), oof.begin() + static_cast<std::ptrdiff_t>(b0));
+            blended.push_back(EvaluateProblem(p, scores));
+            fold_outcomes[static_cast<size_t>(fold_of_row[b0])].push_back(blended.back());
+            b0 += n;
+          }
+          // Fold lines: the regression's fit figures with the blend's efficiency.
+          result.folds = regression_folds;
+          json blend_folds = json::array();
+          for (FoldMetrics& m : result.folds) {
+            m.efficiency = Summarize(std::move(fold_outcomes[static_cast<size_t>(m.fold)])).model;
+            blend_folds.push_back({{"fold", m.fold}, {"efficiency", StatsJson(m.efficiency)}});
+          }
+          const EvalSummary blend_summary = Summarize(std::move(blended));
+          result.oof_efficiency = blend_summary.model;
+          cv = {{"target", "tflops"},
+                {"objective", "blend"},
+                {"regression_weight", kBlendRegressionWeight},
+                {"members", cv_members},
+                {"folds", blend_folds},
+                {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
+                {"early_stopping", "inner split of each fold's training shapes"},
+                {"out_of_fold",
+                 {{"efficiency", StatsJson(blend_summary.model)},
+                  {"top1", blend_summary.top1},
+                  {"top5_hit", blend_summary.top5},
+                  {"ndcg_at_10", blend_summary.ndcg_at_10}}}};
+        }
+      }
     } else {
       std::vector<int32_t> inner_train, inner_valid;
       InnerSplit(all_rows, group_of_row, options.inner_valid_fraction, options.seed, &inner_train,
@@ -776,9 +970,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     const auto final_start = std::chrono::steady_clock::now();
     KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, fit_rows(all_rows, {}, final_rounds));
     if (options.progress) {
-      options.progress(std::string(TargetName(target)) + " final fit: " +
-                       std::to_string(final_rounds) + " trees on " + std::to_string(rows) +
-                       " rows, " + std::to_string(std::lround(SecondsSince(final_start))) + " s");
+      options.progress(member.key + " final fit: " + std::to_string(final_rounds) + " trees on " +
+                       std::to_string(rows) + " rows, " +
+                       std::to_string(std::lround(SecondsSince(final_start))) + " s");
     }
     // Importances of the new trees, before merging in the warm-start model's.
     for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
@@ -788,8 +982,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       }
       json by_name = json::object();
       for (size_t i = 0; i < cols; ++i) by_name[result.spec.features[i].name] = imp[i];
-      importances[std::string(TargetName(target))]
-                 [type == C_API_FEATURE_IMPORTANCE_SPLIT ? "split" : "gain"] = by_name;
+      importances[member.key][type == C_API_FEATURE_IMPORTANCE_SPLIT ? "split" : "gain"] = by_name;
     }
     if (previous) {
       // Put the previous model's trees in front of the new ones (their sum is the prediction).
@@ -803,15 +996,21 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     if (LGBM_BoosterGetCurrentIteration(final_fit.booster.get(), &total) != 0) {
       return LgbmError("iteration count");
     }
-    const fs::path model_path = fs::path(out_dir) / ModelFileName(target);
+    const fs::path model_path = fs::path(out_dir) / member.file;
     KSELECT_RETURN_IF_ERROR(SaveBooster(final_fit.booster.get(), model_path));
     result.rounds.emplace_back(target, total);
+    result.model_files.emplace_back(member.file, total);
+  }
+  if (!blend) {
+    // A directory reused for another objective must not keep a stale ranker member.
+    std::error_code ignored;
+    fs::remove(fs::path(out_dir) / kBlendRankerFile, ignored);
   }
 
   KSELECT_RETURN_IF_ERROR(
       SaveFeatureSpec(result.spec, (fs::path(out_dir) / "feature_spec.json").string()));
   json rounds = json::object();
-  for (const auto& [t, n] : result.rounds) rounds[std::string(TargetName(t))] = n;
+  for (size_t i = 0; i < members.size(); ++i) rounds[members[i].key] = result.rounds[i].second;
   json targets = json::array();
   for (Target t : options.targets) targets.push_back(TargetName(t));
   const LightGbmParams& p = options.params;
@@ -835,6 +1034,13 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       {"targets", targets},
       {"target_transform", std::string(LabelTransformName(transform)) + " (regression models)"},
       {"objectives", objectives},
+      {"blend", blend ? json{{"regression_weight", kBlendRegressionWeight},
+                             {"regression", ModelFileName(Target::kTflops)},
+                             {"ranker", kBlendRankerFile},
+                             {"score",
+                              "regression_weight * pct(regression) + (1 - "
+                              "regression_weight) * pct(ranker), per problem"}}
+                      : json()},
       {"trees", rounds},
       {"options",
        {{"folds", options.folds},
@@ -844,6 +1050,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         {"early_stopping_rounds", options.early_stopping_rounds},
         {"inner_valid_fraction", options.inner_valid_fraction},
         {"top_weight", options.top_weight},
+        {"peer_rank_feature", options.peer_rank_feature},
         {"hard_mining",
          {{"factor", options.hard_mining_factor},
           {"threshold", options.hard_mining_threshold},

@@ -33,15 +33,57 @@ StatusOr<Target> ParseTarget(std::string_view name) {
 }
 
 std::string_view ObjectiveName(Objective objective) {
-  return objective == Objective::kLambdarank ? "lambdarank" : "regression";
+  switch (objective) {
+    case Objective::kRegression:
+      return "regression";
+    case Objective::kLambdarank:
+      return "lambdarank";
+    case Objective::kBlend:
+      return "blend";
+  }
+  return "regression";
 }
 
 StatusOr<Objective> ParseObjective(std::string_view name) {
-  for (Objective o : {Objective::kRegression, Objective::kLambdarank}) {
+  for (Objective o : {Objective::kRegression, Objective::kLambdarank, Objective::kBlend}) {
     if (ObjectiveName(o) == name) return o;
   }
   return InvalidArgumentError("unknown objective '" + std::string(name) +
-                              "' (expected regression or lambdarank)");
+                              "' (expected regression, lambdarank or blend)");
+}
+
+namespace {
+
+// Rank / count of each value, ties sharing their average rank (1 = the smallest).
+std::vector<double> RankPercentiles(std::span<const double> values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return values[a] < values[b]; });
+  std::vector<double> pct(values.size());
+  const double n = static_cast<double>(values.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && values[order[j]] == values[order[i]]) ++j;
+    const double average_rank = 0.5 * static_cast<double>(i + 1 + j);  // ranks i+1 .. j
+    for (size_t t = i; t < j; ++t) pct[order[t]] = average_rank / n;
+    i = j;
+  }
+  return pct;
+}
+
+}  // namespace
+
+std::vector<double> BlendScores(std::span<const double> regression, std::span<const double> ranker,
+                                double regression_weight) {
+  KSELECT_CHECK(regression.size() == ranker.size());
+  const std::vector<double> a = RankPercentiles(regression);
+  const std::vector<double> b = RankPercentiles(ranker);
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    out[i] = regression_weight * a[i] + (1 - regression_weight) * b[i];
+  }
+  return out;
 }
 
 std::string_view LabelTransformName(LabelTransform transform) {
@@ -95,8 +137,9 @@ StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& mode
   for (const ProblemCandidates& p : data.problems) {
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
+    const std::vector<int32_t> peer_ranks = PeerRanksOf(p);
     KSELECT_ASSIGN_OR_RETURN(std::vector<double> predictions,
-                             model.Predict(target, p.problem, configs));
+                             model.Predict(target, p.problem, configs, peer_ranks));
     scores.push_back(std::move(predictions));
   }
   return scores;

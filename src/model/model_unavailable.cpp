@@ -31,6 +31,12 @@ bool Model::Has(Target) const {
 bool Model::Ranks(Target) const {
   return false;
 }
+bool Model::Blends() const {
+  return false;
+}
+double Model::blend_regression_weight() const {
+  return kBlendRegressionWeight;
+}
 LabelTransform Model::label_transform() const {
   return LabelTransform::kLog;
 }
@@ -45,8 +51,17 @@ StatusOr<std::vector<double>> Model::PredictFeatures(Target, std::span<const dou
   return NoLightGbm();
 }
 StatusOr<std::vector<double>> Model::Predict(Target, const GemmProblem&,
-                                             std::span<const KernelConfig>) const {
+                                             std::span<const KernelConfig>,
+                                             std::optional<std::span<const int32_t>>) const {
   return NoLightGbm();
+}
+StatusOr<std::vector<double>> Model::PredictTflops(const GemmProblem&,
+                                                   std::span<const KernelConfig>,
+                                                   std::optional<std::span<const int32_t>>) const {
+  return NoLightGbm();
+}
+bool Model::UsesPeerRanks() const {
+  return false;
 }
 StatusOr<TrainResult> TrainModel(const Dataset&, const TrainOptions&, const std::string&) {
   return NoLightGbm();

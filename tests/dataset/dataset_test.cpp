@@ -161,6 +161,69 @@ TEST_F(DatasetTest, MergeRefusesMixedDevicesAndMergesRepeats) {
   EXPECT_DOUBLE_EQ(twice->rows[0].latency_ms.value_or(0), h200.rows[0].latency_ms.value_or(-1));
 }
 
+TEST_F(DatasetTest, MergeAcrossRunsAveragesIndependentCollections) {
+  const Dataset first = FromFixture("bench_small.jsonl");
+  // A second collection of the same pairs on another GPU of the kind: every latency 10 % longer,
+  // one valid pair aborted there, one aborted-only pair.
+  Dataset second = first;
+  size_t valid_row = 0, aborted_row = 0;
+  bool have_valid = false, have_aborted = false;
+  for (size_t i = 0; i < second.rows.size(); ++i) {
+    DatasetRow& row = second.rows[i];
+    row.run_id = "second-run";
+    row.device_uuid = "GPU-second";
+    if (row.latency_ms) *row.latency_ms *= 1.1;
+    if (row.measured_tflops) *row.measured_tflops /= 1.1;
+    if (row.is_valid.value_or(false) && !have_valid) {
+      have_valid = true;
+      valid_row = i;
+    }
+    if (row.aborted.value_or(false) && !have_aborted) {
+      have_aborted = true;
+      aborted_row = i;
+    }
+  }
+  ASSERT_TRUE(have_valid && have_aborted);
+
+  // Within runs nothing merges; across runs every pair appears once.
+  auto within = MergeDatasets({first, second}, false);
+  ASSERT_TRUE(within.ok());
+  EXPECT_EQ(within->rows.size(), 2 * first.rows.size());
+  auto across = MergeDatasets({first, second}, false, MergeScope::kAcrossRuns);
+  ASSERT_TRUE(across.ok()) << across.status().ToString();
+  ASSERT_EQ(across->rows.size(), first.rows.size());
+  const DatasetRow& valid = across->rows[valid_row];
+  EXPECT_DOUBLE_EQ(*valid.latency_ms,
+                   0.5 * (*first.rows[valid_row].latency_ms + *second.rows[valid_row].latency_ms));
+  const std::string first_run = *first.rows[valid_row].run_id;
+  EXPECT_EQ(*valid.run_id, std::min(first_run, std::string("second-run")) +
+                               std::string(kMergedRunSeparator) +
+                               std::max(first_run, std::string("second-run")));
+  EXPECT_NE(valid.device_uuid.value_or("").find("GPU-second"), std::string::npos);
+  EXPECT_NE(valid.tool_version.value_or("").find("kselect"), std::string::npos);
+  // Aborted in both runs: still aborted, with the median of the two.
+  const DatasetRow& aborted = across->rows[aborted_row];
+  EXPECT_TRUE(aborted.aborted.value_or(false));
+  EXPECT_FALSE(aborted.is_valid.value_or(true));
+  EXPECT_DOUBLE_EQ(*aborted.latency_ms, 0.5 * (*first.rows[aborted_row].latency_ms +
+                                               *second.rows[aborted_row].latency_ms));
+
+  // A valid measurement wins over an aborted repeat of another run.
+  Dataset third = second;
+  for (DatasetRow& row : third.rows) row.run_id = "third-run";
+  third.rows[valid_row].is_valid = false;
+  third.rows[valid_row].aborted = true;
+  *third.rows[valid_row].latency_ms *= 5;
+  auto with_abort = MergeDatasets({first, third}, false, MergeScope::kAcrossRuns);
+  ASSERT_TRUE(with_abort.ok());
+  EXPECT_TRUE(with_abort->rows[valid_row].is_valid.value_or(false));
+  EXPECT_DOUBLE_EQ(*with_abort->rows[valid_row].latency_ms, *first.rows[valid_row].latency_ms);
+
+  // Never across device kinds.
+  const Dataset h100 = FromFixture("bench_h100.jsonl");
+  EXPECT_FALSE(MergeDatasets({first, h100}, false, MergeScope::kAcrossRuns).ok());
+}
+
 TEST_F(DatasetTest, FilterAndSummary) {
   const Dataset d = FromFixture("bench_small.jsonl");
   RowFilter big;

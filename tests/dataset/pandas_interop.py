@@ -69,6 +69,26 @@ def main():
         assert len(mem) > 0 and mem["pad_m"].all() and mem["pad_k"].all(), "_mem pad fix missing"
         assert (~ck_df["is_valid"]).sum() >= 1, "zero-performance rows must be kept as invalid"
         print(f"CK Tile log: {len(ck_df)} rows read as documented")
+
+        # `kselect features`: the model's feature matrix of the valid candidates, in the spec's
+        # order, with the spec in the file's metadata.
+        feats = os.path.join(tmp, "ck_features.parquet")
+        subprocess.run([args.kselect, "features", "--data", ck, "-o", feats], check=True,
+                       capture_output=True)
+        f_schema = pq.read_schema(feats)
+        f_meta = {k.decode(): v.decode() for k, v in (f_schema.metadata or {}).items()}
+        feature_spec = json.loads(f_meta["kselect.feature_spec"])
+        names = [f["name"] for f in feature_spec["features"]]
+        assert f_schema.names[:7] == ["problem_key", "shape_key", "config_key", "measured_tflops",
+                                      "latency_ms", "estimated", "peer_rank"], f_schema.names
+        assert f_schema.names[7:] == ["feature." + n for n in names], f_schema.names
+        f_df = pd.read_parquet(feats)
+        valid = ck_df[ck_df["is_valid"]]
+        assert len(f_df) == len(valid), (len(f_df), len(valid))
+        assert (f_df["feature.m"] * f_df["feature.n"] * f_df["feature.k"] > 0).all()
+        assert sorted(f_df["measured_tflops"]) == sorted(valid["measured_tflops"])
+        assert set(f_df["feature.tile_m"]) == set(valid["tile_m"].astype(float))
+        print(f"features: {len(f_df)} candidates x {len(names)} features")
     return 0
 
 

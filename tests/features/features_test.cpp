@@ -295,6 +295,52 @@ TEST(FeatureExtractor, BatchEqualsSingleForEveryProvider) {
   }
 }
 
+TEST(FeatureExtractor, PeerBlockTakesTheHeuristicsRanks) {
+  const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200(), /*with_peer_rank=*/true);
+  ASSERT_TRUE(SpecUsesPeerRanks(spec));
+  EXPECT_FALSE(SpecUsesPeerRanks(GemmFeatureSpec(Provider::kCublasLt, H200())));
+  EXPECT_EQ(spec.features.back().name, kPeerRankFeature);
+  // The spec survives its JSON and the extractor built from it takes ranks.
+  const FeatureSpec read = FeatureSpecFromJson(FeatureSpecToJson(spec), "test").value();
+  const auto e = GemmFeatureExtractor::Create(read).value();
+  ASSERT_TRUE(e.UsesPeerRanks());
+  std::mt19937 rng(3);
+  const std::vector<KernelConfig> configs = RandomConfigs(Provider::kCublasLt, 12, rng);
+  GemmProblem p;
+  p.m = 64;
+  p.n = 4096;
+  p.k = 7168;
+  std::vector<int32_t> ranks(configs.size(), 0);
+  ranks[3] = 1;
+  ranks[7] = 2;
+  std::vector<double> batch, single;
+  ASSERT_TRUE(e.ExtractBatch(p, configs, &batch, ranks).ok());
+  const size_t width = e.NumFeatures();
+  for (size_t i = 0; i < configs.size(); ++i) {
+    ASSERT_TRUE(e.Extract(p, configs[i], &single, ranks[i]).ok());
+    for (size_t f = 0; f < width; ++f) ASSERT_TRUE(SameBits(single[f], batch[i * width + f]));
+    EXPECT_EQ(single.back(), ranks[i]);
+  }
+  // The other columns are the plain spec's.
+  const auto plain = GemmFeatureExtractor::Create(GemmFeatureSpec(Provider::kCublasLt, H200()));
+  std::vector<double> plain_row;
+  ASSERT_TRUE(plain->Extract(p, configs[0], &plain_row).ok());
+  ASSERT_EQ(plain_row.size() + 1, width);
+  for (size_t f = 0; f < plain_row.size(); ++f) EXPECT_TRUE(SameBits(plain_row[f], batch[f]));
+  // Missing, miscounted or negative ranks are errors; a plain extractor ignores them.
+  const Status missing = e.ExtractBatch(p, configs, &batch);
+  EXPECT_EQ(missing.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(missing.message(), "--peer-rank"));
+  EXPECT_FALSE(e.Extract(p, configs[0], &single).ok());
+  EXPECT_FALSE(e.ExtractBatch(p, configs, &batch, std::span<const int32_t>(ranks).first(3)).ok());
+  EXPECT_FALSE(e.Extract(p, configs[0], &single, -1).ok());
+  EXPECT_TRUE(plain->ExtractBatch(p, configs, &batch, ranks).ok());
+  // Twice in a spec is refused.
+  FeatureSpec twice = spec;
+  twice.features.push_back({std::string(kPeerRankFeature), FeatureKind::kNumeric});
+  EXPECT_FALSE(GemmFeatureExtractor::Create(twice).ok());
+}
+
 TEST(FeatureExtractor, UnknownCategoryIsMissingNotAGuess) {
   const FeatureSpec spec = GemmFeatureSpec(Provider::kCkTile, H200());
   const auto e = GemmFeatureExtractor::Create(spec).value();

@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -214,6 +216,70 @@ TEST_F(ModelTest, LambdarankSelectsWellAndComparesWithRegression) {
   EXPECT_TRUE(Contains(refused.status().message(), "another objective"));
 }
 
+TEST(BlendScores, AveragesRankPercentilesWithTiesShared) {
+  // Regression ranks c0 best; the ranker ranks c2 best and ties c0 with c1.
+  const std::vector<double> regression = {9.0, 5.0, 7.0};
+  const std::vector<double> ranker = {0.1, 0.1, 2.0};
+  const std::vector<double> blended = BlendScores(regression, ranker, 0.3);
+  ASSERT_EQ(blended.size(), 3u);
+  EXPECT_DOUBLE_EQ(blended[0], 0.3 * 3 / 3 + 0.7 * 1.5 / 3);
+  EXPECT_DOUBLE_EQ(blended[1], 0.3 * 1 / 3 + 0.7 * 1.5 / 3);
+  EXPECT_DOUBLE_EQ(blended[2], 0.3 * 2 / 3 + 0.7 * 3 / 3);
+  // Both members agreeing on the best gives it the top score, 1.
+  EXPECT_DOUBLE_EQ(BlendScores(regression, regression, 0.3)[0], 1.0);
+  EXPECT_TRUE(BlendScores({}, {}, 0.5).empty());
+}
+
+TEST_F(ModelTest, BlendTrainsBothMembersAndSelectsWithTheirAverage) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset train = testing_util::SyntheticDataset(60, 11, &used);
+  const Dataset held_out = testing_util::SyntheticDataset(20, 99, &used);
+  TrainOptions options = FastOptions();
+  options.folds = 3;
+  options.objective = Objective::kBlend;
+  const auto trained = TrainModel(train, options, Dir("blend"));
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  EXPECT_GT(trained->oof_efficiency.mean, 0.9);
+  ASSERT_EQ(trained->model_files.size(), 2u);
+  EXPECT_EQ(trained->model_files[1].first, kBlendRankerFile);
+  const nlohmann::json cv = nlohmann::json::parse(Slurp(Dir("blend") + "/cv_metrics.json"));
+  EXPECT_EQ(cv["objective"], "blend");
+  ASSERT_EQ(cv["members"].size(), 2u);
+  EXPECT_EQ(cv["members"][1]["objective"], "lambdarank");
+  EXPECT_DOUBLE_EQ(cv["out_of_fold"]["efficiency"]["mean"].get<double>(),
+                   trained->oof_efficiency.mean);
+
+  const Model blend = Model::Load(Dir("blend")).value();
+  ASSERT_TRUE(blend.Blends());
+  EXPECT_TRUE(blend.Ranks(Target::kTflops));
+  EXPECT_DOUBLE_EQ(blend.blend_regression_weight(), kBlendRegressionWeight);
+  const CandidateSet test = BuildCandidateSet(held_out, std::nullopt).value();
+  EXPECT_GT(EvaluateModel(blend, test).value().model.mean, BestFixedConfigEfficiency(test) + 0.03);
+  // Scores are the members' blended rank percentiles; TFLOPS come from the regression member.
+  const ProblemCandidates& p = test.problems.front();
+  std::vector<KernelConfig> configs;
+  for (const Candidate& c : p.candidates) configs.push_back(c.config);
+  const std::vector<double> scores = blend.Predict(Target::kTflops, p.problem, configs).value();
+  for (double v : scores) {
+    EXPECT_GT(v, 0.0);
+    EXPECT_LE(v, 1.0);
+  }
+  const std::vector<double> tflops = blend.PredictTflops(p.problem, configs).value();
+  EXPECT_GT(*std::max_element(tflops.begin(), tflops.end()), 1.0);  // TFLOPS, not percentiles
+
+  // The two parts must come together, and a blend is never warm-started.
+  fs::copy(Dir("blend"), Dir("broken"));
+  fs::remove(Dir("broken") + "/" + kBlendRankerFile);
+  const auto missing = Model::Load(Dir("broken"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), kBlendRankerFile));
+  options.objective = Objective::kRegression;
+  options.warm_start_dir = Dir("blend");
+  const auto refused = TrainModel(train, options, Dir("warm"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "warm-started"));
+}
+
 TEST_F(ModelTest, TrainingIsDeterministic) {
   const Dataset data = testing_util::SyntheticDataset(24, 3);
   TrainOptions options = FastOptions();
@@ -390,6 +456,71 @@ TEST_F(ModelTest, LabelTransformRoundTripsThroughTheManifest) {
 }
 
 // The real CK Tile log format end to end: ingest the fixture, train, load, rank.
+// A dataset whose speeds carry a per-(problem, config) factor no feature can see, and whose peer
+// lists its true top 4 (what a vendor heuristic with knowledge the features lack looks like).
+Dataset WithInformedPeer(Dataset data) {
+  std::map<std::string, std::vector<DatasetRow*>> by_problem;
+  for (DatasetRow& row : data.rows) {
+    const size_t h = std::hash<std::string>{}(*row.problem_key + "|" + *row.config_key);
+    const double hidden = 0.75 + 0.25 * static_cast<double>(h % 1000) / 999.0;
+    *row.measured_tflops *= hidden;
+    *row.latency_ms /= hidden;
+    *row.bandwidth_gb_s *= hidden;
+    row.peer_rank.reset();
+    by_problem[*row.problem_key].push_back(&row);
+  }
+  for (auto& [key, rows] : by_problem) {
+    std::sort(rows.begin(), rows.end(), [](const DatasetRow* a, const DatasetRow* b) {
+      return *a->measured_tflops > *b->measured_tflops;
+    });
+    for (size_t r = 0; r < std::min<size_t>(4, rows.size()); ++r) rows[r]->peer_rank = r + 1;
+  }
+  return data;
+}
+
+TEST_F(ModelTest, PeerRankFeatureUsesTheHeuristicsKnowledge) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> used;
+  const Dataset train = WithInformedPeer(testing_util::SyntheticDataset(60, 11, &used));
+  const Dataset held_out = WithInformedPeer(testing_util::SyntheticDataset(20, 99, &used));
+  TrainOptions options = FastOptions();
+  options.folds = 0;
+  ASSERT_TRUE(TrainModel(train, options, Dir("plain")).ok());
+  options.peer_rank_feature = true;
+  const auto trained = TrainModel(train, options, Dir("peer"));
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  EXPECT_EQ(trained->spec.features.back().name, kPeerRankFeature);
+  EXPECT_TRUE(Contains(Slurp(Dir("peer") + "/train_manifest.json"), "\"peer_rank_feature\": true"));
+
+  const Model plain = Model::Load(Dir("plain")).value();
+  const Model peer = Model::Load(Dir("peer")).value();
+  EXPECT_FALSE(plain.UsesPeerRanks());
+  ASSERT_TRUE(peer.UsesPeerRanks());
+  const CandidateSet test = BuildCandidateSet(held_out, std::nullopt).value();
+  const EvalSummary plain_summary = EvaluateModel(plain, test).value();
+  const EvalSummary peer_summary = EvaluateModel(peer, test).value();
+  // The hidden factor costs the plain model; the peer's list gives most of it back.
+  EXPECT_GT(peer_summary.model.mean, plain_summary.model.mean + 0.02);
+
+  // Without the ranks the peer model refuses to guess.
+  const ProblemCandidates& p = test.problems.front();
+  std::vector<KernelConfig> configs;
+  for (const Candidate& c : p.candidates) configs.push_back(c.config);
+  const auto refused = peer.Predict(Target::kTflops, p.problem, configs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(refused.status().message(), "--peer-rank"));
+  const std::vector<int32_t> wrong_count(configs.size() + 1, 0);
+  EXPECT_FALSE(peer.Predict(Target::kTflops, p.problem, configs, wrong_count).ok());
+  EXPECT_TRUE(peer.Predict(Target::kTflops, p.problem, configs, PeerRanksOf(p)).ok());
+
+  // Data without any peer rows cannot train the feature.
+  Dataset no_peer = train;
+  for (DatasetRow& row : no_peer.rows) row.peer_rank.reset();
+  const auto no_ranks = TrainModel(no_peer, options, Dir("none"));
+  ASSERT_FALSE(no_ranks.ok());
+  EXPECT_TRUE(Contains(no_ranks.status().message(), "no peer_rank rows"));
+}
+
 TEST_F(ModelTest, TrainsOnIngestedCkTileFixtureRows) {
   IngestOptions ingest;
   ingest.arch = "gfx950";
