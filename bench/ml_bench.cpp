@@ -1,9 +1,13 @@
 // Throughput of the ML core: feature extraction (configs/s, one at a time and batched per
-// problem) and LightGBM training time on generated data. The generated TFLOPS follow the test
-// formula of tests/model/synthetic_gemm_data.h: for timing only, never data or a model.
+// problem), LightGBM training time on generated data, and the run-time cost of ranking one
+// problem's candidates with a shipped model (features + every tree). The generated TFLOPS follow
+// the test formula of tests/model/synthetic_gemm_data.h: for timing only, never data or a model.
 //   kselect_bench_ml --benchmark_filter=Extract          extraction only (seconds)
 //   kselect_bench_ml --benchmark_filter='Train/1000000'  the 1 M-row training target
+//   kselect_bench_ml --benchmark_filter=Rank   ranking latency per problem with the shipped
+//                                              model (KSELECT_BENCH_MODEL=DIR picks another)
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -158,6 +162,41 @@ BENCHMARK(BM_Train)
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
+
+// Ranking one problem's candidates at run time with a shipped model: feature extraction and
+// prediction by every tree, one thread, as `kselect predict` and a selector do. The candidates
+// are generated cuBLASLt configs (tree paths, not the configs, set the cost); 1,700 is the
+// median catalogue size of the bf16 TN data.
+void BM_RankShippedModel(benchmark::State& state) {
+  const char* env = std::getenv("KSELECT_BENCH_MODEL");
+  const std::string dir =
+      env ? env : std::string(KSELECT_SOURCE_DIR) + "/models/h200_cublaslt_default_bf16_tn";
+  auto model = Model::Load(dir);
+  if (!model.ok()) {
+    state.SkipWithError(("cannot load " + dir + ": " + model.status().ToString()).c_str());
+    return;
+  }
+  const std::vector<KernelConfig> configs = BenchCublasLtConfigs(static_cast<int>(state.range(0)));
+  std::vector<PeerPick> picks;  // the first 8 candidates play cuBLASLt's top 8
+  for (size_t i = 0; i < configs.size() && i < 8; ++i) {
+    picks.push_back({configs[i], static_cast<int32_t>(i + 1)});
+  }
+  const auto peer =
+      model->UsesPeerRanks() ? std::optional<std::span<const PeerPick>>(picks) : std::nullopt;
+  GemmProblem p = BenchProblem();
+  p.m = 16;  // a decode-size problem: the case where selection pays most
+  for (auto _ : state) {
+    auto scores = model->Predict(Target::kTflops, p, configs, peer);
+    if (!scores.ok()) {
+      state.SkipWithError(scores.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(scores->data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.counters["candidates"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_RankShippedModel)->Arg(64)->Arg(512)->Arg(1700)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kselect

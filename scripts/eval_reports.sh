@@ -2,7 +2,10 @@
 # Regenerates models/*/eval_report.{md,html}: each shipped model scored out of fold (shapes held
 # out by GroupKFold, early stopping on an inner split) on the dataset(s) it was trained on, which
 # train_manifest.json names. A model trained on several files gets one section per file in
-# eval_report.md and one eval_report_<file>.html each. Usage: scripts/eval_reports.sh [MODEL_DIR ...]
+# eval_report.md and one eval_report_<file>.html each. A model directory may also list test sets
+# in test_data.txt (one dataset path a line): datasets of shapes the model never trained on, scored
+# with the final model itself (eval_report_test_<file>.html).
+# Usage: scripts/eval_reports.sh [MODEL_DIR ...]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KSELECT="${KSELECT:-$ROOT/build/bin/kselect}"
@@ -33,6 +36,20 @@ print('\n'.join(d.get('sources') or [d['source']]))" "$model/train_manifest.json
       sed -e 's/^## /### /' -e '1s/^# /## /' "$model/.eval.md"
       rm -f "$model/.eval.md"
     done
+    if [ -f "$model/test_data.txt" ]; then
+      while read -r data; do
+        [ -n "$data" ] || continue
+        echo
+        echo "## Test set: $data"
+        echo
+        echo "Shapes the model never saw in training, scored with the final model (not out of fold)."
+        echo
+        "$KSELECT" eval --model "$model" --data "$data" --markdown "$model/.eval.md" \
+          --html "$model/eval_report_test_$(basename "$data" .parquet).html" > /dev/null 2>&1
+        sed -e 's/^## /### /' -e '1d' "$model/.eval.md"
+        rm -f "$model/.eval.md"
+      done < "$model/test_data.txt"
+    fi
   } > "$model/eval_report.md.tmp"
   mv "$model/eval_report.md.tmp" "$model/eval_report.md"
   echo "$model: $(grep '^| kselect model' "$model/eval_report.md" | tr '\n' ' ')"

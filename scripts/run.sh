@@ -42,8 +42,17 @@ predict() {  # model dataset m n k [dtype layout]
   "$KSELECT" predict --model "$ROOT/models/$1" --candidates "$ROOT/data/h200/$2.parquet" \
     --m "$3" --n "$4" --k "$5" --dtype "${6:-bf16}" --layout "${7:-rcc}" --top 5
 }
+# The bf16 TN model ranks with cuBLASLt's own picks as features (asked on the GPU at run time):
+# on this GPU-less host it ranks problems a dataset measured, here shapes of its test set (LLM
+# layers it never trained on); the model without them (h200_cublaslt_default) ranks any problem.
+for shape in "1 6144 4096" "24 4096 14336" "1536 28672 4096"; do
+  predict h200_cublaslt_default_bf16_tn cublaslt_default_bf16_tn_holdout $shape
+done
+echo "--- models/h200_cublaslt_default_bf16_tn on its whole test set (174 shapes, never trained on)"
+"$KSELECT" eval --model "$ROOT/models/h200_cublaslt_default_bf16_tn" \
+  --data "$ROOT/data/h200/cublaslt_default_bf16_tn_holdout.parquet"
 for shape in "1 4096 4096" "16 4096 14336" "2048 14336 4096"; do
-  predict h200_cublaslt_default_bf16_tn cublaslt_default_bf16_tn_wide $shape
+  predict h200_cublaslt_default cublaslt_default_bf16_tn_wide $shape
   predict h200_cublaslt_bf16_tn cublaslt_tiny_bf16_tn_wide $shape
   predict h200_cublaslt_bf16_tn_rank cublaslt_tiny_bf16_tn_wide $shape  # lambdarank: scores
   predict h200_tile_bf16_tn tile_bf16_tn_wide $shape

@@ -59,9 +59,9 @@ struct CandidateSet {
   size_t NumCandidates() const;
 };
 
-// The peer heuristic's rank of each candidate (1-based, 0 where the peer did not list it), as the
-// peer block of a feature spec takes them.
-std::vector<int32_t> PeerRanksOf(const ProblemCandidates& problem);
+// The peer heuristic's picks among the problem's candidates (those with a peer_rank), best
+// first, as the peer block of a feature spec takes them.
+std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem);
 
 // Builds the set. `provider` picks the provider; when unset, the data must hold exactly one.
 // Refuses (kFailedPrecondition) duplicated (problem, config) rows, naming the first and the

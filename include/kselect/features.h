@@ -86,17 +86,34 @@ struct FeatureSpec {
   bool operator==(const FeatureSpec&) const = default;
 };
 
-// The optional peer block: the provider's own heuristic's opinion of each candidate (cuBLASLt's
-// AlgoGetHeuristic list, asked at run time on the GPU in microseconds, recorded by the bench as
-// peer_rank). Value: the candidate's 1-based rank in that list, 0 when it is not listed. A model
-// whose spec has it needs the ranks at inference (from the GPU, or from a dataset that measured
-// the problem).
+// The provider heuristic's own answer for a problem, one pick: a config and its place in the
+// heuristic's list (1 = its first choice). cuBLASLt's AlgoGetHeuristic answers on the GPU in
+// microseconds; the bench records each pick's place as peer_rank.
+struct PeerPick {
+  KernelConfig config;
+  int32_t rank = 0;
+};
+
+// The optional peer block: the heuristic's picks turned into features of each candidate, last in
+// the spec. The candidate's own rank (peer_rank: 1-based, 0 when not listed), how it compares
+// with the heuristic's first choice (same algo, same tile, same split-K, same cluster; log2
+// ratios of tile m, tile n and split-K), that first choice's algo, tile and split-K (a problem-
+// level hint: the heuristic's opinion of what the problem needs), and the picks sharing the
+// candidate's family (algo, tile m, tile n): how many, and the best rank among them. NaN where
+// the list is empty or a field is undefined. A model whose spec has it needs the picks at
+// inference (from the library on a GPU host, or from a dataset that measured the problem).
 inline constexpr std::string_view kPeerRankFeature = "peer_rank";
+inline constexpr std::string_view kPeerFeatures[] = {
+    kPeerRankFeature,         "peer_same_algo",          "peer_same_tile",
+    "peer_same_split_k",      "peer_same_cluster",       "peer_log2_tile_m_ratio",
+    "peer_log2_tile_n_ratio", "peer_log2_split_k_ratio", "peer_top_algo",
+    "peer_top_tile_m",        "peer_top_tile_n",         "peer_top_split_k",
+    "peer_family_picks",      "peer_family_best_rank"};
 
 // The spec the GEMM extractor produces for `provider` on `hardware` (this build's version), with
-// the peer block last when `with_peer_rank`.
+// the peer block last when `with_peer_block`.
 FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware,
-                            bool with_peer_rank = false);
+                            bool with_peer_block = false);
 // True when the spec has the peer block.
 bool SpecUsesPeerRanks(const FeatureSpec& spec);
 
@@ -120,28 +137,31 @@ class GemmFeatureExtractor {
 
   const FeatureSpec& spec() const { return spec_; }
   size_t NumFeatures() const { return column_of_slot_.size(); }
-  // True when the spec has the peer block: Extract and ExtractBatch then need the peer ranks.
-  bool UsesPeerRanks() const { return peer_slot_ >= 0; }
+  // True when the spec has the peer block: Extract and ExtractBatch then need the peer picks.
+  bool UsesPeerRanks() const { return !peer_slots_.empty(); }
 
   // One (problem, config) pair into `out` (resized to NumFeatures()). The config must belong to
-  // the spec's provider. `peer_rank` (1-based, 0 = not listed) is required when UsesPeerRanks()
-  // and ignored otherwise; a missing one is a kFailedPrecondition saying where ranks come from.
+  // the spec's provider. `peer` (the heuristic's picks for this problem, possibly none) is
+  // required when UsesPeerRanks() and ignored otherwise; a missing one is a kFailedPrecondition
+  // saying where picks come from.
   Status Extract(const GemmProblem& problem, const KernelConfig& config, std::vector<double>* out,
-                 std::optional<int32_t> peer_rank = std::nullopt) const;
+                 std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // All candidates of one problem, row-major (candidates x NumFeatures()); the problem and
-  // hardware blocks are computed once. Equal to calling Extract per candidate. `peer_ranks`, one
-  // per candidate, as for Extract.
+  // hardware blocks are computed once. Equal to calling Extract per candidate.
   Status ExtractBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
                       std::vector<double>* out,
-                      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
+                      std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
 
  private:
   explicit GemmFeatureExtractor(FeatureSpec spec) : spec_(std::move(spec)) {}
   FeatureSpec spec_;
   size_t engine_width_ = 0;
-  std::vector<int> column_of_slot_;  // spec slot -> engine column (-1: the peer rank)
-  int peer_slot_ = -1;               // slot of the peer rank, -1 without the peer block
-  Status CheckPeerRanks(size_t candidates, std::optional<std::span<const int32_t>> ranks) const;
+  // spec slot -> engine column, or -1 - i for the i-th peer feature (kPeerFeatures order)
+  std::vector<int> column_of_slot_;
+  std::vector<int> peer_slots_;  // the slots of the peer block, empty without it
+  Status CheckPeer(std::optional<std::span<const PeerPick>> peer) const;
+  // Fills the row's peer features (kPeerFeatures order) for `config`.
+  void PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer, double* values) const;
 };
 
 // The analytical estimate on its own (also a feature block): per-tile compute and memory time

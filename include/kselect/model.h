@@ -35,8 +35,8 @@ std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
 StatusOr<Target> ParseTarget(std::string_view name);
 
 // How the TFLOPS model learns: regression on the transformed TFLOPS (predictions are TFLOPS);
-// LightGBM lambdarank with one query per problem and relevance grade 30 - ceil((1 - TFLOPS /
-// oracle) / 0.5 %), floored at 0 (predictions are ranking scores only); or a blend of both: a
+// LightGBM lambdarank with one query per problem and graded relevance (RelevanceGrade;
+// predictions are ranking scores only); or a blend of both: a
 // regression (model_tflops.lgbm.gz) and a ranker (model_tflops_rank.lgbm.gz) trained on the same
 // folds, whose per-problem rank percentiles are averaged with weight kBlendRegressionWeight on
 // the regression (predictions are blend scores in (0, 1]; the regression member still gives
@@ -44,6 +44,16 @@ StatusOr<Target> ParseTarget(std::string_view name);
 enum class Objective { kRegression, kLambdarank, kBlend };
 std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank", "blend"
 StatusOr<Objective> ParseObjective(std::string_view name);
+
+// The ranker's relevance grade of a candidate measured at `value` on a problem whose best is
+// `best`: fine near the top, where selection is decided, coarse below: 30 at the best, one grade
+// less per 0.5 % down to 11 at 90-90.5 %, then 1 + floor(10 * value / best) (9 for 80-90 %, ...,
+// 1 under 10 %). Why (bf16 TN H200 data, 5-fold out of fold, docs/models.md): round(30 * value /
+// best), 3.3 % steps, tied every config within 1.6 % of the best; 0.5 % steps down to a floor
+// of 0 at 85 % made the ranker beat the regression but left every slower config equal, so it
+// picked 20 %-of-best configs on a few problems; the coarse tail keeps those down.
+inline constexpr int kMaxRelevanceGrade = 30;
+int RelevanceGrade(double value, double best);
 
 // Weight of the regression's rank percentile in a blend (the ranker's is 1 - this). Measured on
 // the bf16 TN H200 data (docs/models.md): 0.3 beat 0.5 and 0.7 held out.
@@ -101,9 +111,11 @@ struct TrainOptions {
   double hard_mining_factor = 1;
   double hard_mining_threshold = 0.98;
   LightGbmParams params;
-  // Adds the peer block to the features: the provider heuristic's own rank of each candidate
-  // (cuBLASLt's top 8 at run time), from the dataset's peer_rank column.
+  // Adds the peer block to the features: the provider heuristic's own picks (cuBLASLt's top 8
+  // at run time) as features of each candidate, from the dataset's peer_rank column.
   bool peer_rank_feature = false;
+  // A blend's weight on its regression member's rank percentile (the ranker's is 1 - this).
+  double blend_regression_weight = kBlendRegressionWeight;
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
   std::vector<std::string> data_sources;  // the dataset files, recorded in the manifest
@@ -170,17 +182,17 @@ class Model {
   // problems: use Predict).
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
                                                 size_t rows) const;
-  // Predictions for every candidate of one problem. `peer_ranks` (one per candidate, 1-based, 0
-  // = not listed) are required when the model was trained with the peer block.
+  // Predictions for every candidate of one problem. `peer` (the heuristic's picks for the
+  // problem) is required when the model was trained with the peer block.
   StatusOr<std::vector<double>> Predict(
       Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
-      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
+      std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // TFLOPS predictions (a regression's, or a blend's regression member's) for one problem's
   // candidates; kFailedPrecondition for a pure ranker, which has none.
   StatusOr<std::vector<double>> PredictTflops(
       const GemmProblem& problem, std::span<const KernelConfig> candidates,
-      std::optional<std::span<const int32_t>> peer_ranks = std::nullopt) const;
-  // True when the model needs the peer heuristic's ranks (trained with peer_rank_feature).
+      std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
+  // True when the model needs the peer heuristic's picks (trained with peer_rank_feature).
   bool UsesPeerRanks() const;
   // Refuses (kSchemaMismatch) hardware other than the model's.
   Status CheckHardware(const HardwareConstants& hardware) const;

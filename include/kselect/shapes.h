@@ -34,7 +34,9 @@ StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path);
 
 // The named generated sets: "wide" (~700 rows over every regime and family), "core" (a
 // systematic ~1-in-4.5 sample of wide, ~155 rows), "fp8" (core plus another 1 in 9 of wide:
-// cuBLASLt runs fp8 on fewer shapes) and "edge" (degenerate and alignment-hostile shapes).
+// cuBLASLt runs fp8 on fewer shapes), "edge" (degenerate and alignment-hostile shapes) and
+// "holdout" (~170 linear layers of LLMs the wide set does not name, at token counts 1-4096, none
+// of them a wide shape: a test set for models trained on wide-set data).
 // Deterministic: the same kselect writes the same rows.
 StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set);
 // The CSV text of `rows`, with `origin` as the first comment line.

@@ -19,6 +19,7 @@ struct FeaturesArgs {
   std::vector<std::string> data;
   std::string out;
   std::string provider;
+  bool peer_block = false;
 };
 
 int RunFeatures(const FeaturesArgs& args) {
@@ -30,7 +31,7 @@ int RunFeatures(const FeaturesArgs& args) {
   }
   auto data = ReadCandidateSet(args.data, provider);
   if (!data.ok()) return ReportError("features", data.status());
-  const FeatureSpec spec = GemmFeatureSpec(data->provider, data->hardware);
+  const FeatureSpec spec = GemmFeatureSpec(data->provider, data->hardware, args.peer_block);
   auto extractor = GemmFeatureExtractor::Create(spec);
   if (!extractor.ok()) return ReportError("features", extractor.status());
 
@@ -49,7 +50,8 @@ int RunFeatures(const FeaturesArgs& args) {
   for (const ProblemCandidates& p : data->problems) {
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    if (auto s = extractor->ExtractBatch(p.problem, configs, &block); !s.ok()) {
+    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    if (auto s = extractor->ExtractBatch(p.problem, configs, &block, peer); !s.ok()) {
       return ReportError("features", s.WithContext(p.problem_key));
     }
     for (size_t i = 0; i < p.candidates.size(); ++i) {
@@ -101,6 +103,9 @@ Command FeaturesCommand() {
             app.add_option("-o,--out", args->out, "Parquet file to write")->required();
             app.add_option("--provider", args->provider,
                            "provider whose candidates to take (default: the data's only one)");
+            app.add_flag("--peer-rank", args->peer_block,
+                         "add the peer block (the heuristic's picks as features), as train "
+                         "--peer-rank does");
             return [args] { return RunFeatures(*args); };
           }};
 }

@@ -1,6 +1,7 @@
 // kselect predict: rank candidate configs for one GEMM with a trained model, with the predicted
 // time of each (the latency model), optionally only the configs the GPU can run.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -70,14 +71,14 @@ StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& proble
   return dropped;
 }
 
-// The peer heuristic's rank of each candidate, for models trained with --peer-rank: the dataset's
+// The peer heuristic's picks for the problem, for models trained with --peer-rank: the dataset's
 // own record when it measured this problem (the picks the bench got from the library), else the
 // provider's heuristic on this host's GPU, whose picks join the candidates. Says where they came
 // from in `source`.
-StatusOr<std::vector<int32_t>> PeerRanksFor(const Model& model, const Dataset& dataset,
-                                            const GemmProblem& problem, const std::string& path,
-                                            std::vector<KernelConfig>* configs,
-                                            std::vector<std::string>* keys, std::string* source) {
+StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& dataset,
+                                             const GemmProblem& problem, const std::string& path,
+                                             std::vector<KernelConfig>* configs,
+                                             std::vector<std::string>* keys, std::string* source) {
   const std::string problem_key = problem.ToString();
   const std::string provider(ProviderName(model.spec().provider));
   std::map<std::string, int32_t> rank_of;
@@ -87,39 +88,43 @@ StatusOr<std::vector<int32_t>> PeerRanksFor(const Model& model, const Dataset& d
       continue;
     }
     measured = true;
-    if (row.peer_rank) rank_of[row.config_key.value_or("")] = static_cast<int32_t>(*row.peer_rank);
+    if (row.peer_rank && *row.peer_rank > 0) {
+      rank_of[row.config_key.value_or("")] = static_cast<int32_t>(*row.peer_rank);
+    }
   }
+  std::vector<PeerPick> picks;
   if (measured) {
+    for (size_t i = 0; i < keys->size(); ++i) {
+      const auto it = rank_of.find((*keys)[i]);
+      if (it != rank_of.end()) picks.push_back({(*configs)[i], it->second});
+    }
     *source = path + " (the heuristic's picks recorded when the problem was measured)";
   } else {
     auto runtime = CreateProvider(model.spec().provider);
-    StatusOr<std::vector<KernelConfig>> picks =
+    StatusOr<std::vector<KernelConfig>> listed =
         runtime.ok() ? (*runtime)->HeuristicPicks(problem, 8)
                      : StatusOr<std::vector<KernelConfig>>(runtime.status());
-    if (!picks.ok()) {
+    if (!listed.ok()) {
       return FailedPreconditionError(
           "this model uses the " + provider +
-          " heuristic's own picks as a feature (trained with --peer-rank); " + path +
+          " heuristic's own picks as features (trained with --peer-rank); " + path +
           " did not measure " + problem_key + " and the library cannot be asked here (" +
-          picks.status().message() +
+          listed.status().message() +
           "). Run on a GPU host, or use a model trained without --peer-rank");
     }
-    for (size_t r = 0; r < picks->size(); ++r) {
-      std::string key = ConfigKey((*picks)[r]);
+    for (size_t r = 0; r < listed->size(); ++r) {
+      std::string key = ConfigKey((*listed)[r]);
       if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
-        configs->push_back((*picks)[r]);
-        keys->push_back(key);
+        configs->push_back((*listed)[r]);
+        keys->push_back(std::move(key));
       }
-      rank_of.emplace(std::move(key), static_cast<int32_t>(r + 1));
+      picks.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
     }
     *source = provider + "'s heuristic on this GPU";
   }
-  std::vector<int32_t> ranks;
-  for (const std::string& key : *keys) {
-    const auto it = rank_of.find(key);
-    ranks.push_back(it == rank_of.end() ? 0 : it->second);
-  }
-  return ranks;
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  return picks;
 }
 
 StatusOr<int> Run(const PredictArgs& args) {
@@ -164,48 +169,52 @@ StatusOr<int> Run(const PredictArgs& args) {
     return InvalidArgumentError(args.candidates + " has no " + provider + " configs for dtype " +
                                 args.dtype);
   }
-  std::optional<std::vector<int32_t>> peer_ranks;
+  std::optional<std::vector<PeerPick>> peer;
   std::string peer_source;
   if (model.UsesPeerRanks()) {
-    KSELECT_ASSIGN_OR_RETURN(peer_ranks, PeerRanksFor(model, dataset, problem, args.candidates,
-                                                      &configs, &keys, &peer_source));
+    KSELECT_ASSIGN_OR_RETURN(peer, PeerPicksFor(model, dataset, problem, args.candidates, &configs,
+                                                &keys, &peer_source));
   }
   size_t not_implementable = 0;
   if (args.can_implement) {
-    const std::vector<std::string> all_keys = keys;
     KSELECT_ASSIGN_OR_RETURN(not_implementable, KeepImplementable(model, problem, &configs, &keys));
-    if (peer_ranks) {
-      std::vector<int32_t> kept;
-      for (size_t i = 0, j = 0; i < all_keys.size() && j < keys.size(); ++i) {
-        if (all_keys[i] == keys[j]) {
-          kept.push_back((*peer_ranks)[i]);
-          ++j;
-        }
-      }
-      peer_ranks = std::move(kept);
-    }
   }
-  const auto ranks = peer_ranks ? std::optional<std::span<const int32_t>>(*peer_ranks)
-                                : std::optional<std::span<const int32_t>>();
-  // The TFLOPS model orders the candidates (a regression's TFLOPS or a ranker's scores); the
-  // latency model, when present, gives each a time.
+  // The heuristic's picks stay features of the problem even when a pick cannot run it.
+  const auto ranks = peer ? std::optional<std::span<const PeerPick>>(*peer)
+                          : std::optional<std::span<const PeerPick>>();
+  // The TFLOPS model orders the candidates (a regression's TFLOPS or a ranker's scores).
   KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
                            model.Predict(Target::kTflops, problem, configs, ranks));
-  std::vector<double> latency_ms;
-  if (model.Has(Target::kLatency)) {
-    KSELECT_ASSIGN_OR_RETURN(latency_ms, model.Predict(Target::kLatency, problem, configs, ranks));
-  }
   std::vector<size_t> order(configs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  const size_t top = std::min(order.size(), static_cast<size_t>(std::max(args.top, 1)));
+  // Times and rates of the configs shown only (the other members' trees are not run for the
+  // rest): the peer features depend on the heuristic's picks, not on the other candidates, so a
+  // subset predicts the same.
+  std::vector<KernelConfig> shown;
+  for (size_t r = 0; r < top; ++r) shown.push_back(configs[order[r]]);
+  auto spread = [&](const std::vector<double>& shown_values) {
+    std::vector<double> all(configs.size(), std::nan(""));
+    for (size_t r = 0; r < top; ++r) all[order[r]] = shown_values[r];
+    return all;
+  };
+  std::vector<double> latency_ms;  // the latency model's time, when there is one
+  if (model.Has(Target::kLatency)) {
+    KSELECT_ASSIGN_OR_RETURN(std::vector<double> shown_latency,
+                             model.Predict(Target::kLatency, problem, shown, ranks));
+    latency_ms = spread(shown_latency);
+  }
   // A ranker's scores are not TFLOPS: its TFLOPS come from the latency model instead. A blend's
   // come from its regression member.
   const bool ranker = model.Ranks(Target::kTflops);
   const bool blend = model.Blends();
   std::vector<double> tflops;  // predicted TFLOPS where the model has a regression for them
   if (blend) {
-    KSELECT_ASSIGN_OR_RETURN(tflops, model.PredictTflops(problem, configs, ranks));
+    KSELECT_ASSIGN_OR_RETURN(std::vector<double> shown_tflops,
+                             model.PredictTflops(problem, shown, ranks));
+    tflops = spread(shown_tflops);
   } else if (!ranker) {
     tflops = scores;
   }
@@ -225,7 +234,6 @@ StatusOr<int> Run(const PredictArgs& args) {
     if (latency_ms.empty()) return std::nullopt;
     return latency_ms[i];
   };
-  const size_t top = std::min(order.size(), static_cast<size_t>(std::max(args.top, 1)));
   if (args.json) {
     auto or_null = [](const std::optional<double>& v) {
       return v ? nlohmann::json(*v) : nlohmann::json();
@@ -257,8 +265,8 @@ StatusOr<int> Run(const PredictArgs& args) {
                                 {"candidates", configs.size()},
                                 {"can_implement_checked", args.can_implement},
                                 {"not_implementable", not_implementable},
-                                {"peer_ranks_from",
-                                 peer_ranks ? nlohmann::json(peer_source) : nlohmann::json()},
+                                {"peer_picks_from",
+                                 peer ? nlohmann::json(peer_source) : nlohmann::json()},
                                 {"ranked", ranked}}
                      .dump(2)
               << "\n";
@@ -268,7 +276,7 @@ StatusOr<int> Run(const PredictArgs& args) {
       std::cout << " the provider can run it with (" << not_implementable << " cannot)";
     }
     std::cout << "\n";
-    if (peer_ranks) std::cout << "peer ranks from " << peer_source << "\n";
+    if (peer) std::cout << "peer picks from " << peer_source << "\n";
     auto text = [](const std::optional<double>& v, const char* format) {
       char buf[32] = "-";
       if (v) std::snprintf(buf, sizeof(buf), format, *v);

@@ -1,4 +1,6 @@
 // kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -55,12 +57,16 @@ int RunTrain(TrainArgs& args) {
             << result->problems << " problems, " << result->shapes << " shapes, "
             << result->spec.features.size() << " features) into " << args.out << "\n";
   for (const FoldMetrics& f : result->folds) {
-    std::printf(
-        "  fold %d: %lld shapes, %d trees, rmse(%s) %.4f, r2 %.4f, efficiency mean "
-        "%.2f%% p10 %.2f%%\n",
-        f.fold, static_cast<long long>(f.valid_shapes), f.best_iteration,
-        std::string(LabelTransformName(args.options.label_transform)).c_str(), f.rmse_label,
-        f.r2_label, 100 * f.efficiency.mean, 100 * f.efficiency.p10);
+    // A ranker's scores have no label-space error to report.
+    char fit[64] = "";
+    if (!std::isnan(f.rmse_label)) {
+      std::snprintf(fit, sizeof(fit), "rmse(%s) %.4f, r2 %.4f, ",
+                    std::string(LabelTransformName(args.options.label_transform)).c_str(),
+                    f.rmse_label, f.r2_label);
+    }
+    std::printf("  fold %d: %lld shapes, %d trees, %sefficiency mean %.2f%% p10 %.2f%%\n", f.fold,
+                static_cast<long long>(f.valid_shapes), f.best_iteration, fit,
+                100 * f.efficiency.mean, 100 * f.efficiency.p10);
   }
   if (!result->folds.empty()) {
     const EfficiencyStats& e = result->oof_efficiency;
@@ -106,7 +112,7 @@ Command TrainCommand() {
             app.add_option(
                    "--objective", args->objective,
                    "TFLOPS model: regression (on --label TFLOPS), lambdarank (per problem), or "
-                   "blend (both, their per-problem ranks averaged 0.3 / 0.7)")
+                   "blend (both, their per-problem rank percentiles weighted by --blend-weight)")
                 ->capture_default_str();
             app.add_option("--label", args->label,
                            "regression label: log or log1p of the target (log weighs relative "
@@ -127,9 +133,15 @@ Command TrainCommand() {
                            "efficiency under which a training problem counts as hard")
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1.0));
+            app.add_option("--blend-weight", args->options.blend_regression_weight,
+                           "blend: weight of the regression member's per-problem rank "
+                           "percentile (the ranker's is 1 - this)")
+                ->capture_default_str()
+                ->check(CLI::Range(0.0, 1.0));
             app.add_flag("--peer-rank", args->options.peer_rank_feature,
-                         "add the provider heuristic's own rank of each candidate as a feature "
-                         "(cuBLASLt's top 8, asked on the GPU at run time; the data's peer_rank)");
+                         "add the peer block: the provider heuristic's own picks (cuBLASLt's top "
+                         "8, asked on the GPU at run time; the data's peer_rank) as features of "
+                         "each candidate");
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();
             app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();

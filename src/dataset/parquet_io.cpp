@@ -182,28 +182,38 @@ Status WriteDataset(const Dataset& dataset, const std::string& path) {
   return WriteTableAtomically(*table, path);
 }
 
+namespace {
+
+// Appends one non-null column of an export table.
+template <typename Builder, typename Values>
+Status AppendExportColumn(const std::string& name, const Values& values,
+                          const std::shared_ptr<arrow::DataType>& type, const std::string& path,
+                          std::vector<std::shared_ptr<arrow::Field>>* fields,
+                          std::vector<std::shared_ptr<arrow::Array>>* arrays) {
+  Builder builder;
+  std::shared_ptr<arrow::Array> array;
+  auto s = builder.AppendValues(values);
+  if (s.ok()) s = builder.Finish(&array);
+  if (!s.ok()) return FromArrow(s, path + ": column " + name);
+  fields->push_back(arrow::field(name, type, false));
+  arrays->push_back(array);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status WriteExportTable(const ExportTable& export_table, const std::string& path) {
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::Array>> arrays;
   for (const auto& [name, values] : export_table.string_columns) {
     KSELECT_CHECK(static_cast<int64_t>(values.size()) == export_table.rows);
-    arrow::StringBuilder builder;
-    std::shared_ptr<arrow::Array> array;
-    auto s = builder.AppendValues(values);
-    if (s.ok()) s = builder.Finish(&array);
-    if (!s.ok()) return FromArrow(s, path + ": column " + name);
-    fields.push_back(arrow::field(name, arrow::utf8(), false));
-    arrays.push_back(array);
+    KSELECT_RETURN_IF_ERROR(AppendExportColumn<arrow::StringBuilder>(name, values, arrow::utf8(),
+                                                                     path, &fields, &arrays));
   }
   for (const auto& [name, values] : export_table.double_columns) {
     KSELECT_CHECK(static_cast<int64_t>(values.size()) == export_table.rows);
-    arrow::DoubleBuilder builder;
-    std::shared_ptr<arrow::Array> array;
-    auto s = builder.AppendValues(values);
-    if (s.ok()) s = builder.Finish(&array);
-    if (!s.ok()) return FromArrow(s, path + ": column " + name);
-    fields.push_back(arrow::field(name, arrow::float64(), false));
-    arrays.push_back(array);
+    KSELECT_RETURN_IF_ERROR(AppendExportColumn<arrow::DoubleBuilder>(name, values, arrow::float64(),
+                                                                     path, &fields, &arrays));
   }
   std::vector<std::string> keys, values;
   for (const auto& [key, value] : export_table.metadata) {

@@ -58,11 +58,14 @@ size_t CandidateSet::NumCandidates() const {
   return n;
 }
 
-std::vector<int32_t> PeerRanksOf(const ProblemCandidates& problem) {
-  std::vector<int32_t> ranks;
-  ranks.reserve(problem.candidates.size());
-  for (const Candidate& c : problem.candidates) ranks.push_back(c.peer_rank.value_or(0));
-  return ranks;
+std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem) {
+  std::vector<PeerPick> picks;
+  for (const Candidate& c : problem.candidates) {
+    if (c.peer_rank && *c.peer_rank > 0) picks.push_back({c.config, *c.peer_rank});
+  }
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  return picks;
 }
 
 StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider) {

@@ -475,14 +475,17 @@ AnalyticalEstimate EstimateGemm(const GemmProblem& p, const TileShape& t,
 }
 
 FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware,
-                            bool with_peer_rank) {
+                            bool with_peer_block) {
   KSELECT_CHECK_MSG(IsGemmProvider(provider), "GemmFeatureSpec needs a GEMM provider");
   FeatureSpec spec;
   spec.provider = provider;
   spec.hardware = hardware;
   spec.features = EngineColumns(provider, hardware);
-  if (with_peer_rank)
-    spec.features.push_back({std::string(kPeerRankFeature), FeatureKind::kNumeric});
+  if (with_peer_block) {
+    for (std::string_view name : kPeerFeatures) {
+      spec.features.push_back({std::string(name), FeatureKind::kNumeric});
+    }
+  }
   for (const FeatureInfo& f : spec.features) {
     const auto it = Encodings().find(f.name);
     if (it != Encodings().end()) spec.encodings[f.name] = it->second;
@@ -491,8 +494,10 @@ FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware
 }
 
 bool SpecUsesPeerRanks(const FeatureSpec& spec) {
-  return std::any_of(spec.features.begin(), spec.features.end(),
-                     [](const FeatureInfo& f) { return f.name == kPeerRankFeature; });
+  return std::any_of(spec.features.begin(), spec.features.end(), [](const FeatureInfo& f) {
+    return std::find(std::begin(kPeerFeatures), std::end(kPeerFeatures), f.name) !=
+           std::end(kPeerFeatures);
+  });
 }
 
 StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& spec) {
@@ -516,12 +521,16 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
   GemmFeatureExtractor extractor(spec);
   extractor.engine_width_ = engine.features.size();
   for (const FeatureInfo& f : spec.features) {
-    if (f.name == kPeerRankFeature) {
-      if (f.kind != FeatureKind::kNumeric || extractor.peer_slot_ >= 0) {
+    const auto peer = std::find(std::begin(kPeerFeatures), std::end(kPeerFeatures), f.name);
+    if (peer != std::end(kPeerFeatures)) {
+      const int index = static_cast<int>(peer - std::begin(kPeerFeatures));
+      if (f.kind != FeatureKind::kNumeric ||
+          std::count(extractor.column_of_slot_.begin(), extractor.column_of_slot_.end(),
+                     -1 - index) != 0) {
         return SchemaMismatchError("feature '" + f.name + "' must appear once, numeric");
       }
-      extractor.peer_slot_ = static_cast<int>(extractor.column_of_slot_.size());
-      extractor.column_of_slot_.push_back(-1);
+      extractor.peer_slots_.push_back(static_cast<int>(extractor.column_of_slot_.size()));
+      extractor.column_of_slot_.push_back(-1 - index);
       continue;
     }
     const auto it = std::find_if(engine.features.begin(), engine.features.end(),
@@ -545,33 +554,101 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
   return extractor;
 }
 
-Status GemmFeatureExtractor::CheckPeerRanks(size_t candidates,
-                                            std::optional<std::span<const int32_t>> ranks) const {
+Status GemmFeatureExtractor::CheckPeer(std::optional<std::span<const PeerPick>> peer) const {
   if (!UsesPeerRanks()) return Status::Ok();
-  if (!ranks) {
+  if (!peer) {
     return FailedPreconditionError(
         "this model ranks with the " + std::string(ProviderName(spec_.provider)) +
-        " heuristic's own picks as a feature (trained with --peer-rank) and needs them for the "
+        " heuristic's own picks as features (trained with --peer-rank) and needs them for the "
         "problem: kselect asks the library on a GPU host, or reads them from a dataset that "
         "measured the problem; otherwise use a model trained without --peer-rank");
   }
-  if (ranks->size() != candidates) {
-    return InvalidArgumentError("got " + std::to_string(ranks->size()) + " peer ranks for " +
-                                std::to_string(candidates) + " candidates");
-  }
-  for (int32_t r : *ranks) {
-    if (r < 0) return InvalidArgumentError("a peer rank is negative (" + std::to_string(r) + ")");
+  for (const PeerPick& pick : *peer) {
+    if (pick.rank < 1) {
+      return InvalidArgumentError("a peer pick has rank " + std::to_string(pick.rank) +
+                                  " (ranks start at 1)");
+    }
+    if (ProviderOf(pick.config) != spec_.provider) {
+      return InvalidArgumentError(
+          "a peer pick is a " + std::string(ProviderName(ProviderOf(pick.config))) +
+          " config, not a " + std::string(ProviderName(spec_.provider)) + " one");
+    }
   }
   return Status::Ok();
 }
 
+namespace {
+
+// The fields of a config the peer block compares (0 = undefined, as in the typed configs).
+struct PeerFields {
+  int64_t algo = -1;  // cuBLASLt's algo id; -1 for providers without one
+  int64_t tile_m = 0, tile_n = 0, split_k = 1, cluster_m = 0, cluster_n = 0;
+};
+
+PeerFields PeerFieldsOf(const KernelConfig& c) {
+  PeerFields f;
+  const TileShape t = TileShapeOf(c);
+  f.tile_m = t.tile_m;
+  f.tile_n = t.tile_n;
+  f.split_k = std::max<int64_t>(t.split_k, 1);
+  if (const auto* lt = std::get_if<CublasLtConfig>(&c)) {
+    f.algo = lt->algo_id;
+    f.cluster_m = lt->cluster_m;
+    f.cluster_n = lt->cluster_n;
+  } else if (const auto* tc = std::get_if<TileConfig>(&c)) {
+    f.cluster_m = tc->cluster_m;
+    f.cluster_n = tc->cluster_n;
+  }
+  return f;
+}
+
+double Log2RatioOrNaN(int64_t a, int64_t b) {
+  return a > 0 && b > 0 ? std::log2(static_cast<double>(a) / static_cast<double>(b)) : kNaN;
+}
+
+}  // namespace
+
+void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer,
+                                     double* v) const {
+  const PeerFields c = PeerFieldsOf(config);
+  int32_t rank = 0, family_picks = 0, family_best = 0;
+  const PeerPick* top = nullptr;
+  for (const PeerPick& pick : peer) {
+    if (!top || pick.rank < top->rank) top = &pick;
+    if (pick.config == config && (rank == 0 || pick.rank < rank)) rank = pick.rank;
+    const PeerFields p = PeerFieldsOf(pick.config);
+    if (p.algo == c.algo && p.tile_m == c.tile_m && p.tile_n == c.tile_n) {
+      ++family_picks;
+      if (family_best == 0 || pick.rank < family_best) family_best = pick.rank;
+    }
+  }
+  v[0] = rank;
+  if (top) {
+    const PeerFields t = PeerFieldsOf(top->config);
+    v[1] = t.algo >= 0 ? Flag(c.algo == t.algo) : kNaN;
+    v[2] = t.tile_m > 0 ? Flag(c.tile_m == t.tile_m && c.tile_n == t.tile_n) : kNaN;
+    v[3] = Flag(c.split_k == t.split_k);
+    v[4] = t.cluster_m > 0 && c.cluster_m > 0
+               ? Flag(c.cluster_m == t.cluster_m && c.cluster_n == t.cluster_n)
+               : kNaN;
+    v[5] = Log2RatioOrNaN(c.tile_m, t.tile_m);
+    v[6] = Log2RatioOrNaN(c.tile_n, t.tile_n);
+    v[7] = Log2RatioOrNaN(c.split_k, t.split_k);
+    v[8] = t.algo >= 0 ? static_cast<double>(t.algo) : kNaN;
+    v[9] = Defined(t.tile_m);
+    v[10] = Defined(t.tile_n);
+    v[11] = static_cast<double>(t.split_k);
+  } else {
+    std::fill(v + 1, v + 12, kNaN);
+  }
+  v[12] = family_picks;
+  v[13] = family_best;
+}
+
 Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelConfig& config,
                                      std::vector<double>* out,
-                                     std::optional<int32_t> peer_rank) const {
-  const std::optional<std::span<const int32_t>> ranks =
-      peer_rank ? std::optional<std::span<const int32_t>>(std::span<const int32_t>(&*peer_rank, 1))
-                : std::nullopt;
-  KSELECT_RETURN_IF_ERROR(CheckPeerRanks(1, ranks));
+                                     std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_RETURN_IF_ERROR(CheckPeer(peer));
   if (ProviderOf(config) != spec_.provider) {
     return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(config))) +
                                 " config was given to a " +
@@ -586,18 +663,22 @@ Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelCon
   HardwareBlock(problem, spec_.hardware, s);
   EstimateBlock(problem, t, spec_.hardware, s);
   KSELECT_CHECK(s.count() == engine_width_);
+  std::array<double, std::size(kPeerFeatures)> peer_values{};
+  if (UsesPeerRanks()) PeerBlock(config, *peer, peer_values.data());
   out->resize(NumFeatures());
   for (size_t slot = 0; slot < NumFeatures(); ++slot) {
     const int column = column_of_slot_[slot];
-    (*out)[slot] = column >= 0 ? row[static_cast<size_t>(column)] : static_cast<double>(*peer_rank);
+    (*out)[slot] = column >= 0 ? row[static_cast<size_t>(column)]
+                               : peer_values[static_cast<size_t>(-1 - column)];
   }
   return Status::Ok();
 }
 
-Status GemmFeatureExtractor::ExtractBatch(
-    const GemmProblem& problem, std::span<const KernelConfig> candidates, std::vector<double>* out,
-    std::optional<std::span<const int32_t>> peer_ranks) const {
-  KSELECT_RETURN_IF_ERROR(CheckPeerRanks(candidates.size(), peer_ranks));
+Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
+                                          std::span<const KernelConfig> candidates,
+                                          std::vector<double>* out,
+                                          std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_RETURN_IF_ERROR(CheckPeer(peer));
   for (const KernelConfig& c : candidates) {
     if (ProviderOf(c) != spec_.provider) {
       return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(c))) +
@@ -615,6 +696,7 @@ Status GemmFeatureExtractor::ExtractBatch(
   HardwareBlock(problem, hw, hs);
   const size_t per_config_width = engine_width - ps.count() - hs.count() - kEstimateWidth;
   std::vector<double> row(engine_width);
+  std::array<double, std::size(kPeerFeatures)> peer_values{};
   const size_t width = NumFeatures();
   out->assign(candidates.size() * width, 0.0);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -627,11 +709,12 @@ Status GemmFeatureExtractor::ExtractBatch(
     FeatureSink es(row.data() + ps.count() + cs.count() + hs.count());
     EstimateBlock(problem, t, hw, es);
     KSELECT_CHECK(es.count() == kEstimateWidth);
+    if (UsesPeerRanks()) PeerBlock(candidates[i], *peer, peer_values.data());
     double* dst = out->data() + i * width;
     for (size_t slot = 0; slot < width; ++slot) {
       const int column = column_of_slot_[slot];
-      dst[slot] =
-          column >= 0 ? row[static_cast<size_t>(column)] : static_cast<double>((*peer_ranks)[i]);
+      dst[slot] = column >= 0 ? row[static_cast<size_t>(column)]
+                              : peer_values[static_cast<size_t>(-1 - column)];
     }
   }
   return Status::Ok();

@@ -130,20 +130,7 @@ double TargetValue(const Candidate& c, Target t) {
   return c.tflops;
 }
 
-// The relevance grades of the ranking objective: kMaxGrade at the problem's best, one grade less
-// per kGradeStep below it, 0 from 85 % down; linear gains (like the graded NDCG that evaluation
-// reports). Fine steps near the top matter: with round(30 * TFLOPS / best) (3.3 % steps, the
-// first version) configs within 1.6 % of the best tied and half the slow tail still graded 15+;
-// on the bf16 TN H200 data the 0.5 % steps took the ranker from worse than the regression to
-// better (docs/models.md).
-constexpr int kMaxGrade = 30;
-constexpr double kGradeStep = 0.005;
-
-float RelevanceGrade(double value, double best) {
-  const double relative = std::clamp(value / best, 0.0, 1.0);
-  return static_cast<float>(
-      std::clamp(kMaxGrade - std::ceil((1 - relative) / kGradeStep), 0.0, double{kMaxGrade}));
-}
+constexpr int kMaxGrade = kMaxRelevanceGrade;
 
 std::string BoosterParams(const TrainOptions& o, bool ranking) {
   const LightGbmParams& p = o.params;
@@ -549,14 +536,20 @@ bool Model::UsesPeerRanks() const {
   return impl_->extractor->UsesPeerRanks();
 }
 
-StatusOr<std::vector<double>> Model::Predict(
-    Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
-    std::optional<std::span<const int32_t>> peer_ranks) const {
+StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
+                                             std::span<const KernelConfig> candidates,
+                                             std::optional<std::span<const PeerPick>> peer) const {
   std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer_ranks));
-  KSELECT_ASSIGN_OR_RETURN(std::vector<double> predicted,
-                           PredictFeatures(target, x, candidates.size()));
-  if (target != Target::kTflops || !Blends()) return predicted;
+  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
+  const bool blended = target == Target::kTflops && Blends();
+  // A blend that gives its regression no weight orders by the ranker alone: the regression's
+  // trees (the larger member) are not run.
+  const bool regression_weighed = !blended || impl_->blend_regression_weight > 0;
+  std::vector<double> predicted(candidates.size(), 0.0);
+  if (regression_weighed) {
+    KSELECT_ASSIGN_OR_RETURN(predicted, PredictFeatures(target, x, candidates.size()));
+  }
+  if (!blended) return predicted;
   std::vector<double> ranker_scores(candidates.size());
   if (!candidates.empty()) {
     int64_t len = 0;
@@ -573,13 +566,13 @@ StatusOr<std::vector<double>> Model::Predict(
 
 StatusOr<std::vector<double>> Model::PredictTflops(
     const GemmProblem& problem, std::span<const KernelConfig> candidates,
-    std::optional<std::span<const int32_t>> peer_ranks) const {
+    std::optional<std::span<const PeerPick>> peer) const {
   if (impl_->rankers.count(Target::kTflops)) {
     return FailedPreconditionError(
         "a lambdarank model predicts scores, not TFLOPS (train a regression or a blend)");
   }
   std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer_ranks));
+  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
   return PredictFeatures(Target::kTflops, x, candidates.size());
 }
 
@@ -652,8 +645,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     const ProblemCandidates& p = data.problems[pi];
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<int32_t> peer_ranks = PeerRanksOf(p);
-    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer_ranks));
+    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
     x.insert(x.end(), block.begin(), block.end());
     for (size_t i = 0; i < p.candidates.size(); ++i) {
       group_of_row.push_back(group_ids.at(p.shape_key));
@@ -747,8 +740,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                         std::string(TargetName(target)) +
                                         "; train only the targets the data has (--targets)");
           }
-          labels[r++] =
-              ranking ? RelevanceGrade(v, oracle) : static_cast<float>(ForwardLabel(transform, v));
+          labels[r++] = ranking ? static_cast<float>(RelevanceGrade(v, oracle))
+                                : static_cast<float>(ForwardLabel(transform, v));
         }
       }
     }
@@ -927,9 +920,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           size_t b0 = 0;
           for (const ProblemCandidates& p : data.problems) {
             const size_t n = p.candidates.size();
-            const std::vector<double> scores =
-                BlendScores(std::span<const double>(oof_regression.data() + b0, n),
-                            std::span<const double>(oof.data() + b0, n), kBlendRegressionWeight);
+            const std::vector<double> scores = BlendScores(
+                std::span<const double>(oof_regression.data() + b0, n),
+                std::span<const double>(oof.data() + b0, n), options.blend_regression_weight);
             std::copy(scores.begin(), scores.end(), oof.begin() + static_cast<std::ptrdiff_t>(b0));
             blended.push_back(EvaluateProblem(p, scores));
             fold_outcomes[static_cast<size_t>(fold_of_row[b0])].push_back(blended.back());
@@ -946,7 +939,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           result.oof_efficiency = blend_summary.model;
           cv = {{"target", "tflops"},
                 {"objective", "blend"},
-                {"regression_weight", kBlendRegressionWeight},
+                {"regression_weight", options.blend_regression_weight},
                 {"members", cv_members},
                 {"folds", blend_folds},
                 {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
@@ -1034,7 +1027,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       {"targets", targets},
       {"target_transform", std::string(LabelTransformName(transform)) + " (regression models)"},
       {"objectives", objectives},
-      {"blend", blend ? json{{"regression_weight", kBlendRegressionWeight},
+      {"blend", blend ? json{{"regression_weight", options.blend_regression_weight},
                              {"regression", ModelFileName(Target::kTflops)},
                              {"ranker", kBlendRankerFile},
                              {"score",

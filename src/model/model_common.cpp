@@ -86,6 +86,16 @@ std::vector<double> BlendScores(std::span<const double> regression, std::span<co
   return out;
 }
 
+int RelevanceGrade(double value, double best) {
+  const double relative = best > 0 ? std::clamp(value / best, 0.0, 1.0) : 0.0;
+  if (relative >= 0.9) {
+    // 30 at the best, one grade per 0.5 % below it, 11 for 90-90.5 %.
+    return std::max(
+        11, kMaxRelevanceGrade - static_cast<int>(std::ceil((1 - relative) / 0.005 - 1e-9)));
+  }
+  return 1 + static_cast<int>(std::floor(relative * 10));  // 9 for 80-90 %, ..., 1 under 10 %
+}
+
 std::string_view LabelTransformName(LabelTransform transform) {
   return transform == LabelTransform::kLog1p ? "log1p" : "log";
 }
@@ -137,9 +147,9 @@ StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& mode
   for (const ProblemCandidates& p : data.problems) {
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<int32_t> peer_ranks = PeerRanksOf(p);
+    const std::vector<PeerPick> peer = PeerPicksOf(p);
     KSELECT_ASSIGN_OR_RETURN(std::vector<double> predictions,
-                             model.Predict(target, p.problem, configs, peer_ranks));
+                             model.Predict(target, p.problem, configs, peer));
     scores.push_back(std::move(predictions));
   }
   return scores;

@@ -52,12 +52,12 @@ StatusOr<std::vector<double>> Model::PredictFeatures(Target, std::span<const dou
 }
 StatusOr<std::vector<double>> Model::Predict(Target, const GemmProblem&,
                                              std::span<const KernelConfig>,
-                                             std::optional<std::span<const int32_t>>) const {
+                                             std::optional<std::span<const PeerPick>>) const {
   return NoLightGbm();
 }
 StatusOr<std::vector<double>> Model::PredictTflops(const GemmProblem&,
                                                    std::span<const KernelConfig>,
-                                                   std::optional<std::span<const int32_t>>) const {
+                                                   std::optional<std::span<const PeerPick>>) const {
   return NoLightGbm();
 }
 bool Model::UsesPeerRanks() const {

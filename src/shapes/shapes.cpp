@@ -199,6 +199,43 @@ std::vector<ShapeRow> EdgeSet() {
   return b.Take();
 }
 
+// Linear layers of LLMs the wide set does not name, as (name, n = out features, k = in
+// features): a test set of real shapes for models trained on wide-set data.
+constexpr LinearLayer kHoldoutLayers[] = {
+    {"llama3_8b.qkv", 6144, 4096},      {"llama3_8b.gate_up", 28672, 4096},
+    {"llama3_8b.down", 4096, 14336},    {"qwen2_7b.qkv", 4608, 3584},
+    {"qwen2_7b.o", 3584, 3584},         {"qwen2_7b.gate_up", 37888, 3584},
+    {"qwen2_7b.down", 3584, 18944},     {"mistral_nemo.qkv", 6144, 5120},
+    {"mistral_nemo.o", 5120, 4096},     {"mistral_nemo.gate_up", 28672, 5120},
+    {"mistral_nemo.down", 5120, 14336}, {"phi3_mini.qkv", 9216, 3072},
+    {"phi3_mini.o", 3072, 3072},        {"phi3_mini.gate_up", 16384, 3072},
+    {"phi3_mini.down", 3072, 8192},     {"gemma2_9b.qkv", 8192, 3584},
+    {"gemma2_9b.o", 3584, 4096},        {"gemma2_9b.gate_up", 28672, 3584},
+    {"gemma2_9b.down", 3584, 14336},    {"qwen2_72b.gate_up", 59136, 8192},
+    {"qwen2_72b.down", 8192, 29568},    {"llama3.lm_head", 128256, 4096},
+};
+// Token counts a server batches, powers of two and not, none of them the wide set's alone.
+constexpr int64_t kHoldoutTokens[] = {1, 8, 24, 64, 200, 512, 1536, 4096};
+
+std::vector<ShapeRow> HoldoutSet() {
+  const std::vector<ShapeRow> wide = WideSet();
+  std::set<std::tuple<int64_t, int64_t, int64_t>> in_wide;
+  for (const ShapeRow& r : wide) in_wide.insert({r.m, r.n, r.k});
+  SetBuilder b;
+  for (const LinearLayer& layer : kHoldoutLayers) {
+    for (const int64_t m : kHoldoutTokens) {
+      // The largest layers only at decode sizes: a prefill of them alone would take minutes.
+      if (static_cast<double>(m) * static_cast<double>(layer.n) * static_cast<double>(layer.k) >
+          1.6e12) {
+        continue;
+      }
+      if (in_wide.count({m, layer.n, layer.k})) continue;
+      b.Add(m, layer.n, layer.k, std::string("holdout.") + layer.name);
+    }
+  }
+  return b.Take();
+}
+
 }  // namespace
 
 std::string ShapeRegime(int64_t m, int64_t n, int64_t k) {
@@ -309,8 +346,9 @@ StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
   if (set == "core") return CoreSet();
   if (set == "fp8") return Fp8Set();
   if (set == "edge") return EdgeSet();
+  if (set == "holdout") return HoldoutSet();
   return InvalidArgumentError("unknown shape set '" + std::string(set) +
-                              "' (known: wide, core, fp8, edge)");
+                              "' (known: wide, core, fp8, edge, holdout)");
 }
 
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin) {

@@ -295,46 +295,102 @@ TEST(FeatureExtractor, BatchEqualsSingleForEveryProvider) {
   }
 }
 
-TEST(FeatureExtractor, PeerBlockTakesTheHeuristicsRanks) {
-  const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200(), /*with_peer_rank=*/true);
+TEST(FeatureExtractor, PeerBlockTurnsTheHeuristicsPicksIntoFeatures) {
+  const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200(), /*with_peer_block=*/true);
   ASSERT_TRUE(SpecUsesPeerRanks(spec));
   EXPECT_FALSE(SpecUsesPeerRanks(GemmFeatureSpec(Provider::kCublasLt, H200())));
-  EXPECT_EQ(spec.features.back().name, kPeerRankFeature);
-  // The spec survives its JSON and the extractor built from it takes ranks.
+  const size_t block = std::size(kPeerFeatures);
+  ASSERT_GT(spec.features.size(), block);
+  for (size_t i = 0; i < block; ++i) {
+    EXPECT_EQ(spec.features[spec.features.size() - block + i].name, kPeerFeatures[i]);
+  }
+  // The spec survives its JSON and the extractor built from it takes picks.
   const FeatureSpec read = FeatureSpecFromJson(FeatureSpecToJson(spec), "test").value();
   const auto e = GemmFeatureExtractor::Create(read).value();
   ASSERT_TRUE(e.UsesPeerRanks());
   std::mt19937 rng(3);
-  const std::vector<KernelConfig> configs = RandomConfigs(Provider::kCublasLt, 12, rng);
+  std::vector<KernelConfig> configs = RandomConfigs(Provider::kCublasLt, 12, rng);
+  // The heuristic's first choice is configs[3], its second configs[7]; configs[5] shares the
+  // first choice's family (algo, tile) but not its split-K.
+  CublasLtConfig first = std::get<CublasLtConfig>(configs[3]);
+  first.algo_id = 66;
+  first.tile_m = 128;
+  first.tile_n = 256;
+  first.split_k = 1;
+  first.cluster_m = 2;
+  first.cluster_n = 1;
+  configs[3] = first;
+  CublasLtConfig sibling = first;
+  sibling.split_k = 4;
+  sibling.custom_option = first.custom_option + 1;
+  configs[5] = sibling;
+  CublasLtConfig other = std::get<CublasLtConfig>(configs[7]);
+  other.algo_id = 23;
+  other.tile_m = 64;
+  other.tile_n = 256;
+  other.split_k = 2;
+  configs[7] = other;
+  const std::vector<PeerPick> picks = {{configs[7], 2}, {configs[3], 1}};  // any order
   GemmProblem p;
   p.m = 64;
   p.n = 4096;
   p.k = 7168;
-  std::vector<int32_t> ranks(configs.size(), 0);
-  ranks[3] = 1;
-  ranks[7] = 2;
   std::vector<double> batch, single;
-  ASSERT_TRUE(e.ExtractBatch(p, configs, &batch, ranks).ok());
+  ASSERT_TRUE(e.ExtractBatch(p, configs, &batch, picks).ok());
   const size_t width = e.NumFeatures();
   for (size_t i = 0; i < configs.size(); ++i) {
-    ASSERT_TRUE(e.Extract(p, configs[i], &single, ranks[i]).ok());
+    ASSERT_TRUE(e.Extract(p, configs[i], &single, picks).ok());
     for (size_t f = 0; f < width; ++f) ASSERT_TRUE(SameBits(single[f], batch[i * width + f]));
-    EXPECT_EQ(single.back(), ranks[i]);
   }
+  auto feature = [&](size_t candidate, std::string_view name) {
+    const auto names = e.spec().Names();
+    const size_t f =
+        static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+    return batch[candidate * width + f];
+  };
+  EXPECT_EQ(feature(3, kPeerRankFeature), 1);
+  EXPECT_EQ(feature(7, kPeerRankFeature), 2);
+  EXPECT_EQ(feature(0, kPeerRankFeature), 0);
+  EXPECT_EQ(feature(5, "peer_same_algo"), 1);
+  EXPECT_EQ(feature(5, "peer_same_tile"), 1);
+  EXPECT_EQ(feature(5, "peer_same_split_k"), 0);
+  EXPECT_DOUBLE_EQ(feature(5, "peer_log2_split_k_ratio"), 2);
+  EXPECT_EQ(feature(7, "peer_same_algo"), 0);
+  EXPECT_DOUBLE_EQ(feature(7, "peer_log2_tile_m_ratio"), -1);
+  EXPECT_DOUBLE_EQ(feature(7, "peer_log2_tile_n_ratio"), 0);
+  for (size_t i : {0u, 5u, 7u}) {
+    EXPECT_EQ(feature(i, "peer_top_algo"), 66);
+    EXPECT_EQ(feature(i, "peer_top_tile_m"), 128);
+    EXPECT_EQ(feature(i, "peer_top_tile_n"), 256);
+    EXPECT_EQ(feature(i, "peer_top_split_k"), 1);
+  }
+  // The first choice's family holds one pick (itself); its sibling shares it; the second
+  // choice's family is its own.
+  EXPECT_EQ(feature(5, "peer_family_picks"), 1);
+  EXPECT_EQ(feature(5, "peer_family_best_rank"), 1);
+  EXPECT_EQ(feature(7, "peer_family_best_rank"), 2);
+  // An empty list (the heuristic had nothing) is an answer: rank 0, comparisons NaN.
+  ASSERT_TRUE(e.ExtractBatch(p, configs, &batch, std::span<const PeerPick>()).ok());
+  EXPECT_EQ(feature(3, kPeerRankFeature), 0);
+  EXPECT_TRUE(std::isnan(feature(3, "peer_same_algo")));
+  EXPECT_EQ(feature(3, "peer_family_picks"), 0);
   // The other columns are the plain spec's.
   const auto plain = GemmFeatureExtractor::Create(GemmFeatureSpec(Provider::kCublasLt, H200()));
   std::vector<double> plain_row;
   ASSERT_TRUE(plain->Extract(p, configs[0], &plain_row).ok());
-  ASSERT_EQ(plain_row.size() + 1, width);
+  ASSERT_EQ(plain_row.size() + block, width);
   for (size_t f = 0; f < plain_row.size(); ++f) EXPECT_TRUE(SameBits(plain_row[f], batch[f]));
-  // Missing, miscounted or negative ranks are errors; a plain extractor ignores them.
+  // Missing picks or a bad rank are errors; a plain extractor ignores picks.
   const Status missing = e.ExtractBatch(p, configs, &batch);
   EXPECT_EQ(missing.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(missing.message(), "--peer-rank"));
   EXPECT_FALSE(e.Extract(p, configs[0], &single).ok());
-  EXPECT_FALSE(e.ExtractBatch(p, configs, &batch, std::span<const int32_t>(ranks).first(3)).ok());
-  EXPECT_FALSE(e.Extract(p, configs[0], &single, -1).ok());
-  EXPECT_TRUE(plain->ExtractBatch(p, configs, &batch, ranks).ok());
+  const std::vector<PeerPick> bad_rank = {{configs[0], 0}};
+  EXPECT_FALSE(e.ExtractBatch(p, configs, &batch, bad_rank).ok());
+  TileConfig tile;
+  const std::vector<PeerPick> other_provider = {{tile, 1}};
+  EXPECT_FALSE(e.ExtractBatch(p, configs, &batch, other_provider).ok());
+  EXPECT_TRUE(plain->ExtractBatch(p, configs, &batch, picks).ok());
   // Twice in a spec is refused.
   FeatureSpec twice = spec;
   twice.features.push_back({std::string(kPeerRankFeature), FeatureKind::kNumeric});

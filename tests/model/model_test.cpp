@@ -230,6 +230,24 @@ TEST(BlendScores, AveragesRankPercentilesWithTiesShared) {
   EXPECT_TRUE(BlendScores({}, {}, 0.5).empty());
 }
 
+TEST(RelevanceGrade, FineNearTheBestCoarseBelow) {
+  EXPECT_EQ(RelevanceGrade(100, 100), kMaxRelevanceGrade);
+  EXPECT_EQ(RelevanceGrade(99.8, 100), 29);  // within the first 0.5 % step
+  EXPECT_EQ(RelevanceGrade(99.5, 100), 29);
+  EXPECT_EQ(RelevanceGrade(99.4, 100), 28);
+  EXPECT_EQ(RelevanceGrade(95, 100), 20);
+  EXPECT_EQ(RelevanceGrade(90, 100), 11);
+  // Under 90 %: ten-point steps, never 0, so a 20 %-of-best config still ranks below a 50 % one.
+  EXPECT_EQ(RelevanceGrade(89.9, 100), 9);
+  EXPECT_EQ(RelevanceGrade(50, 100), 6);
+  EXPECT_EQ(RelevanceGrade(20, 100), 3);
+  EXPECT_EQ(RelevanceGrade(1, 100), 1);
+  EXPECT_GT(RelevanceGrade(50, 100), RelevanceGrade(20, 100));
+  // Faster than the best (an aborted row's estimate, never the oracle) counts as the best.
+  EXPECT_EQ(RelevanceGrade(120, 100), kMaxRelevanceGrade);
+  EXPECT_EQ(RelevanceGrade(1, 0), 1);
+}
+
 TEST_F(ModelTest, BlendTrainsBothMembersAndSelectsWithTheirAverage) {
   std::set<std::tuple<int64_t, int64_t, int64_t>> used;
   const Dataset train = testing_util::SyntheticDataset(60, 11, &used);
@@ -488,7 +506,7 @@ TEST_F(ModelTest, PeerRankFeatureUsesTheHeuristicsKnowledge) {
   options.peer_rank_feature = true;
   const auto trained = TrainModel(train, options, Dir("peer"));
   ASSERT_TRUE(trained.ok()) << trained.status().ToString();
-  EXPECT_EQ(trained->spec.features.back().name, kPeerRankFeature);
+  EXPECT_TRUE(SpecUsesPeerRanks(trained->spec));
   EXPECT_TRUE(Contains(Slurp(Dir("peer") + "/train_manifest.json"), "\"peer_rank_feature\": true"));
 
   const Model plain = Model::Load(Dir("plain")).value();
@@ -509,9 +527,9 @@ TEST_F(ModelTest, PeerRankFeatureUsesTheHeuristicsKnowledge) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(refused.status().message(), "--peer-rank"));
-  const std::vector<int32_t> wrong_count(configs.size() + 1, 0);
-  EXPECT_FALSE(peer.Predict(Target::kTflops, p.problem, configs, wrong_count).ok());
-  EXPECT_TRUE(peer.Predict(Target::kTflops, p.problem, configs, PeerRanksOf(p)).ok());
+  const std::vector<PeerPick> bad_rank = {{configs.front(), -1}};
+  EXPECT_FALSE(peer.Predict(Target::kTflops, p.problem, configs, bad_rank).ok());
+  EXPECT_TRUE(peer.Predict(Target::kTflops, p.problem, configs, PeerPicksOf(p)).ok());
 
   // Data without any peer rows cannot train the feature.
   Dataset no_peer = train;

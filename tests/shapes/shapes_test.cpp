@@ -95,9 +95,24 @@ TEST(ShapesTest, Fp8IsCorePlusAnotherNinthOfWide) {
   EXPECT_GE(runnable, 150);
 }
 
+// The holdout set tests models trained on wide-set data: no shape of it may be a wide shape.
+TEST(ShapesTest, HoldoutSharesNoShapeWithWide) {
+  const auto wide = GenerateShapeSet("wide").value();
+  const auto holdout = GenerateShapeSet("holdout").value();
+  EXPECT_GE(holdout.size(), 150u);
+  for (const ShapeRow& r : holdout) {
+    EXPECT_EQ(
+        std::count_if(wide.begin(), wide.end(),
+                      [&](const ShapeRow& w) { return w.m == r.m && w.n == r.n && w.k == r.k; }),
+        0)
+        << r.m << "x" << r.n << "x" << r.k;
+    EXPECT_EQ(r.family.rfind("holdout.", 0), 0u) << r.family;
+  }
+}
+
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
-  for (const char* set : {"wide", "core", "fp8", "edge"}) {
+  for (const char* set : {"wide", "core", "fp8", "edge", "holdout"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())
