@@ -119,6 +119,9 @@ struct TrainOptions {
   std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
   int warm_start_rounds = 200;
   std::vector<std::string> data_sources;  // the dataset files, recorded in the manifest
+  // Each file's candidate fingerprint (same order as data_sources; may be empty), recorded in
+  // the manifest so an out-of-fold evaluation can tell whether it scores the training data.
+  std::vector<std::string> data_source_fingerprints;
   // Called after each fit with a one-line account (fold, trees, seconds); may be empty.
   std::function<void(const std::string&)> progress;
 };

@@ -15,20 +15,51 @@
 namespace kselect::cli {
 namespace {
 
-// True when `data` is exactly the data the model was trained on (same fingerprint).
-bool IsTrainingData(const std::string& model_dir, const CandidateSet& data) {
+// The model's train_manifest.json["data"], or null when it cannot be read.
+nlohmann::json ManifestData(const std::string& model_dir) {
   std::ifstream in(std::filesystem::path(model_dir) / "train_manifest.json");
   const auto manifest = nlohmann::json::parse(in, nullptr, false);
-  if (manifest.is_discarded() || !manifest.contains("data")) return false;
-  const auto& fingerprint = manifest["data"].value("fingerprint", std::string());
+  if (manifest.is_discarded() || !manifest.contains("data")) return nullptr;
+  return manifest["data"];
+}
+
+// True when `data` is exactly the data the model was trained on (same fingerprint).
+bool IsTrainingData(const std::string& model_dir, const CandidateSet& data) {
+  const nlohmann::json manifest_data = ManifestData(model_dir);
+  if (!manifest_data.is_object()) return false;
+  const auto& fingerprint = manifest_data.value("fingerprint", std::string());
   return !fingerprint.empty() && fingerprint == data.fingerprint;
+}
+
+// True when the manifest records its files' fingerprints and `data` is none of them: the
+// out-of-fold predictions are then scored against other measurements (a re-measured file, say)
+// than the folds trained on. Models trained before fingerprints were recorded are not judged.
+bool IsOtherThanTrainingFiles(const std::string& model_dir, const CandidateSet& data) {
+  const nlohmann::json manifest_data = ManifestData(model_dir);
+  if (!manifest_data.is_object() || !manifest_data.contains("source_fingerprints")) return false;
+  const nlohmann::json& fingerprints = manifest_data["source_fingerprints"];
+  if (!fingerprints.is_array() || fingerprints.empty()) return false;
+  for (const auto& f : fingerprints) {
+    if (f.is_string() && f.get<std::string>() == data.fingerprint) return false;
+  }
+  return true;
+}
+
+void NoteOtherData(const char* command, const std::string& model_dir,
+                   const std::string& data_path) {
+  std::cerr << "kselect " << command << ": note: " << data_path << " is not one of the files "
+            << model_dir
+            << " was trained on (its fingerprint is none of train_manifest.json's "
+               "source_fingerprints): the out-of-fold predictions are scored against other "
+               "measurements than the folds trained on\n";
 }
 
 // One model's evaluation on a dataset, with what the reports need besides the summary.
 struct Evaluation {
   EvalSummary summary;
   PredictionScatter scatter;
-  bool in_sample = false;  // `data` is exactly the model's training data
+  bool in_sample = false;                  // `data` is exactly the model's training data
+  bool other_than_training_files = false;  // out of fold: see IsOtherThanTrainingFiles
 };
 
 // With `out_of_fold`, the model's oof_predictions.csv replaces its predictions (refused when it
@@ -47,6 +78,7 @@ StatusOr<Evaluation> Evaluate(const std::string& model_dir, const Dataset& datas
   }
   Evaluation evaluation;
   evaluation.in_sample = !out_of_fold && IsTrainingData(model_dir, data);
+  evaluation.other_than_training_files = out_of_fold && IsOtherThanTrainingFiles(model_dir, data);
   evaluation.scatter = BuildPredictionScatter(data, scores, model.Ranks(Target::kTflops));
   evaluation.summary = EvaluateScores(data, scores);
   return evaluation;
@@ -71,6 +103,7 @@ int RunEval(const EvalArgs& args) {
   if (args.out_of_fold) {
     std::cerr << "kselect eval: out of fold: every problem as predicted by the fold model that "
                  "never saw its shape (GroupKFold, early stopping on an inner split)\n";
+    if (evaluation->other_than_training_files) NoteOtherData("eval", args.model, args.data);
   } else if (evaluation->in_sample) {
     std::cerr << "kselect eval: note: this is the model's training data, so these figures are "
                  "in-sample; cv_metrics.json in the model directory holds the honest ones\n";
@@ -134,6 +167,8 @@ int RunCompare(const CompareArgs& args) {
   if (args.out_of_fold) {
     std::cout << "out-of-fold: each model's predictions by the fold models that never saw the "
                  "problem's shape\n";
+    if (old_eval->other_than_training_files) NoteOtherData("compare", args.old_model, args.data);
+    if (new_eval->other_than_training_files) NoteOtherData("compare", args.new_model, args.data);
   }
   auto result = CompareSummaries(old_eval->summary, new_eval->summary);
   if (!result.ok()) return ReportError("compare", result.status());

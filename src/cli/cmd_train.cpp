@@ -48,7 +48,10 @@ int RunTrain(TrainArgs& args) {
   args.options.progress = [](const std::string& line) { std::cerr << "train: " << line << "\n"; };
   // Several files train one model (say every layout of a dtype: shapes held out together across
   // them).
-  auto candidates = ReadCandidateSet(args.data, args.options.provider);
+  // Each file's fingerprint goes into the manifest, so `kselect eval --oof` on one of them can
+  // tell whether it scores the data the folds trained on.
+  auto candidates =
+      ReadCandidateSet(args.data, args.options.provider, &args.options.data_source_fingerprints);
   if (!candidates.ok()) return ReportError("train", candidates.status());
   auto result = TrainModelOnCandidates(*candidates, args.options, args.out);
   if (!result.ok()) return ReportError("train", result.status());

@@ -49,13 +49,20 @@ inline Status WriteExportTableChecked(const ExportTable& t, const std::string& p
 
 // The candidates of one provider from one or more dataset files (say every layout of a dtype),
 // whose rows must come from one device. The rows are freed once the candidates are built, so
-// the caller holds one copy of the data.
-inline StatusOr<CandidateSet> ReadCandidateSet(const std::vector<std::string>& paths,
-                                               std::optional<Provider> provider) {
+// the caller holds one copy of the data. With `file_fingerprints`, each file's own candidate
+// fingerprint (what `kselect eval` computes when given that file alone) is appended to it.
+inline StatusOr<CandidateSet> ReadCandidateSet(
+    const std::vector<std::string>& paths, std::optional<Provider> provider,
+    std::vector<std::string>* file_fingerprints = nullptr) {
   Dataset all;
   for (const std::string& path : paths) {
     auto dataset = ReadDatasetChecked(path);
     if (!dataset.ok()) return dataset.status();
+    if (file_fingerprints != nullptr) {
+      auto own = BuildCandidateSet(*dataset, provider);
+      if (!own.ok()) return own.status().WithContext(path);
+      file_fingerprints->push_back(own->fingerprint);
+    }
     if (all.rows.empty()) {
       all = std::move(*dataset);
     } else {

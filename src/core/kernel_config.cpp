@@ -180,6 +180,22 @@ std::string ConfigKey(const KernelConfig& config) {
   return std::visit(Visitor{}, config);
 }
 
+namespace {
+// cublasLtReductionScheme_t by name (its values are bit flags: 1, 2, 4).
+std::string ReductionSchemeLabel(int32_t scheme) {
+  switch (scheme) {
+    case 1:
+      return "inplace";
+    case 2:
+      return "compute";
+    case 4:
+      return "output";
+    default:
+      return std::to_string(scheme);
+  }
+}
+}  // namespace
+
 std::string DescribeConfig(const KernelConfig& config) {
   struct Visitor {
     std::string operator()(const CublasLtConfig& c) const {
@@ -187,11 +203,14 @@ std::string DescribeConfig(const KernelConfig& config) {
       if (c.tile_m > 0) s += " tile" + std::to_string(c.tile_m) + "x" + std::to_string(c.tile_n);
       if (c.stages > 0) s += " stages" + std::to_string(c.stage_k) + "x" + std::to_string(c.stages);
       if (c.split_k > 1) s += " splitk" + std::to_string(c.split_k);
+      // Split-K configs differ only in where partial sums meet; without it two of them read alike.
+      if (c.reduction_scheme != 0) s += " reduce-" + ReductionSchemeLabel(c.reduction_scheme);
       if (c.cluster_m > 0) {
         s += " cluster" + Dims(c.cluster_m, c.cluster_n, c.cluster_k);
       }
       if (c.swizzle) s += " swz";
       if (c.custom_option) s += " opt" + std::to_string(c.custom_option);
+      if (c.inner_shape_id) s += " inner" + std::to_string(c.inner_shape_id);
       return s;
     }
     std::string operator()(const TileConfig& c) const {

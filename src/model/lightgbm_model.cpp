@@ -1016,6 +1016,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
        {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
                                                     : json(options.data_sources)},
         {"sources", options.data_sources},
+        {"source_fingerprints", options.data_source_fingerprints},
         {"fingerprint", data.fingerprint},
         {"rows_read", data.rows_read},
         {"rows_used", data.rows_used},

@@ -6,6 +6,7 @@ A case file is a list of steps separated by lines of '----'. Each step has:
   exit: <expected exit code>
   stdout-contains: <text>       (any number)
   stderr-contains: <text>       (any number)
+  stderr-lacks: <text>          (any number; say a note must not appear)
   file-exists: <path>           (any number)
   file-absent: <path>           (any number; e.g. no partial output after a failure)
   file-contains: <path> <text>  (any number; the path ends at the first space)
@@ -66,6 +67,9 @@ def main():
                 for text in step.get("stderr-contains", []):
                     if subst(text) not in proc.stderr:
                         problems.append(f"stderr lacks {text!r}")
+                for text in step.get("stderr-lacks", []):
+                    if subst(text) in proc.stderr:
+                        problems.append(f"stderr has {text!r}")
                 for path in step.get("file-exists", []):
                     if not os.path.exists(subst(path)):
                         problems.append(f"missing file {path}")

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "core/json_codec.h"
 
 namespace kselect {
@@ -76,6 +78,27 @@ TEST(KernelConfigTest, ConfigKeysAreDistinctAndStable) {
   EXPECT_NE(ConfigKey(other), ConfigKey(configs[1]));
   EXPECT_EQ(SplitKOf(configs[0]), 2);
   EXPECT_EQ(SplitKOf(configs[2]), 1);
+}
+
+// Descriptions are what people compare in predict output and reports: configs that differ in
+// a field that changes the kernel must read differently (split-K reduction and inner shape once
+// read alike).
+TEST(KernelConfigTest, CublasLtDescriptionsTellVariantsApart) {
+  const CublasLtConfig base = std::get<CublasLtConfig>(OneOfEach()[0]);
+  EXPECT_EQ(DescribeConfig(base),
+            "cublaslt algo66 tile128x128 stages64x3 splitk2 reduce-inplace cluster2x1x1 swz opt3");
+  std::set<std::string> descriptions{DescribeConfig(base)};
+  for (int32_t scheme : {2, 4}) {
+    CublasLtConfig other = base;
+    other.reduction_scheme = scheme;
+    descriptions.insert(DescribeConfig(other));
+  }
+  CublasLtConfig inner = base;
+  inner.inner_shape_id = 4;
+  descriptions.insert(DescribeConfig(inner));
+  EXPECT_EQ(descriptions.size(), 4u);
+  EXPECT_TRUE(descriptions.count(
+      "cublaslt algo66 tile128x128 stages64x3 splitk2 reduce-output cluster2x1x1 swz opt3"));
 }
 
 TEST(KernelConfigTest, JsonRoundTripKeepsEveryField) {
