@@ -112,6 +112,13 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
           listed.status().message() +
           "). Run on a GPU host, or use a model trained without --peer-rank");
     }
+    // No algorithm from the heuristic means the library cannot run this problem at all (fp8
+    // kernels, for one, need 16-byte aligned dimensions): a ranking would only list configs
+    // that fail to launch.
+    if (listed->empty()) {
+      return FailedPreconditionError(provider + "'s heuristic on this GPU has no algorithm for " +
+                                     problem_key + ": the library cannot run this problem here");
+    }
     for (size_t r = 0; r < listed->size(); ++r) {
       std::string key = ConfigKey((*listed)[r]);
       if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
@@ -120,7 +127,7 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
       }
       picks.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
     }
-    *source = provider + "'s heuristic on this GPU";
+    *source = provider + "'s heuristic on this GPU (" + std::to_string(listed->size()) + " picks)";
   }
   std::stable_sort(picks.begin(), picks.end(),
                    [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });

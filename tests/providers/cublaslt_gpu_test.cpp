@@ -113,6 +113,30 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
   cudaFree(dw);
 }
 
+// cuBLASLt's fp8 kernels need 16-byte aligned dimensions: with m = 100 (a bf16 C column of 200
+// bytes) the heuristic has nothing, which `kselect predict` reports instead of ranking configs
+// that cannot launch; m = 128 has picks, each of which can implement the problem.
+TEST(CublasLtGpuTest, HeuristicHasNoPicksForAnFp8ProblemNoKernelRuns) {
+  if (!HaveGpu()) GTEST_SKIP() << "no GPU on this host";
+  auto provider = CreateProvider(Provider::kCublasLt).value();
+  GemmProblem p;
+  p.m = 100;
+  p.n = 7168;
+  p.k = 2048;
+  p.layout = GemmLayoutFromBlasOps("TN").value();
+  p.dtype_a = p.dtype_b = DataType::kF8E4M3;
+  p.dtype_c = DataType::kBF16;
+  auto none = provider->HeuristicPicks(p, 8);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty()) << none->size() << " picks, first " << DescribeConfig(none->front());
+  p.m = 128;
+  auto some = provider->HeuristicPicks(p, 8);
+  ASSERT_TRUE(some.ok()) << some.status().ToString();
+  ASSERT_FALSE(some->empty());
+  for (const KernelConfig& c : *some)
+    EXPECT_TRUE(provider->CanImplement(p, c).ok()) << DescribeConfig(c);
+}
+
 TEST(CublasLtGpuTest, SnapshotsMatchAFreshEnumeration) {
   if (!HaveGpu()) GTEST_SKIP() << "no GPU on this host";
   const HardwareProfile hw = QueryHardwareProfile(0).value();
