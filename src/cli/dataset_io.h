@@ -58,7 +58,8 @@ inline StatusOr<CandidateSet> ReadCandidateSet(
   for (const std::string& path : paths) {
     auto dataset = ReadDatasetChecked(path);
     if (!dataset.ok()) return dataset.status();
-    if (file_fingerprints != nullptr) {
+    // One file's fingerprint is the whole set's, taken below without building it twice.
+    if (file_fingerprints != nullptr && paths.size() > 1) {
       auto own = BuildCandidateSet(*dataset, provider);
       if (!own.ok()) return own.status().WithContext(path);
       file_fingerprints->push_back(own->fingerprint);
@@ -73,7 +74,11 @@ inline StatusOr<CandidateSet> ReadCandidateSet(
   // Before the duplicate check: the same pair measured on two devices is no duplicate.
   KSELECT_RETURN_IF_ERROR(CheckOneDevice(all.rows, /*allow_mixed=*/false,
                                          "A model learns one device: train one per device"));
-  return BuildCandidateSet(all, provider);
+  auto set = BuildCandidateSet(all, provider);
+  if (set.ok() && file_fingerprints != nullptr && paths.size() == 1) {
+    file_fingerprints->push_back(set->fingerprint);
+  }
+  return set;
 }
 
 }  // namespace kselect::cli
