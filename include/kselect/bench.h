@@ -97,7 +97,9 @@ struct ResumeState {
 StatusOr<ResumeState> LoadResumeState(const std::string& path, bool repair);
 
 struct BenchOptions {
-  std::vector<GemmProblem> problems;  // the whole list; the shard picks its slice
+  // The whole list (GEMMs or convolutions; each provider describes its operands); the shard
+  // picks its slice.
+  std::vector<Problem> problems;
   Provider provider = Provider::kCublasLt;
   RuleSet rules;  // filters each problem's enumerated configs
   std::string output_path;

@@ -9,7 +9,8 @@
 //   configs  = provider->Enumerate(p)                             // every config that can run p
 //   peers    = provider->HeuristicPicks(p, 8)                     // the library's own top picks
 //   kernel   = provider->Prepare(p, configs[i])                   // kCannotImplement with reason
-//   kernel->Launch(operands, stream)                              // asynchronous, on `stream`
+//   operands = provider->Operands(p)                              // buffers the caller allocates
+//   kernel->Launch({buffers, workspace}, stream)                  // asynchronous, on `stream`
 //
 // Everything that needs a GPU returns kUnavailable on a host without one (binaries still start
 // there). No CUDA type appears here: streams are opaque `void*` (a cudaStream_t), device
@@ -40,16 +41,40 @@ struct ProviderOptions {
   std::string rule_set;
 };
 
-// Device memory for one GEMM launch, owned by the caller. Pointers are device addresses laid out
-// as the problem says (GemmLayout, dtypes; batches strided densely one after another).
-struct GemmOperands {
-  const void* a = nullptr;
-  const void* b = nullptr;
-  const void* c = nullptr;  // read when beta != 0; may equal d
-  void* d = nullptr;
+// How a launch uses one operand's memory.
+enum class OperandAccess { kRead, kWrite, kReadWrite };
+std::string_view OperandAccessName(OperandAccess access);  // "read", "write", "read_write"
+
+// One device buffer a problem's launch takes, as the provider describes it: the caller (bench,
+// verify, later the dispatcher) allocates and fills buffers from this alone, so a problem kind
+// (GEMM, convolution) plugs in without the caller knowing its operands.
+struct OperandSpec {
+  std::string name;                  // role, unique within a problem: "a", "b", "c"
+  DataType dtype = DataType::kBF16;  // element type (for filling and comparing)
+  int64_t bytes = 0;                 // size of the buffer
+  int64_t alignment = 1;             // required alignment of its device address (bytes)
+  OperandAccess access = OperandAccess::kRead;
+  bool operator==(const OperandSpec&) const = default;
+};
+
+// Device memory for one launch, owned by the caller: `buffers[i]` is the device address of the
+// provider's OperandSpec i (same order), `workspace` at least the prepared kernel's
+// WorkspaceBytes().
+struct KernelOperands {
+  std::vector<void*> buffers;
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
 };
+
+// The operands of a GEMM, in launch order: A (m x k, read), B (k x n, read) and C (m x n),
+// updated in place (C = alpha*A*B + beta*C: read and written when beta != 0, written otherwise).
+// Batches are strided densely one after another; every address aligned to `alignment` bytes.
+std::vector<OperandSpec> GemmOperandSpecs(const GemmProblem& problem, int64_t alignment);
+
+// OK when `operands` has one non-null, aligned buffer per spec and at least `workspace_bytes`
+// of workspace; kInvalidArgument saying which operand is wrong otherwise.
+Status CheckOperands(std::span<const OperandSpec> specs, const KernelOperands& operands,
+                     int64_t workspace_bytes);
 
 // A config bound to a problem, with every descriptor built once, ready to launch many times.
 class PreparedKernel {
@@ -57,9 +82,10 @@ class PreparedKernel {
   virtual ~PreparedKernel() = default;
   // Workspace the launch needs (bytes); the caller passes at least this much.
   virtual int64_t WorkspaceBytes() const = 0;
-  // Enqueues one launch on `stream` (a cudaStream_t); returns the launch error, if any.
-  // Asynchronous: faults inside the kernel surface at the caller's next synchronisation.
-  virtual Status Launch(const GemmOperands& operands, void* stream) = 0;
+  // Enqueues one launch on `stream` (a cudaStream_t) with the buffers of the provider's
+  // Operands(problem), in that order; returns the launch error, if any. Asynchronous: faults
+  // inside the kernel surface at the caller's next synchronisation.
+  virtual Status Launch(const KernelOperands& operands, void* stream) = 0;
 };
 
 // Which configs a caller wants (a rule set, say: see RuleSetFilter in catalogue.h); an empty
@@ -99,6 +125,10 @@ class KernelProvider {
 
   // Workspace `config` needs for `problem` (bytes); the same check as CanImplement.
   virtual StatusOr<int64_t> WorkspaceBytes(const Problem& problem, const KernelConfig& config) = 0;
+
+  // The device buffers a launch of `problem` takes, in launch order (CPU only). kCannotImplement
+  // for problems this provider does not run.
+  virtual StatusOr<std::vector<OperandSpec>> Operands(const Problem& problem) const = 0;
 
   // Binds `config` to `problem`; kCannotImplement when CanImplement would refuse it.
   virtual StatusOr<std::unique_ptr<PreparedKernel>> Prepare(const Problem& problem,

@@ -24,6 +24,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the operation is refused in the current state (mixed devices, ...)
   kTimeout,
   kInternal,
+  kUnimplemented,  // a capability kselect does not have yet (a convolution reference)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -76,6 +77,9 @@ inline Status TimeoutError(std::string m) {
 }
 inline Status InternalError(std::string m) {
   return {StatusCode::kInternal, std::move(m)};
+}
+inline Status UnimplementedError(std::string m) {
+  return {StatusCode::kUnimplemented, std::move(m)};
 }
 
 // Thrown by KSELECT_CHECK: a bug in kselect or in a caller, never an input problem.

@@ -83,8 +83,8 @@ MeasurementMethod DefaultMethod(const BenchOptions& o) {
   return m;
 }
 
-json PlanRequest(const GemmProblem& problem) {
-  return json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(Problem(problem))}};
+json PlanRequest(const Problem& problem) {
+  return json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(problem)}};
 }
 
 // The problem's timing order: the heuristic's picks by rank (so the abort bound is tight from
@@ -115,12 +115,12 @@ std::vector<KernelConfig> TimingOrder(const json& plan, int64_t max_catalogue_co
 // Sweeps `problems` on one device, appending to `fd`. Planner workers enumerate the next
 // problems while the timer worker times this one.
 BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const ResumeState& state,
-                         const std::vector<GemmProblem>& all_problems, int device, int fd,
+                         const std::vector<Problem>& all_problems, int device, int fd,
                          double start_seconds) {
   BenchSummary summary;
-  std::vector<GemmProblem> problems;
-  for (const GemmProblem& problem : all_problems) {
-    if (state.completed.count(ProblemToString(Problem(problem))) != 0) {
+  std::vector<Problem> problems;
+  for (const Problem& problem : all_problems) {
+    if (state.completed.count(ProblemToString(problem)) != 0) {
       ++summary.problems_skipped;  // finished in an earlier invocation: not enumerated again
       continue;
     }
@@ -157,15 +157,14 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
   };
   for (size_t i = 0; i < planners.size(); ++i) send_plan(i);
   for (size_t index = 0; index < problems.size(); ++index) {
-    const GemmProblem& problem = problems[index];
+    const Problem& p = problems[index];
     ++summary.problems;
-    const Problem p = problem;
     auto plan = planners[index % planners.size()]->Receive(options.plan_watchdog_s);
     const double plan_wait_seconds = NowSeconds() - plan_sent[index];
     send_plan(index + planners.size());
     if (!plan.ok() || !(*plan).value("ok", false)) {
       ++summary.problems_failed;
-      std::cerr << "kselect bench: device " << device << ": " << problem.ToString()
+      std::cerr << "kselect bench: device " << device << ": " << ProblemToString(p)
                 << ": enumeration failed: "
                 << (plan.ok() ? (*plan).value("reason", "") : plan.status().ToString()) << "\n";
       continue;
@@ -174,7 +173,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     std::map<std::string, int32_t> peer_rank;
     const std::vector<KernelConfig> configs =
         TimingOrder(*plan, options.max_configs_per_problem, &peer_rank);
-    std::cerr << "kselect bench: device " << device << ": " << problem.ToString() << ": "
+    std::cerr << "kselect bench: device " << device << ": " << ProblemToString(p) << ": "
               << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
               << peer_rank.size() << " heuristic picks)\n";
     ProblemDone done;
@@ -204,7 +203,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       auto reply = timer.Request(request, options.watchdog_s);
       Measurement m;
       m.run_id = run.run_id;
-      m.op_type = "gemm";
+      m.op_type = std::holds_alternative<GemmProblem>(p) ? "gemm" : "grouped_conv";
       m.problem = p;
       m.config = config;
       m.kernel_name = DescribeConfig(config);
@@ -377,7 +376,7 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
       return s;
     }
   }
-  std::vector<GemmProblem> mine;
+  std::vector<Problem> mine;
   for (const size_t i : ShardIndices(options.problems.size(), options.shard))
     mine.push_back(options.problems[i]);
 
@@ -394,7 +393,7 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     std::vector<Child> children;
     const int count = static_cast<int>(options.devices.size());
     for (int d = 0; d < count; ++d) {
-      std::vector<GemmProblem> part;
+      std::vector<Problem> part;
       for (const size_t i : ShardIndices(mine.size(), ShardSpec{d, count})) part.push_back(mine[i]);
       int pipe_fds[2];
       if (::pipe(pipe_fds) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));

@@ -5,8 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,17 +17,15 @@
 #include <vector>
 
 #include "core/json_codec.h"
+#include "cuda/runtime.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
+#include "kselect/verify.h"
 
 namespace kselect::bench {
 namespace {
 
 using nlohmann::json;
-
-std::string CudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
-}
 
 bool WriteAll(int fd, const std::string& text) {
   size_t done = 0;
@@ -44,39 +40,24 @@ bool WriteAll(int fd, const std::string& text) {
   return true;
 }
 
-// Random non-zero bit patterns for each dtype, magnitudes about 0.06 to 2, so products stay far
-// from overflow at any K and no element is zero (zeros can run faster than real data).
-void FillRandom(std::vector<uint8_t>& bytes, DataType type, std::mt19937_64& rng) {
-  const int bits = DataTypeBits(type);
-  if (bits == 16) {
-    auto* v = reinterpret_cast<uint16_t*>(bytes.data());
-    const size_t n = bytes.size() / 2;
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t r = rng();
-      const uint16_t sign = static_cast<uint16_t>((r & 1) << 15);
-      if (type == DataType::kBF16) {  // exponent 123..127 (bias 127), 7 mantissa bits
-        v[i] = static_cast<uint16_t>(sign | ((123 + (r >> 1) % 5) << 7) | ((r >> 8) & 0x7F));
-      } else {  // fp16: exponent 11..15 (bias 15), 10 mantissa bits
-        v[i] = static_cast<uint16_t>(sign | ((11 + (r >> 1) % 5) << 10) | ((r >> 8) & 0x3FF));
-      }
-    }
-  } else if (bits == 8) {  // e4m3: exponent 3..7 (bias 7), 3 mantissa bits; never NaN or zero
-    for (size_t i = 0; i < bytes.size(); ++i) {
-      const uint64_t r = rng();
-      bytes[i] =
-          static_cast<uint8_t>(((r & 1) << 7) | ((3 + (r >> 1) % 5) << 3) | ((r >> 8) & 0x7));
-    }
-  } else {  // fp32
-    auto* v = reinterpret_cast<float*>(bytes.data());
-    std::uniform_real_distribution<float> d(0.0625f, 2.0f);
-    for (size_t i = 0; i < bytes.size() / 4; ++i) v[i] = (rng() & 1 ? -1.0f : 1.0f) * d(rng);
+using cuda::RuntimeErrorText;
+
+// The seed of a problem's operand data: for a GEMM the one the bench has always used, so its
+// inputs are the same bytes as before the worker took any Problem.
+uint64_t OperandSeed(const Problem& problem) {
+  if (const auto* p = std::get_if<GemmProblem>(&problem)) {
+    return 0x5eed ^ static_cast<uint64_t>(p->m * 31 + p->n * 17 + p->k);
   }
+  uint64_t hash = 0x5eed;  // FNV-1a over the problem's text
+  for (const char c : ProblemToString(problem))
+    hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return hash;
 }
 
-// The GPU state of one worker: provider, stream, events and the rotated operand sets.
-class Timer {
+// The GPU state of one worker: provider, stream, event timers and the rotated operand sets.
+class WorkerDevice {
  public:
-  Timer(const BenchOptions& options, int device) : options_(options), device_(device) {
+  WorkerDevice(const BenchOptions& options, int device) : options_(options), device_(device) {
     ProviderOptions po;
     po.device = device;
     po.max_workspace_bytes = options.max_workspace_bytes;
@@ -84,7 +65,7 @@ class Timer {
     auto created = CreateProvider(options.provider, po);
     if (created.ok()) provider_ = std::move(created).value();
   }
-  ~Timer() { FreeBuffers(); }
+  ~WorkerDevice() { FreeBuffers(); }
 
   KernelProvider* provider() { return provider_.get(); }
 
@@ -92,52 +73,60 @@ class Timer {
     if (provider_ == nullptr) return UnavailableError("no provider");
     if (stream_ != nullptr) return Status::Ok();
     cudaError_t e = cudaSetDevice(device_);
-    if (e != cudaSuccess) return UnavailableError("cudaSetDevice: " + CudaText(e));
+    if (e != cudaSuccess) return UnavailableError("cudaSetDevice: " + RuntimeErrorText(e));
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_);
     l2_bytes_ = l2;
     if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess)
-      return UnavailableError("cudaStreamCreate: " + CudaText(e));
+      return UnavailableError("cudaStreamCreate: " + RuntimeErrorText(e));
     for (int r = 0; r <= options_.repeats; ++r) {
-      cudaEvent_t start = nullptr, stop = nullptr;
-      if ((e = cudaEventCreate(&start)) != cudaSuccess ||
-          (e = cudaEventCreate(&stop)) != cudaSuccess) {
-        return UnavailableError("cudaEventCreate: " + CudaText(e));
-      }
-      starts_.push_back(start);
-      stops_.push_back(stop);
+      StatusOr<cuda::EventTimer> timer = cuda::EventTimer::Create();
+      if (!timer.ok()) return UnavailableError(timer.status().message());
+      regions_.push_back(std::move(timer).value());
       gates_.push_back(std::make_unique<Gate>());
     }
     return Status::Ok();
   }
 
-  // Allocates and fills the operand sets for `p` (kept while consecutive requests share it).
-  Status Setup(const GemmProblem& p) {
-    const std::string key = p.ToString();
+  // Allocates and fills the operand sets for `p`, one buffer per operand the provider
+  // described (kept while consecutive requests share the problem).
+  Status Setup(const Problem& p, const std::vector<OperandSpec>& operands) {
+    const std::string key = ProblemToString(p);
     if (key == problem_key_) return Status::Ok();
     FreeBuffers();
-    const int64_t a_bytes = p.batch * p.m * p.k * DataTypeBits(p.dtype_a) / 8;
-    const int64_t b_bytes = p.batch * p.k * p.n * DataTypeBits(p.dtype_b) / 8;
-    const int64_t d_bytes = p.batch * p.m * p.n * DataTypeBits(p.dtype_c) / 8;
-    const int64_t set_bytes = a_bytes + b_bytes + d_bytes;
+    int64_t set_bytes = 0;
+    for (const OperandSpec& operand : operands) {
+      // cudaMalloc aligns to 256 bytes; a provider asking for more cannot be served.
+      if (operand.alignment > 256) {
+        return InvalidArgumentError("operand " + operand.name + " needs " +
+                                    std::to_string(operand.alignment) + "-byte alignment");
+      }
+      set_bytes += operand.bytes;
+    }
+    set_bytes = std::max<int64_t>(set_bytes, 1);
     const int64_t target = options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * l2_bytes_;
     int64_t sets =
         std::max<int64_t>(1, (target + set_bytes - 1) / set_bytes + (set_bytes < target ? 1 : 0));
     sets = std::min<int64_t>(sets, 512);
-    std::mt19937_64 rng(0x5eed ^ static_cast<uint64_t>(p.m * 31 + p.n * 17 + p.k));
-    // One random block per operand kind, copied into every set: random, non-zero, and fast to
-    // make even for multi-GiB operands.
+    std::mt19937_64 rng(OperandSeed(p));
+    // One random block per operand, copied into every set: random, non-zero, and fast to make
+    // even for multi-GiB operands.
     for (int64_t s = 0; s < sets; ++s) {
-      OperandSet set;
-      KSELECT_RETURN_IF_ERROR(AllocFilled(a_bytes, p.dtype_a, rng, &set.a));
-      KSELECT_RETURN_IF_ERROR(AllocFilled(b_bytes, p.dtype_b, rng, &set.b));
-      KSELECT_RETURN_IF_ERROR(AllocFilled(d_bytes, p.dtype_c, rng, &set.d));
-      sets_.push_back(set);
+      OperandSet& set = sets_.emplace_back();
+      for (const OperandSpec& operand : operands) {
+        cuda::DeviceBuffer& buffer = set.buffers.emplace_back();
+        KSELECT_RETURN_IF_ERROR(buffer.Reserve(operand.bytes));
+        KSELECT_RETURN_IF_ERROR(
+            verify::FillDeviceRandom(buffer.data(), operand.bytes, operand.dtype, rng));
+        set.launch.buffers.push_back(buffer.data());
+      }
     }
     if (options_.max_workspace_bytes > 0) {
-      const cudaError_t e =
-          cudaMalloc(&workspace_, static_cast<size_t>(options_.max_workspace_bytes));
-      if (e != cudaSuccess) return InternalError("cudaMalloc(workspace): " + CudaText(e));
+      KSELECT_RETURN_IF_ERROR(workspace_.Reserve(options_.max_workspace_bytes));
+    }
+    for (OperandSet& set : sets_) {
+      set.launch.workspace = workspace_.data();
+      set.launch.workspace_bytes = options_.max_workspace_bytes;
     }
     rotating_bytes_ = sets * set_bytes;
     problem_key_ = key;
@@ -150,15 +139,13 @@ class Timer {
   // stream until the host has enqueued the region's launches), so back-to-back launches of a
   // short kernel are timed as GPU time, not as the host's launch rate. Syncs: one after the
   // estimate, one after the first two batches (the early-abort check), one after the rest.
-  json Time(const GemmProblem& p, const KernelConfig& config, double abort_bound_ms) {
+  json Time(const Problem& p, const KernelConfig& config, double abort_bound_ms) {
     auto prepared = provider_->Prepare(p, config);
     if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
     PreparedKernel& kernel = **prepared;
     size_t next = 0;
     auto launch = [&]() -> Status {
-      const OperandSet& s = sets_[next++ % sets_.size()];
-      GemmOperands o{s.a, s.b, s.d, s.d, workspace_, options_.max_workspace_bytes};
-      return kernel.Launch(o, stream_);
+      return kernel.Launch(sets_[next++ % sets_.size()].launch, stream_);
     };
     const int max_regions = options_.repeats + 1;
     KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
@@ -169,22 +156,19 @@ class Timer {
       if (gated) {
         gate.open.store(false, std::memory_order_relaxed);
         cudaError_t e = cudaLaunchHostFunc(stream_, &Gate::Wait, &gate);
-        if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + CudaText(e));
+        if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + RuntimeErrorText(e));
       }
-      cudaEventRecord(starts_[static_cast<size_t>(r)], stream_);
-      Status launched = Status::Ok();
+      cuda::EventTimer& region = regions_[static_cast<size_t>(r)];
+      Status launched = region.Start(stream_);
       for (int i = 0; i < iters && launched.ok(); ++i) launched = launch();
-      cudaEventRecord(stops_[static_cast<size_t>(r)], stream_);
+      const Status stopped = region.Stop(stream_);
       gate.open.store(true, std::memory_order_release);
-      return launched;
+      return launched.ok() ? stopped : launched;
     };
     auto region_ms = [&](int r, int iters, double* ms) -> Status {
-      const cudaError_t e = cudaEventSynchronize(stops_[static_cast<size_t>(r)]);
-      if (e != cudaSuccess) return InternalError("kernel failed: " + CudaText(e));
-      float elapsed = 0;
-      cudaEventElapsedTime(&elapsed, starts_[static_cast<size_t>(r)],
-                           stops_[static_cast<size_t>(r)]);
-      *ms = static_cast<double>(elapsed) / iters;
+      StatusOr<double> elapsed = regions_[static_cast<size_t>(r)].ElapsedMs();
+      if (!elapsed.ok()) return InternalError("kernel failed: " + elapsed.status().message());
+      *ms = *elapsed / iters;
       return Status::Ok();
     };
     // The first launch is timed without the gate: cuBLASLt loads the kernel's module lazily
@@ -285,10 +269,10 @@ class Timer {
       }
     }
   };
+  // One copy of every operand, and the launch arguments that point at it.
   struct OperandSet {
-    void* a = nullptr;
-    void* b = nullptr;
-    void* d = nullptr;
+    std::vector<cuda::DeviceBuffer> buffers;
+    KernelOperands launch;
   };
 
   MeasurementMethod BaseMethod() const {
@@ -320,31 +304,9 @@ class Timer {
                 {"method", json_codec::MethodToJson(method)}};
   }
 
-  Status AllocFilled(int64_t bytes, DataType type, std::mt19937_64& rng, void** out) {
-    cudaError_t e = cudaMalloc(out, static_cast<size_t>(bytes));
-    if (e != cudaSuccess)
-      return InternalError("cudaMalloc(" + std::to_string(bytes) + "): " + CudaText(e));
-    constexpr int64_t kBlock = 8ll << 20;
-    std::vector<uint8_t> host(static_cast<size_t>(std::min(bytes, kBlock)));
-    FillRandom(host, type, rng);
-    for (int64_t off = 0; off < bytes; off += kBlock) {
-      const int64_t n = std::min(kBlock, bytes - off);
-      e = cudaMemcpy(static_cast<uint8_t*>(*out) + off, host.data(), static_cast<size_t>(n),
-                     cudaMemcpyHostToDevice);
-      if (e != cudaSuccess) return InternalError("cudaMemcpy: " + CudaText(e));
-    }
-    return Status::Ok();
-  }
-
   void FreeBuffers() {
-    for (const OperandSet& s : sets_) {
-      cudaFree(s.a);
-      cudaFree(s.b);
-      cudaFree(s.d);
-    }
     sets_.clear();
-    if (workspace_ != nullptr) cudaFree(workspace_);
-    workspace_ = nullptr;
+    workspace_.Free();
     problem_key_.clear();
   }
 
@@ -352,17 +314,17 @@ class Timer {
   int device_;
   std::unique_ptr<KernelProvider> provider_;
   cudaStream_t stream_ = nullptr;
-  // Region r (0 = the estimate, 1.. = the timed batches) uses starts_[r], stops_[r], gates_[r].
-  std::vector<cudaEvent_t> starts_, stops_;
+  // Region r (0 = the estimate, 1.. = the timed batches) uses regions_[r] and gates_[r].
+  std::vector<cuda::EventTimer> regions_;
   std::vector<std::unique_ptr<Gate>> gates_;
   int64_t l2_bytes_ = 0;
   std::vector<OperandSet> sets_;
-  void* workspace_ = nullptr;
+  cuda::DeviceBuffer workspace_;
   int64_t rotating_bytes_ = 0;
   std::string problem_key_;
 };
 
-json Handle(Timer& timer, const BenchOptions& options, int device, const json& request) {
+json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const json& request) {
   const std::string cmd = request.value("cmd", "");
   if (cmd == "hello") {
     auto profile = QueryHardwareProfile(device);
@@ -413,17 +375,21 @@ json Handle(Timer& timer, const BenchOptions& options, int device, const json& r
     auto config = json_codec::KernelConfigFromJson(request.at("config"), "request.config");
     if (!config.ok())
       return json{{"ok", false}, {"reason", config.status().ToString()}, {"fatal", false}};
-    const GemmProblem& p = std::get<GemmProblem>(*problem);
-    if (Status s = timer.Setup(p); !s.ok())
+    // The provider describes the problem's operands (CPU only); one it cannot describe is a
+    // config that cannot run, not a broken worker.
+    auto operands = timer.provider()->Operands(*problem);
+    if (!operands.ok())
+      return json{{"ok", false}, {"reason", operands.status().ToString()}, {"fatal", false}};
+    if (Status s = timer.Setup(*problem, *operands); !s.ok())
       return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
-    return timer.Time(p, *config, request.value("abort_bound_ms", 0.0));
+    return timer.Time(*problem, *config, request.value("abort_bound_ms", 0.0));
   }
   return json{{"ok", false}, {"reason", "unknown request '" + cmd + "'"}, {"fatal", false}};
 }
 
 // The worker's loop; ends the child process with _exit (it is never the caller's process).
 [[noreturn]] void WorkerMain(const BenchOptions& options, int device, int in_fd, int out_fd) {
-  Timer timer(options, device);
+  WorkerDevice timer(options, device);
   std::string buffer;
   char chunk[65536];
   while (true) {

@@ -6,14 +6,17 @@
 //   tile time   --rules R   (GPU) TFLOP/s of every config on one shape, beside cuBLASLt's pick
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/tile_device.h"
+#include "core/text.h"
+#include "kselect/tile_checks.h"
 #include "kselect/tile_engine.h"
 
 namespace kselect::cli {
@@ -114,6 +117,78 @@ int RunBuild(const TileOptions& o) {
   return failures == 0 ? kExitOk : kExitFailure;
 }
 
+// The error a check line shows: the relative rms error, NaN when an output was not finite (an
+// element left unwritten), or the launch error.
+std::string CheckErrorText(const tile::TileCheck& check) {
+  if (!check.result.ok()) return check.result.status().ToString();
+  return std::to_string(check.result->non_finite > 0 ? std::nan("")
+                                                     : check.result->relative_rms_error);
+}
+
+int RunVerify(const TileOptions& o, const tile::TileRuleSet& rules) {
+  std::ofstream log;
+  if (!o.log_path.empty()) log.open(o.log_path);
+  tile::TileVerifyCallbacks callbacks;
+  callbacks.on_build_failure = [](std::string_view stage, const Status& status) {
+    std::fprintf(stderr, "%s failed: %s\n", std::string(stage).c_str(), status.ToString().c_str());
+  };
+  callbacks.on_check = [&](const tile::TileCheck& check) {
+    const bool passed = check.result.ok() && check.result->passed;
+    if (log.is_open()) {
+      log << (passed ? "PASS " : "FAIL ") << check.problem.ToString() << " | " << check.spec_key
+          << " | err=" << CheckErrorText(check) << "\n";
+    }
+    if (!passed) {
+      std::fprintf(stderr, "FAIL %s | %s | %s\n", check.problem.ToString().c_str(),
+                   check.spec_key.c_str(), CheckErrorText(check).c_str());
+      if (check.result.ok()) std::fprintf(stderr, "  %s\n", check.result->ToString().c_str());
+    }
+  };
+  callbacks.on_variant = [&](const tile::TileVariantSummary& v) {
+    std::printf(
+        "verify %s in=%s out=%s layout=%s: %zu specs, %d checks, %d failed, %d skipped, "
+        "worst rel err %.2e (tol %.0e)\n",
+        rules.name.c_str(), std::string(DataTypeName(v.variant.input)).c_str(),
+        std::string(DataTypeName(v.variant.output)).c_str(), v.variant.layout.ToString().c_str(),
+        v.specs, v.checks, v.failures, v.skipped, v.worst_error, v.tolerance.relative_rms);
+    std::fflush(stdout);
+  };
+  StatusOr<tile::TileVerifySummary> summary =
+      tile::VerifyTileRuleSet(rules, CompilerOptionsOf(o), o.fail_fast, callbacks);
+  if (!summary.ok()) return ReportError("tile verify", summary.status());
+  if (summary->stopped) return kExitFailure;
+  std::printf("verify %s: %d checks, %d failed, %d skipped (config cannot run the shape)\n",
+              rules.name.c_str(), summary->checks, summary->failures, summary->skipped);
+  return summary->failures == 0 ? kExitOk : kExitFailure;
+}
+
+int RunTime(const TileOptions& o, const tile::TileRuleSet& rules) {
+  const std::vector<std::string_view> parts = text::Split(o.shape, ',');
+  if (parts.size() != 3) return ReportError("tile time", InvalidArgumentError("--shape m,n,k"));
+  int64_t dims[3];
+  for (int i = 0; i < 3; ++i) {
+    StatusOr<int64_t> v = text::ParseInt64(parts[i]);
+    if (!v.ok()) return ReportError("tile time", v.status());
+    dims[i] = *v;
+  }
+  const Status timed = tile::TimeTileRuleSet(
+      rules, CompilerOptionsOf(o), dims[0], dims[1], dims[2], o.repeats,
+      [](const tile::TileTimeReport& r) {
+        const StatusOr<double>& lt = r.cublaslt_tflops;
+        const double lt_tflops = lt.ok() ? *lt : 0.0;
+        std::printf("time %s: %zu configs timed; cuBLASLt first heuristic pick %.1f TFLOP/s%s\n",
+                    r.problem.ToString().c_str(), r.configs.size(), lt_tflops,
+                    lt.ok() ? "" : (" (" + lt.status().ToString() + ")").c_str());
+        for (size_t i = 0; i < std::min<size_t>(r.configs.size(), 8); ++i) {
+          std::printf("  %7.1f TFLOP/s  %5.1f%% of cuBLASLt  %s\n", r.configs[i].tflops,
+                      lt_tflops > 0 ? 100.0 * r.configs[i].tflops / lt_tflops : 0.0,
+                      r.configs[i].spec_key.c_str());
+        }
+        std::fflush(stdout);
+      });
+  return timed.ok() ? kExitOk : ReportError("tile time", timed);
+}
+
 }  // namespace
 
 Command TileCommand() {
@@ -150,13 +225,10 @@ Command TileCommand() {
               if (*selected == "list") return RunList(*o);
               if (*selected == "source") return RunSource(*o);
               if (*selected == "build") return RunBuild(*o);
-              const tile::CompilerOptions compiler = CompilerOptionsOf(*o);
               StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
               if (!set.ok()) return ReportError("tile", set.status());
-              if (*selected == "verify") {
-                return RunTileVerify(*set, compiler, o->fail_fast, o->log_path);
-              }
-              return RunTileTime(*set, compiler, o->shape, o->repeats);
+              if (*selected == "verify") return RunVerify(*o, *set);
+              return RunTime(*o, *set);
             };
           }};
 }

@@ -28,6 +28,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "timeout";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
   }
   return "unknown";
 }

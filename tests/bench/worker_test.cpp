@@ -5,6 +5,7 @@
 
 #include "bench/worker.h"
 #include "core/json_codec.h"
+#include "kselect/hardware.h"
 
 namespace kselect::bench {
 namespace {
@@ -39,6 +40,25 @@ TEST(WorkerTest, CrashAndHangAreContainedAndTheWorkerRestarts) {
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_TRUE(next->contains("ok"));
   EXPECT_EQ(worker.restarts(), 2);
+}
+
+}  // namespace
+}  // namespace kselect::bench
+
+namespace kselect::bench {
+namespace {
+
+// Without a GPU a "time" request is answered, not crashed on: a fatal unavailable reply (the
+// worker exits after it, so the sweep records the pair invalid and starts a fresh one).
+TEST(WorkerTest, TimeWithoutGpuIsAFatalUnavailableReply) {
+  if (QueryHardwareProfile(0).ok()) GTEST_SKIP() << "a GPU is present; the reply is a measurement";
+  BenchOptions options;
+  WorkerClient worker(options, 0);
+  auto reply = worker.Request(TimeRequest(""), 60);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_FALSE(reply->value("ok", true));
+  EXPECT_TRUE(reply->value("fatal", false));
+  EXPECT_NE(reply->value("reason", "").find("unavailable"), std::string::npos) << reply->dump();
 }
 
 }  // namespace

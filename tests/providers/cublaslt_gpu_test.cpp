@@ -1,6 +1,6 @@
-// GPU consistency: every config of the `tests` catalogue computes the same GEMM as a float64 CPU
-// reference; heuristic picks can implement; committed snapshots match a fresh enumeration on
-// the same device and cuBLASLt. Skips, saying why, without a GPU.
+// GPU consistency: every config of the `tests` catalogue computes the same GEMM as the verify
+// module's reference; heuristic picks can implement; committed snapshots match a fresh enumeration
+// on the same device and cuBLASLt. Skips, saying why, without a GPU.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -18,6 +18,7 @@
 #include "kselect/catalogue.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
+#include "kselect/verify.h"
 
 namespace kselect {
 namespace {
@@ -25,19 +26,6 @@ namespace {
 bool HaveGpu() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-uint16_t ToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float FromBf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 RuleSet Rules(const std::string& name) {
@@ -58,59 +46,25 @@ TEST(CublasLtGpuTest, EveryTestsCatalogueConfigMatchesTheReference) {
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();
   ASSERT_FALSE(configs->empty());
 
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint16_t> a(p.m * p.k), b(p.k * p.n);
-  std::vector<double> af(a.size()), bf(b.size());
-  for (size_t i = 0; i < a.size(); ++i) af[i] = FromBf16(a[i] = ToBf16(dist(rng)));
-  for (size_t i = 0; i < b.size(); ++i) bf[i] = FromBf16(b[i] = ToBf16(dist(rng)));
-  std::vector<double> ref(p.m * p.n, 0.0);
-  double ref_norm = 0;
-  for (int64_t j = 0; j < p.n; ++j) {
-    for (int64_t i = 0; i < p.m; ++i) {
-      double s = 0;
-      for (int64_t l = 0; l < p.k; ++l) s += af[i * p.k + l] * bf[j * p.k + l];
-      ref[j * p.m + i] = s;  // C column-major
-      ref_norm += s * s;
-    }
-  }
-  void *da, *db, *dd, *dw;
-  const int64_t ws = 32ll << 20;
-  ASSERT_EQ(cudaMalloc(&da, a.size() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&db, b.size() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dd, ref.size() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dw, ws), cudaSuccess);
-  cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
-  cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
-  std::vector<uint16_t> out(ref.size());
+  auto verifier = verify::Verifier::Create({.seed = 7});
+  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+  auto verify_case = (*verifier)->MakeCase(problem, provider->Operands(problem).value());
+  ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
   int checked = 0;
   for (const KernelConfig& config : *configs) {
     ASSERT_TRUE(provider->CanImplement(p, config).ok()) << DescribeConfig(config);
-    auto kernel = provider->Prepare(p, config);
-    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
-    cudaMemset(dd, 0xFF, ref.size() * 2);  // poison: NaN bf16 everywhere
-    ASSERT_TRUE((*kernel)->Launch(GemmOperands{da, db, dd, dd, dw, ws}, nullptr).ok());
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << DescribeConfig(config);
-    cudaMemcpy(out.data(), dd, out.size() * 2, cudaMemcpyDeviceToHost);
-    double err = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const double d = FromBf16(out[i]) - ref[i];
-      err += d * d;
-    }
-    const double rel = std::sqrt(err / ref_norm);
-    EXPECT_LT(rel, 1e-2) << DescribeConfig(config);  // bf16 output rounding is ~2e-3
+    const StatusOr<verify::CheckResult> result =
+        verify::CheckConfig(*provider, config, **verify_case);
+    ASSERT_TRUE(result.ok()) << DescribeConfig(config) << ": " << result.status().ToString();
+    EXPECT_TRUE(result->passed) << DescribeConfig(config) << ": " << result->ToString();
     ++checked;
   }
-  std::printf("checked %d configs of the tests catalogue against the float64 reference\n", checked);
+  std::printf("checked %d configs of the tests catalogue against the reference\n", checked);
   auto peers = provider->HeuristicPicks(p, 8);
   ASSERT_TRUE(peers.ok()) << peers.status().ToString();
   EXPECT_FALSE(peers->empty());
   for (const KernelConfig& c : *peers)
     EXPECT_TRUE(provider->CanImplement(p, c).ok()) << DescribeConfig(c);
-  cudaFree(da);
-  cudaFree(db);
-  cudaFree(dd);
-  cudaFree(dw);
 }
 
 // cuBLASLt's fp8 kernels need 16-byte aligned dimensions: with m = 100 (a bf16 C column of 200

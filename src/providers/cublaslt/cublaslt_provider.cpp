@@ -240,11 +240,18 @@ AlgoCaps ReadCaps(const cublasLtMatmulAlgo_t& algo) {
 constexpr std::string_view kVariantFieldNames[] = {"split_k", "reduction_scheme", "swizzle"};
 constexpr std::span<const std::string_view> kVariantFields(kVariantFieldNames);
 
+// Enumerate, CanImplement and the heuristic run with cuBLASLt's default alignment preferences
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES = 256), so the configs they accept may assume
+// 256-byte aligned operands (cudaMalloc's alignment).
+constexpr int64_t kOperandAlignment = 256;
+
 class PreparedGemm final : public PreparedKernel {
  public:
   PreparedGemm(cublasLtHandle_t handle, std::unique_ptr<GemmDescriptors> desc,
-               cublasLtMatmulAlgo_t algo, int64_t workspace, float alpha, float beta)
-      : handle_(handle),
+               cublasLtMatmulAlgo_t algo, int64_t workspace, float alpha, float beta,
+               std::vector<OperandSpec> operands)
+      : operands_(std::move(operands)),
+        handle_(handle),
         desc_(std::move(desc)),
         algo_(algo),
         workspace_(workspace),
@@ -253,14 +260,14 @@ class PreparedGemm final : public PreparedKernel {
 
   int64_t WorkspaceBytes() const override { return workspace_; }
 
-  Status Launch(const GemmOperands& o, void* stream) override {
-    if (o.workspace_bytes < workspace_) {
-      return InvalidArgumentError("workspace of " + std::to_string(o.workspace_bytes) +
-                                  " bytes, the config needs " + std::to_string(workspace_));
-    }
+  Status Launch(const KernelOperands& o, void* stream) override {
+    KSELECT_RETURN_IF_ERROR(CheckOperands(operands_, o, workspace_));
+    // Operands are A, B and C (GemmOperandSpecs); C is updated in place, so it is both the
+    // matmul's input C and its output D.
+    void* c = o.buffers[2];
     const cublasStatus_t status =
-        cublasLtMatmul(handle_, desc_->op, &alpha_, o.a, desc_->a, o.b, desc_->b, &beta_,
-                       o.c != nullptr ? o.c : o.d, desc_->c, o.d, desc_->d, &algo_, o.workspace,
+        cublasLtMatmul(handle_, desc_->op, &alpha_, o.buffers[0], desc_->a, o.buffers[1], desc_->b,
+                       &beta_, c, desc_->c, c, desc_->d, &algo_, o.workspace,
                        static_cast<size_t>(o.workspace_bytes), static_cast<cudaStream_t>(stream));
     if (status != CUBLAS_STATUS_SUCCESS)
       return InternalError("cublasLtMatmul failed: " + CublasText(status));
@@ -268,6 +275,7 @@ class PreparedGemm final : public PreparedKernel {
   }
 
  private:
+  std::vector<OperandSpec> operands_;
   cublasLtHandle_t handle_;
   std::unique_ptr<GemmDescriptors> desc_;
   cublasLtMatmulAlgo_t algo_;
@@ -403,9 +411,14 @@ class CublasLtProvider final : public KernelProvider {
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<GemmDescriptors> desc, BuildDescriptors(*p));
     KSELECT_ASSIGN_OR_RETURN(cublasLtMatmulAlgo_t algo, InitAlgo(*desc, *c));
     KSELECT_ASSIGN_OR_RETURN(int64_t workspace, CheckedWorkspace(*desc, algo));
-    return std::unique_ptr<PreparedKernel>(
-        std::make_unique<PreparedGemm>(handle_, std::move(desc), algo, workspace,
-                                       static_cast<float>(p->alpha), static_cast<float>(p->beta)));
+    return std::unique_ptr<PreparedKernel>(std::make_unique<PreparedGemm>(
+        handle_, std::move(desc), algo, workspace, static_cast<float>(p->alpha),
+        static_cast<float>(p->beta), GemmOperandSpecs(*p, kOperandAlignment)));
+  }
+
+  StatusOr<std::vector<OperandSpec>> Operands(const Problem& problem) const override {
+    KSELECT_ASSIGN_OR_RETURN(const GemmProblem* p, Gemm(problem));
+    return GemmOperandSpecs(*p, kOperandAlignment);
   }
 
   StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count) override {

@@ -16,27 +16,32 @@ Status AsCannotImplement(const Status& s) {
   return CannotImplementError(s.message());
 }
 
+// The tile kernels read A and B 16 bytes at a time (cp.async) and need that alignment
+// (TileKernel::Launch checks it); C and the workspace need less, 16 covers them all.
+constexpr int64_t kOperandAlignment = 16;
+
 class PreparedTileKernel : public PreparedKernel {
  public:
   PreparedTileKernel(GemmProblem problem, std::unique_ptr<TileKernel> kernel, int64_t workspace)
-      : problem_(std::move(problem)), kernel_(std::move(kernel)), workspace_(workspace) {}
+      : PreparedTileKernel(std::move(problem), *kernel, workspace) {
+    owned_ = std::move(kernel);
+  }
+  // Launches `kernel`, which the caller keeps alive as long as this object.
+  PreparedTileKernel(GemmProblem problem, const TileKernel& kernel, int64_t workspace)
+      : problem_(std::move(problem)),
+        operands_(GemmOperandSpecs(problem_, kOperandAlignment)),
+        kernel_(&kernel),
+        workspace_(workspace) {}
 
   int64_t WorkspaceBytes() const override { return workspace_; }
 
-  Status Launch(const GemmOperands& operands, void* stream) override {
-    // The tile kernels update C in place (C = alpha*A*B + beta*C): a distinct input C would
-    // need a copy the timing must not include.
-    if (problem_.beta != 0.0 && operands.c != operands.d) {
-      return InvalidArgumentError("tile kernels need c == d when beta != 0");
-    }
-    if (operands.workspace_bytes < workspace_) {
-      return InvalidArgumentError("workspace of " + std::to_string(operands.workspace_bytes) +
-                                  " bytes, the kernel needs " + std::to_string(workspace_));
-    }
+  Status Launch(const KernelOperands& operands, void* stream) override {
+    KSELECT_RETURN_IF_ERROR(CheckOperands(operands_, operands, workspace_));
+    // Operands are A, B and C (GemmOperandSpecs); the tile kernels update C in place.
     GemmArguments args;
-    args.a = operands.a;
-    args.b = operands.b;
-    args.c = operands.d;
+    args.a = operands.buffers[0];
+    args.b = operands.buffers[1];
+    args.c = operands.buffers[2];
     args.workspace = workspace_ > 0 ? operands.workspace : nullptr;
     args.stream = stream;
     return kernel_->Launch(problem_, args);
@@ -44,7 +49,9 @@ class PreparedTileKernel : public PreparedKernel {
 
  private:
   GemmProblem problem_;
-  std::unique_ptr<TileKernel> kernel_;
+  std::vector<OperandSpec> operands_;
+  std::unique_ptr<TileKernel> owned_;  // null when the kernel is borrowed
+  const TileKernel* kernel_;
   int64_t workspace_;
 };
 
@@ -109,6 +116,13 @@ class TileProvider : public KernelProvider {
         gemm, std::move(kernel), static_cast<int64_t>(tile::WorkspaceBytes(spec, gemm))));
   }
 
+  StatusOr<std::vector<OperandSpec>> Operands(const Problem& problem) const override {
+    if (!SupportsProblem(problem)) {
+      return CannotImplementError("the tile engine runs bf16/fp16 GEMMs only");
+    }
+    return GemmOperandSpecs(std::get<GemmProblem>(problem), kOperandAlignment);
+  }
+
   // The tile engine has no heuristic of its own: the model is what ranks its configs.
   StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem&, int) override {
     return std::vector<KernelConfig>{};
@@ -162,6 +176,12 @@ class TileProvider : public KernelProvider {
 };
 
 }  // namespace
+
+std::unique_ptr<PreparedKernel> BindTileKernel(const GemmProblem& problem,
+                                               const TileKernel& kernel) {
+  const auto workspace = static_cast<int64_t>(tile::WorkspaceBytes(kernel.spec(), problem));
+  return std::make_unique<PreparedTileKernel>(problem, kernel, workspace);
+}
 
 std::unique_ptr<KernelProvider> CreateTileProvider(const ProviderOptions& options) {
   return std::make_unique<TileProvider>(options);

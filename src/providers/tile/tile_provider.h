@@ -9,6 +9,13 @@
 
 namespace kselect::tile {
 
+class TileKernel;
+
 std::unique_ptr<KernelProvider> CreateTileProvider(const ProviderOptions& options);
+
+// `kernel` bound to `problem` behind the PreparedKernel interface, borrowing it (the caller keeps
+// it alive): for callers that compile and load tile kernels themselves (`kselect tile verify`).
+std::unique_ptr<PreparedKernel> BindTileKernel(const GemmProblem& problem,
+                                               const TileKernel& kernel);
 
 }  // namespace kselect::tile

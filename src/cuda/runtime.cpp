@@ -1,0 +1,100 @@
+#include "cuda/runtime.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace kselect::cuda {
+
+std::string RuntimeErrorText(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
+}
+
+Status RuntimeStatus(cudaError_t error, std::string_view what, StatusCode code) {
+  if (error == cudaSuccess) return Status::Ok();
+  return Status(code, std::string(what) + ": " + RuntimeErrorText(error));
+}
+
+Status UseDevice(int device) {
+  int count = 0;
+  const cudaError_t counted = cudaGetDeviceCount(&count);
+  if (counted != cudaSuccess || count == 0) {
+    return UnavailableError("no CUDA device on this host" +
+                            (counted != cudaSuccess ? ": " + RuntimeErrorText(counted) : ""));
+  }
+  KSELECT_RETURN_IF_ERROR(
+      RuntimeStatus(cudaSetDevice(device), "cudaSetDevice", StatusCode::kUnavailable));
+  return RuntimeStatus(cudaFree(nullptr), "cudaFree(nullptr)", StatusCode::kUnavailable);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    Free();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+Status DeviceBuffer::Reserve(int64_t bytes) {
+  if (data_ != nullptr && bytes <= bytes_) return Status::Ok();
+  Free();
+  // cudaMalloc(0) may return null; callers pass the address on, so allocate a little instead.
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 256));
+  void* data = nullptr;
+  KSELECT_RETURN_IF_ERROR(
+      RuntimeStatus(cudaMalloc(&data, size), "cudaMalloc(" + std::to_string(size) + ")"));
+  data_ = data;
+  bytes_ = bytes;
+  return Status::Ok();
+}
+
+void DeviceBuffer::Free() {
+  if (data_ != nullptr) cudaFree(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+StatusOr<EventTimer> EventTimer::Create() {
+  EventTimer timer;
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(cudaEventCreate(&timer.start_), "cudaEventCreate"));
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(cudaEventCreate(&timer.stop_), "cudaEventCreate"));
+  return timer;
+}
+
+EventTimer::EventTimer(EventTimer&& other) noexcept
+    : start_(std::exchange(other.start_, nullptr)), stop_(std::exchange(other.stop_, nullptr)) {}
+
+EventTimer& EventTimer::operator=(EventTimer&& other) noexcept {
+  if (this != &other) {
+    std::swap(start_, other.start_);
+    std::swap(stop_, other.stop_);
+  }
+  return *this;
+}
+
+EventTimer::~EventTimer() {
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
+}
+
+Status EventTimer::Start(cudaStream_t stream) {
+  return RuntimeStatus(cudaEventRecord(start_, stream), "cudaEventRecord(start)");
+}
+
+Status EventTimer::Stop(cudaStream_t stream) {
+  return RuntimeStatus(cudaEventRecord(stop_, stream), "cudaEventRecord(stop)");
+}
+
+StatusOr<double> EventTimer::ElapsedMs() const {
+  const cudaError_t waited = cudaEventSynchronize(stop_);
+  if (waited != cudaSuccess) return InternalError(RuntimeErrorText(waited));
+  float elapsed = 0;
+  KSELECT_RETURN_IF_ERROR(
+      RuntimeStatus(cudaEventElapsedTime(&elapsed, start_, stop_), "cudaEventElapsedTime"));
+  return static_cast<double>(elapsed);
+}
+
+}  // namespace kselect::cuda
