@@ -6,7 +6,8 @@ set(KSELECT_ML_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../eval/eval.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../eval/baselines.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../eval/eval_html.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/model_common.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/model_common.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tree_ensemble.cpp)
 if(KSELECT_WITH_LIGHTGBM)
   list(APPEND KSELECT_ML_SOURCES ${CMAKE_CURRENT_LIST_DIR}/lightgbm_model.cpp)
 else()
