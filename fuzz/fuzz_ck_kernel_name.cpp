@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "kselect/ingest.h"
+#include "providers/ck/ck_kernel_name.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view name(reinterpret_cast<const char*>(data), size);

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kselect/config_schema.h"
 #include "kselect/hardware.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
@@ -180,6 +181,7 @@ struct TileShape {
   int64_t threads = 0;  // threads per block, 0 when unknown
 };
 TileShape TileShapeOf(const KernelConfig& config);
+TileShape TileShapeOf(const GemmKernelTraits& traits);
 AnalyticalEstimate EstimateGemm(const GemmProblem& problem, const TileShape& tile,
                                 const HardwareConstants& hardware);
 

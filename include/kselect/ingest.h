@@ -64,24 +64,6 @@ StatusOr<IngestResult> ParseCkTileJson(std::string_view text, std::string_view s
 StatusOr<IngestResult> ParseCkConvCsv(std::string_view text, std::string_view source,
                                       const IngestOptions& options);
 
-// A CK Tile GEMM kernel name (ck_tile_heuristics.md §1.5) with the dtype and layout it encodes.
-struct CkTileKernelName {
-  std::string op;      // "gemm_universal" or "gemm"
-  std::string dtype;   // "fp8", "fp16", ...
-  std::string layout;  // "rcr", ...
-  CkTileConfig config;
-};
-StatusOr<CkTileKernelName> ParseCkTileKernelName(std::string_view name);
-
-// A CK grouped-conv kernel name: grouped_conv_{variant}_{dtype}_{nd}d_{A}x{B}x{C}_{pipeline}...
-struct CkConvKernelName {
-  ConvDirection direction = ConvDirection::kForward;
-  std::string dtype;
-  int32_t spatial_dims = 2;
-  CkConvConfig config;
-};
-StatusOr<CkConvKernelName> ParseCkConvKernelName(std::string_view name);
-
 // Reads `path`, rejects empty files and non-UTF-8 bytes (naming line and column), detects the
 // format when `format` is unset, and parses.
 StatusOr<IngestResult> IngestFile(const std::string& path, std::optional<InputFormat> format,

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kselect/status.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 #include "kselect/verify.h"
 
 namespace kselect::tile {

@@ -8,44 +8,12 @@
 #include "core/json_codec.h"
 #include "core/text.h"
 #include "kselect/catalogue.h"
+#include "kselect/config_schema.h"
 
 namespace kselect {
 namespace {
 
 using nlohmann::json;
-
-// One integer field of a provider's config, readable by name: the table rules are checked against.
-struct FieldRow {
-  const char* name;
-  int32_t CublasLtConfig::*member;
-};
-constexpr FieldRow kCublasLtFields[] = {
-    {"algo_id", &CublasLtConfig::algo_id},
-    {"tile_id", &CublasLtConfig::tile_id},
-    {"stages_id", &CublasLtConfig::stages_id},
-    {"split_k", &CublasLtConfig::split_k},
-    {"reduction_scheme", &CublasLtConfig::reduction_scheme},
-    {"swizzle", &CublasLtConfig::swizzle},
-    {"custom_option", &CublasLtConfig::custom_option},
-    {"cluster_shape_id", &CublasLtConfig::cluster_shape_id},
-    {"inner_shape_id", &CublasLtConfig::inner_shape_id},
-    {"tile_m", &CublasLtConfig::tile_m},
-    {"tile_n", &CublasLtConfig::tile_n},
-    {"stage_k", &CublasLtConfig::stage_k},
-    {"stages", &CublasLtConfig::stages},
-    {"cluster_m", &CublasLtConfig::cluster_m},
-    {"cluster_n", &CublasLtConfig::cluster_n},
-    {"cluster_k", &CublasLtConfig::cluster_k},
-};
-
-std::optional<int64_t> FieldValue(const KernelConfig& config, const std::string& field) {
-  if (const auto* c = std::get_if<CublasLtConfig>(&config)) {
-    for (const FieldRow& row : kCublasLtFields) {
-      if (field == row.name) return c->*row.member;
-    }
-  }
-  return std::nullopt;
-}
 
 // The rule sets' FNV-1a basis: the standard one with its last digit lost. Kept, because the
 // fingerprints in the committed snapshots (and sampled catalogues) were computed with it.
@@ -138,8 +106,8 @@ bool RuleAppliesTo(const ConfigRule& rule, const Problem& problem) {
 
 std::vector<std::string> RuleFields(Provider provider) {
   std::vector<std::string> names;
-  if (provider == Provider::kCublasLt) {
-    for (const FieldRow& row : kCublasLtFields) names.emplace_back(row.name);
+  for (const ConfigField& field : SchemaOf(provider).fields) {
+    if (field.IsInteger() && !field.write_only) names.emplace_back(field.name);
   }
   return names;
 }
@@ -240,7 +208,7 @@ std::string RejectingRule(const RuleSet& rules, const Problem& problem, const Ke
   for (const ConfigRule& rule : rules.rules) {
     if (std::find(ignored.begin(), ignored.end(), rule.field) != ignored.end()) continue;
     if (!RuleAppliesTo(rule, problem)) continue;
-    const std::optional<int64_t> value = FieldValue(config, rule.field);
+    const std::optional<int64_t> value = ConfigFieldValue(config, rule.field);
     if (!value || !Passes(rule, *value)) return rule.name;
   }
   return "";

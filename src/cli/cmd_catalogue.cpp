@@ -13,6 +13,7 @@
 #include "cli/gemm_args.h"
 #include "core/json_codec.h"
 #include "kselect/catalogue.h"
+#include "kselect/config_schema.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
 #include "kselect/version.h"
@@ -59,8 +60,11 @@ int RunCatalogue(const CatalogueArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<KernelConfig> kept = ApplyRules(*rules, the_problem, *configs);
   std::map<int, std::pair<int, int>> per_algo;  // algo -> (enumerated, kept)
-  for (const KernelConfig& c : *configs) ++per_algo[std::get<CublasLtConfig>(c).algo_id].first;
-  for (const KernelConfig& c : kept) ++per_algo[std::get<CublasLtConfig>(c).algo_id].second;
+  auto algo_of = [](const KernelConfig& c) {
+    return static_cast<int>(ConfigFieldValue(c, "algo_id").value_or(-1));
+  };
+  for (const KernelConfig& c : *configs) ++per_algo[algo_of(c)].first;
+  for (const KernelConfig& c : kept) ++per_algo[algo_of(c)].second;
   std::fprintf(stderr, "%s: %zu configs enumerated%s in %.2f s, %zu in rule set '%s' (%s)\n",
                problem->ToString().c_str(), configs->size(),
                args.count_all ? "" : " (rule-filtered)", seconds, kept.size(), rules->name.c_str(),

@@ -13,7 +13,7 @@
 #include "kselect/baselines.h"
 #include "kselect/catalogue.h"
 #include "kselect/dataset.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::cli {
 namespace {

@@ -17,7 +17,7 @@
 #include "cli/command.h"
 #include "core/text.h"
 #include "kselect/tile_checks.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::cli {
 namespace {
@@ -60,7 +60,7 @@ tile::CompilerOptions CompilerOptionsOf(const TileOptions& o) {
 int RunList(const TileOptions& o) {
   StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
   if (!set.ok()) return ReportError("tile list", set.status());
-  for (const TileConfig& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());
+  for (const auto& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());
   if (o.stats) {
     std::fprintf(stderr, "%s: %lld generated, %zu valid, %zu variants\n", set->name.c_str(),
                  static_cast<long long>(set->generated), set->configs.size(), set->variants.size());

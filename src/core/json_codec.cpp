@@ -1,5 +1,7 @@
 #include "core/json_codec.h"
 
+#include "kselect/config_schema.h"
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -248,97 +250,159 @@ StatusOr<Problem> ProblemFromJson(const json& j, const std::string& path) {
                     "' (expected gemm or conv)");
 }
 
-json KernelConfigToJson(const KernelConfig& config) {
-  struct Visitor {
-    json operator()(const CublasLtConfig& c) const {
-      return json{{"provider", "cublaslt"},
-                  {"algo_id", c.algo_id},
-                  {"tile_id", c.tile_id},
-                  {"stages_id", c.stages_id},
-                  {"split_k", c.split_k},
-                  {"reduction_scheme", c.reduction_scheme},
-                  {"swizzle", c.swizzle},
-                  {"custom_option", c.custom_option},
-                  {"cluster_shape_id", c.cluster_shape_id},
-                  {"inner_shape_id", c.inner_shape_id},
-                  {"tile_m", c.tile_m},
-                  {"tile_n", c.tile_n},
-                  {"stage_k", c.stage_k},
-                  {"stages", c.stages},
-                  {"cluster_m", c.cluster_m},
-                  {"cluster_n", c.cluster_n},
-                  {"cluster_k", c.cluster_k}};
-    }
-    json operator()(const TileConfig& c) const {
-      return json{{"provider", "tile"},
-                  {"tile", {c.tile_m, c.tile_n, c.tile_k}},
-                  {"warps", {c.warps_m, c.warps_n, c.warps_k}},
-                  {"instr", {c.instr_m, c.instr_n, c.instr_k}},
-                  {"stages", c.stages},
-                  {"pipeline", TilePipelineName(c.pipeline)},
-                  {"scheduler", TileSchedulerName(c.scheduler)},
-                  {"epilogue", TileEpilogueName(c.epilogue)},
-                  {"mask", {c.mask_m, c.mask_n, c.mask_k}},
-                  {"split_k", c.split_k},
-                  {"cluster", {c.cluster_m, c.cluster_n}},
-                  {"swizzle", c.swizzle}};
-    }
-    json operator()(const CudnnConfig& c) const {
-      json knobs = json::array();
-      for (const auto& [knob, value] : c.knobs) knobs.push_back({knob, value});
-      return json{{"provider", "cudnn"}, {"engine_id", c.engine_id}, {"knobs", knobs}};
-    }
-    json operator()(const CkTileConfig& c) const {
-      return json{{"provider", "ck_tile"},
-                  {"tile", {c.tile_m, c.tile_n, c.tile_k}},
-                  {"warp", {c.warp_m, c.warp_n, c.warp_k}},
-                  {"warp_tile", {c.warp_tile_m, c.warp_tile_n, c.warp_tile_k}},
-                  {"pipeline", c.pipeline},
-                  {"scheduler", c.scheduler},
-                  {"epilogue", c.epilogue},
-                  {"pad", {c.pad_m, c.pad_n, c.pad_k}},
-                  {"persistent", c.persistent},
-                  {"vec", {c.vec_a, c.vec_b, c.vec_c}},
-                  {"split_k", c.split_k}};
-    }
-    json operator()(const CkConvConfig& c) const {
-      return json{{"provider", "ck_conv"},
-                  {"tile", {c.tile_m, c.tile_n, c.tile_k}},
-                  {"pipeline", c.pipeline},
-                  {"scheduler", c.scheduler},
-                  {"double_smem_buffer", c.double_smem_buffer},
-                  {"split_image", c.split_image}};
-    }
-  };
-  return std::visit(Visitor{}, config);
-}
-
 namespace {
 
-// Reads an array of `N` integers (or booleans when T is bool) into `out`.
-template <typename T, size_t N>
-void ReadArray(ObjectReader& r, std::string_view key, std::array<T*, N> out) {
-  const json* v = r.Child(key, false);
-  if (!v) return;
-  bool ok = v->is_array() && v->size() == N;
-  for (size_t i = 0; ok && i < N; ++i) {
-    if constexpr (std::is_same_v<T, bool>) {
-      ok = (*v)[i].is_boolean();
-    } else {
-      ok = (*v)[i].is_number_integer() && (*v)[i].get<int64_t>() >= std::numeric_limits<T>::min() &&
-           (*v)[i].get<int64_t>() <= std::numeric_limits<T>::max();
+// A group of consecutive fields sharing one JSON key: one array (or one scalar when alone).
+std::span<const ConfigField> JsonGroup(std::span<const ConfigField> fields, size_t first) {
+  size_t end = first + 1;
+  while (end < fields.size() && fields[end].json_key == fields[first].json_key) ++end;
+  return fields.subspan(first, end - first);
+}
+
+json FieldToJson(const ConfigField& field, const KernelConfig& config) {
+  switch (field.type) {
+    case FieldType::kInt:
+      return field.get(config);
+    case FieldType::kBool:
+      return field.get(config) != 0;
+    case FieldType::kEnum:
+      return FieldText(field, config);
+    case FieldType::kText:
+      return field.get_text(config);
+    case FieldType::kKnobList: {
+      json knobs = json::array();
+      for (const auto& [knob, value] : field.get_knobs(config)) knobs.push_back({knob, value});
+      return knobs;
     }
   }
+  return nullptr;
+}
+
+// The value of one integer or boolean JSON element for `field`; nullopt (and the reader failed)
+// when it has the wrong type or does not fit.
+std::optional<int64_t> IntegerOf(const ConfigField& field, const json& v) {
+  if (field.type == FieldType::kBool) {
+    if (!v.is_boolean()) return std::nullopt;
+    return v.get<bool>() ? 1 : 0;
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const int64_t value = v.get<int64_t>();
+  if (field.bits < 64) {
+    const int64_t limit = int64_t{1} << (field.bits - 1);
+    if (value < -limit || value >= limit) return std::nullopt;
+  }
+  return value;
+}
+
+void ReadScalar(ObjectReader& r, const ConfigSchema& schema, const ConfigField& field,
+                KernelConfig& config) {
+  const std::string_view key = field.json_key;
+  switch (field.type) {
+    case FieldType::kInt: {
+      if (field.json_required) {
+        field.set(config, r.Int(key));
+        return;
+      }
+      const int64_t v = r.IntOr(key, field.get(config));
+      if (field.bits < 64) {
+        const int64_t limit = int64_t{1} << (field.bits - 1);
+        if (v < -limit || v >= limit) {
+          r.Fail(ParseError(r.PathOf(key) + ": " + std::to_string(v) + " does not fit in " +
+                            std::to_string(field.bits) + " bits"));
+          return;
+        }
+      }
+      field.set(config, v);
+      return;
+    }
+    case FieldType::kBool:
+      field.set(config, r.BoolOr(key, field.get(config) != 0) ? 1 : 0);
+      return;
+    case FieldType::kEnum: {
+      if (!r.Has(key)) return;
+      const std::string text = r.String(key);
+      if (!r.ok()) return;
+      for (const EnumName& e : field.names) {
+        if (e.name == text) {
+          field.set(config, e.value);
+          return;
+        }
+      }
+      std::string expected;
+      for (const EnumName& e : field.names) {
+        expected += (expected.empty() ? "" : ", ") + std::string(e.name);
+      }
+      r.Fail(ParseError(r.PathOf(key) + ": unknown " + std::string(schema.name) + " " +
+                        std::string(field.name) + " '" + text + "' (expected one of: " + expected +
+                        ")"));
+      return;
+    }
+    case FieldType::kText:
+      field.set_text(config, r.StringOr(key, field.get_text(config)));
+      return;
+    case FieldType::kKnobList: {
+      const json* knobs = r.Child(key, false);
+      if (!knobs) return;
+      if (!knobs->is_array()) {
+        r.Fail(ParseError(r.PathOf(key) + ": expected an array of [knob, value] pairs"));
+        return;
+      }
+      auto* list = field.knobs(config);
+      for (const auto& pair : *knobs) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
+            !pair[1].is_number_integer()) {
+          r.Fail(ParseError(r.PathOf(key) + ": expected [knob, value] integer pairs, got " +
+                            pair.dump()));
+          return;
+        }
+        list->emplace_back(pair[0].get<int32_t>(), pair[1].get<int64_t>());
+      }
+      return;
+    }
+  }
+}
+
+// An array of integers (or booleans) into the group's fields.
+void ReadArray(ObjectReader& r, std::span<const ConfigField> group, KernelConfig& config) {
+  const std::string_view key = group.front().json_key;
+  const json* v = r.Child(key, false);
+  if (!v) return;
+  std::vector<int64_t> values;
+  bool ok = v->is_array() && v->size() == group.size();
+  for (size_t i = 0; ok && i < group.size(); ++i) {
+    const std::optional<int64_t> value = IntegerOf(group[i], (*v)[i]);
+    ok = value.has_value();
+    if (ok) values.push_back(*value);
+  }
   if (!ok) {
-    r.Fail(ParseError(r.PathOf(key) + ": expected an array of " + std::to_string(N) +
-                      (std::is_same_v<T, bool> ? " booleans" : " integers") + ", got " +
-                      v->dump()));
+    const bool booleans = group.front().type == FieldType::kBool;
+    r.Fail(ParseError(r.PathOf(key) + ": expected an array of " + std::to_string(group.size()) +
+                      (booleans ? " booleans" : " integers") + ", got " + v->dump()));
     return;
   }
-  for (size_t i = 0; i < N; ++i) *out[i] = (*v)[i].get<T>();
+  for (size_t i = 0; i < group.size(); ++i) group[i].set(config, values[i]);
 }
 
 }  // namespace
+
+json KernelConfigToJson(const KernelConfig& config) {
+  const ConfigSchema& schema = SchemaOf(config);
+  json j{{"provider", schema.name}};
+  const std::span<const ConfigField> fields = schema.fields;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].json_key.empty()) continue;
+    const std::span<const ConfigField> group = JsonGroup(fields, i);
+    if (group.size() == 1) {
+      j[std::string(fields[i].json_key)] = FieldToJson(fields[i], config);
+    } else {
+      json values = json::array();
+      for (const ConfigField& field : group) values.push_back(FieldToJson(field, config));
+      j[std::string(fields[i].json_key)] = std::move(values);
+    }
+    i += group.size() - 1;
+  }
+  return j;
+}
 
 StatusOr<KernelConfig> KernelConfigFromJson(const json& j, const std::string& path) {
   ObjectReader r(j, path);
@@ -346,92 +410,21 @@ StatusOr<KernelConfig> KernelConfigFromJson(const json& j, const std::string& pa
   if (!r.ok()) return r.Finish();
   auto provider = ParseProvider(provider_name);
   if (!provider.ok()) return ParseError(r.PathOf("provider") + ": " + provider.status().message());
-  switch (*provider) {
-    case Provider::kCublasLt: {
-      CublasLtConfig c;
-      c.algo_id = I32(r, "algo_id", 0);
-      c.tile_id = I32(r, "tile_id", 0);
-      c.stages_id = I32(r, "stages_id", 0);
-      c.split_k = I32(r, "split_k", 1);
-      c.reduction_scheme = I32(r, "reduction_scheme", 0);
-      c.swizzle = I32(r, "swizzle", 0);
-      c.custom_option = I32(r, "custom_option", 0);
-      c.cluster_shape_id = I32(r, "cluster_shape_id", 0);
-      c.inner_shape_id = I32(r, "inner_shape_id", 0);
-      c.tile_m = I32(r, "tile_m", 0);
-      c.tile_n = I32(r, "tile_n", 0);
-      c.stage_k = I32(r, "stage_k", 0);
-      c.stages = I32(r, "stages", 0);
-      c.cluster_m = I32(r, "cluster_m", 0);
-      c.cluster_n = I32(r, "cluster_n", 0);
-      c.cluster_k = I32(r, "cluster_k", 0);
-      KSELECT_RETURN_IF_ERROR(r.Finish());
-      return KernelConfig(c);
+  const ConfigSchema& schema = SchemaOf(*provider);
+  KernelConfig config = schema.make_default();
+  const std::span<const ConfigField> fields = schema.fields;
+  for (size_t i = 0; i < fields.size() && r.ok(); ++i) {
+    if (fields[i].json_key.empty()) continue;
+    const std::span<const ConfigField> group = JsonGroup(fields, i);
+    if (group.size() == 1) {
+      ReadScalar(r, schema, fields[i], config);
+    } else {
+      ReadArray(r, group, config);
     }
-    case Provider::kTile: {
-      TileConfig c;
-      ReadArray<int32_t, 3>(r, "tile", {&c.tile_m, &c.tile_n, &c.tile_k});
-      ReadArray<int32_t, 3>(r, "warps", {&c.warps_m, &c.warps_n, &c.warps_k});
-      ReadArray<int32_t, 3>(r, "instr", {&c.instr_m, &c.instr_n, &c.instr_k});
-      c.stages = I32(r, "stages", c.stages);
-      c.pipeline = ParseField(r, "pipeline", ParseTilePipeline, c.pipeline);
-      c.scheduler = ParseField(r, "scheduler", ParseTileScheduler, c.scheduler);
-      c.epilogue = ParseField(r, "epilogue", ParseTileEpilogue, c.epilogue);
-      ReadArray<bool, 3>(r, "mask", {&c.mask_m, &c.mask_n, &c.mask_k});
-      c.split_k = I32(r, "split_k", 1);
-      ReadArray<int32_t, 2>(r, "cluster", {&c.cluster_m, &c.cluster_n});
-      c.swizzle = I32(r, "swizzle", 1);
-      KSELECT_RETURN_IF_ERROR(r.Finish());
-      return KernelConfig(c);
-    }
-    case Provider::kCudnn: {
-      CudnnConfig c;
-      c.engine_id = r.Int("engine_id");
-      if (const json* knobs = r.Child("knobs", false)) {
-        if (!knobs->is_array()) {
-          r.Fail(ParseError(r.PathOf("knobs") + ": expected an array of [knob, value] pairs"));
-        } else {
-          for (const auto& pair : *knobs) {
-            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
-                !pair[1].is_number_integer()) {
-              r.Fail(ParseError(r.PathOf("knobs") + ": expected [knob, value] integer pairs, got " +
-                                pair.dump()));
-              break;
-            }
-            c.knobs.emplace_back(pair[0].get<int32_t>(), pair[1].get<int64_t>());
-          }
-        }
-      }
-      KSELECT_RETURN_IF_ERROR(r.Finish());
-      return KernelConfig(c);
-    }
-    case Provider::kCkTile: {
-      CkTileConfig c;
-      ReadArray<int32_t, 3>(r, "tile", {&c.tile_m, &c.tile_n, &c.tile_k});
-      ReadArray<int32_t, 3>(r, "warp", {&c.warp_m, &c.warp_n, &c.warp_k});
-      ReadArray<int32_t, 3>(r, "warp_tile", {&c.warp_tile_m, &c.warp_tile_n, &c.warp_tile_k});
-      c.pipeline = r.StringOr("pipeline", "");
-      c.scheduler = r.StringOr("scheduler", "");
-      c.epilogue = r.StringOr("epilogue", "");
-      ReadArray<bool, 3>(r, "pad", {&c.pad_m, &c.pad_n, &c.pad_k});
-      c.persistent = r.BoolOr("persistent", false);
-      ReadArray<int32_t, 3>(r, "vec", {&c.vec_a, &c.vec_b, &c.vec_c});
-      c.split_k = I32(r, "split_k", 1);
-      KSELECT_RETURN_IF_ERROR(r.Finish());
-      return KernelConfig(c);
-    }
-    case Provider::kCkConv: {
-      CkConvConfig c;
-      ReadArray<int32_t, 3>(r, "tile", {&c.tile_m, &c.tile_n, &c.tile_k});
-      c.pipeline = r.StringOr("pipeline", "");
-      c.scheduler = r.StringOr("scheduler", "");
-      c.double_smem_buffer = r.BoolOr("double_smem_buffer", false);
-      c.split_image = r.BoolOr("split_image", false);
-      KSELECT_RETURN_IF_ERROR(r.Finish());
-      return KernelConfig(c);
-    }
+    i += group.size() - 1;
   }
-  return InternalError("unhandled provider");
+  KSELECT_RETURN_IF_ERROR(r.Finish());
+  return config;
 }
 
 json MethodToJson(const MeasurementMethod& m) {

@@ -1,8 +1,11 @@
 // Conversions between typed Measurements and flat canonical rows.
+#include <algorithm>
 #include <cmath>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
+#include "kselect/config_schema.h"
 #include "kselect/dataset.h"
 
 namespace kselect {
@@ -52,90 +55,73 @@ void FillProblem(const ConvProblem& p, DatasetRow& row) {
   row.compute_type = std::string(DataTypeName(p.compute));
 }
 
-void FillConfig(const CublasLtConfig& c, DatasetRow& row) {
-  row.cublaslt_algo_id = c.algo_id;
-  row.cublaslt_tile_id = c.tile_id;
-  row.cublaslt_stages_id = c.stages_id;
-  row.cublaslt_reduction_scheme = c.reduction_scheme;
-  row.cublaslt_custom_option = c.custom_option;
-  row.cublaslt_cluster_shape_id = c.cluster_shape_id;
-  row.cublaslt_inner_shape_id = c.inner_shape_id;
-  row.split_k = c.split_k;
-  row.swizzle = c.swizzle;
-  row.tile_m = c.tile_m;
-  row.tile_n = c.tile_n;
-  row.stage_k = c.stage_k;
-  row.stages = c.stages;
-  row.cluster_m = c.cluster_m;
-  row.cluster_n = c.cluster_n;
-  row.cluster_k = c.cluster_k;
+// The row member behind a config field's column.
+using ColumnMember =
+    std::variant<std::monostate, std::optional<int64_t> DatasetRow::*,
+                 std::optional<bool> DatasetRow::*, std::optional<std::string> DatasetRow::*,
+                 std::optional<double> DatasetRow::*>;
+
+ColumnMember MemberOfColumn(std::string_view column) {
+#define KSELECT_COLUMN_MEMBER(name, type, group, doc) \
+  if (column == #name) return &DatasetRow::name;
+  KSELECT_DATASET_COLUMNS(KSELECT_COLUMN_MEMBER)
+#undef KSELECT_COLUMN_MEMBER
+  return std::monostate{};
 }
 
-void FillConfig(const TileConfig& c, DatasetRow& row) {
-  row.tile_m = c.tile_m;
-  row.tile_n = c.tile_n;
-  row.tile_k = c.tile_k;
-  row.warp_m = c.warps_m;
-  row.warp_n = c.warps_n;
-  row.warp_k = c.warps_k;
-  row.instr_m = c.instr_m;
-  row.instr_n = c.instr_n;
-  row.instr_k = c.instr_k;
-  row.stages = c.stages;
-  row.pipeline = std::string(TilePipelineName(c.pipeline));
-  row.scheduler = std::string(TileSchedulerName(c.scheduler));
-  row.epilogue = std::string(TileEpilogueName(c.epilogue));
-  row.persistent = c.scheduler == TileScheduler::kPersistent;
-  row.pad_m = c.mask_m;
-  row.pad_n = c.mask_n;
-  row.pad_k = c.mask_k;
-  row.split_k = c.split_k;
-  row.cluster_m = c.cluster_m;
-  row.cluster_n = c.cluster_n;
-  row.cluster_k = 1;
-  row.swizzle = c.swizzle;
+// Each field's column member, looked up once per provider (rows are converted by the million).
+const std::vector<ColumnMember>& ColumnMembers(Provider provider) {
+  static const std::vector<std::vector<ColumnMember>> members = [] {
+    std::vector<std::vector<ColumnMember>> all;
+    for (const ConfigSchema& schema : ConfigSchemas()) {
+      std::vector<ColumnMember>& of = all.emplace_back();
+      for (const ConfigField& field : schema.fields) {
+        of.push_back(field.column.empty() ? ColumnMember() : MemberOfColumn(field.column));
+        const ColumnMember& m = of.back();
+        const bool matches = field.column.empty() ||
+                             (field.type == FieldType::kInt &&
+                              std::holds_alternative<std::optional<int64_t> DatasetRow::*>(m)) ||
+                             (field.type == FieldType::kBool &&
+                              std::holds_alternative<std::optional<bool> DatasetRow::*>(m)) ||
+                             ((field.type == FieldType::kEnum || field.type == FieldType::kText ||
+                               field.type == FieldType::kKnobList) &&
+                              std::holds_alternative<std::optional<std::string> DatasetRow::*>(m));
+        KSELECT_CHECK_MSG(matches,
+                          "a config field names a dataset column that does not exist "
+                          "or has another type");
+      }
+    }
+    return all;
+  }();
+  return members[static_cast<size_t>(provider)];
 }
 
-void FillConfig(const CudnnConfig& c, DatasetRow& row) {
-  row.cudnn_engine_id = c.engine_id;
-  nlohmann::json knobs = nlohmann::json::array();
-  for (const auto& [knob, value] : c.knobs) knobs.push_back({knob, value});
-  row.cudnn_knobs = knobs.dump();
-  row.split_k = 1;
-}
-
-void FillConfig(const CkTileConfig& c, DatasetRow& row) {
-  row.tile_m = c.tile_m;
-  row.tile_n = c.tile_n;
-  row.tile_k = c.tile_k;
-  row.warp_m = c.warp_m;
-  row.warp_n = c.warp_n;
-  row.warp_k = c.warp_k;
-  row.warp_tile_m = c.warp_tile_m;
-  row.warp_tile_n = c.warp_tile_n;
-  row.warp_tile_k = c.warp_tile_k;
-  row.pipeline = c.pipeline;
-  row.scheduler = c.scheduler;
-  row.epilogue = c.epilogue;
-  row.pad_m = c.pad_m;
-  row.pad_n = c.pad_n;
-  row.pad_k = c.pad_k;
-  row.persistent = c.persistent;
-  row.vec_a = c.vec_a;
-  row.vec_b = c.vec_b;
-  row.vec_c = c.vec_c;
-  row.split_k = c.split_k;
-}
-
-void FillConfig(const CkConvConfig& c, DatasetRow& row) {
-  row.tile_m = c.tile_m;
-  row.tile_n = c.tile_n;
-  row.tile_k = c.tile_k;
-  row.pipeline = c.pipeline;
-  row.scheduler = c.scheduler;
-  row.double_smem_buffer = c.double_smem_buffer;
-  row.split_image = c.split_image;
-  row.split_k = 1;
+void FillConfig(const KernelConfig& config, DatasetRow& row) {
+  const ConfigSchema& schema = SchemaOf(config);
+  const std::vector<ColumnMember>& members = ColumnMembers(schema.provider);
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const ConfigField& field = schema.fields[i];
+    if (field.column.empty()) continue;
+    switch (field.type) {
+      case FieldType::kInt:
+        row.*std::get<std::optional<int64_t> DatasetRow::*>(members[i]) = field.get(config);
+        break;
+      case FieldType::kBool:
+        row.*std::get<std::optional<bool> DatasetRow::*>(members[i]) = field.get(config) != 0;
+        break;
+      case FieldType::kEnum:
+      case FieldType::kText:
+        row.*std::get<std::optional<std::string> DatasetRow::*>(members[i]) =
+            FieldText(field, config);
+        break;
+      case FieldType::kKnobList: {
+        nlohmann::json knobs = nlohmann::json::array();
+        for (const auto& [knob, value] : field.get_knobs(config)) knobs.push_back({knob, value});
+        row.*std::get<std::optional<std::string> DatasetRow::*>(members[i]) = knobs.dump();
+        break;
+      }
+    }
+  }
 }
 
 void FillHardware(const HardwareProfile& h, DatasetRow& row) {
@@ -246,106 +232,63 @@ StatusOr<Problem> ProblemFromRow(const DatasetRow& row) {
 StatusOr<KernelConfig> ConfigFromRow(const DatasetRow& row) {
   if (!row.provider) return SchemaMismatchError("row has no provider");
   KSELECT_ASSIGN_OR_RETURN(Provider provider, ParseProvider(*row.provider));
-  switch (provider) {
-    case Provider::kCublasLt: {
-      CublasLtConfig c;
-      c.algo_id = I32(row.cublaslt_algo_id);
-      c.tile_id = I32(row.cublaslt_tile_id);
-      c.stages_id = I32(row.cublaslt_stages_id);
-      c.split_k = I32(row.split_k, 1);
-      c.reduction_scheme = I32(row.cublaslt_reduction_scheme);
-      c.swizzle = I32(row.swizzle);
-      c.custom_option = I32(row.cublaslt_custom_option);
-      c.cluster_shape_id = I32(row.cublaslt_cluster_shape_id);
-      c.inner_shape_id = I32(row.cublaslt_inner_shape_id);
-      c.tile_m = I32(row.tile_m);
-      c.tile_n = I32(row.tile_n);
-      c.stage_k = I32(row.stage_k);
-      c.stages = I32(row.stages);
-      c.cluster_m = I32(row.cluster_m);
-      c.cluster_n = I32(row.cluster_n);
-      c.cluster_k = I32(row.cluster_k);
-      return KernelConfig(c);
-    }
-    case Provider::kTile: {
-      TileConfig c;
-      c.tile_m = I32(row.tile_m);
-      c.tile_n = I32(row.tile_n);
-      c.tile_k = I32(row.tile_k);
-      c.warps_m = I32(row.warp_m);
-      c.warps_n = I32(row.warp_n);
-      c.warps_k = I32(row.warp_k);
-      c.instr_m = I32(row.instr_m);
-      c.instr_n = I32(row.instr_n);
-      c.instr_k = I32(row.instr_k);
-      c.stages = I32(row.stages);
-      KSELECT_ASSIGN_OR_RETURN(c.pipeline, ParseTilePipeline(Or<std::string>(row.pipeline, "")));
-      KSELECT_ASSIGN_OR_RETURN(c.scheduler, ParseTileScheduler(Or<std::string>(row.scheduler, "")));
-      KSELECT_ASSIGN_OR_RETURN(c.epilogue, ParseTileEpilogue(Or<std::string>(row.epilogue, "")));
-      c.mask_m = Or(row.pad_m, true);
-      c.mask_n = Or(row.pad_n, true);
-      c.mask_k = Or(row.pad_k, true);
-      c.split_k = I32(row.split_k, 1);
-      c.cluster_m = I32(row.cluster_m, 1);
-      c.cluster_n = I32(row.cluster_n, 1);
-      c.swizzle = I32(row.swizzle, 1);
-      return KernelConfig(c);
-    }
-    case Provider::kCudnn: {
-      CudnnConfig c;
-      c.engine_id = Or<int64_t>(row.cudnn_engine_id, 0);
-      if (row.cudnn_knobs) {
-        const auto knobs = nlohmann::json::parse(*row.cudnn_knobs, nullptr, false);
-        if (knobs.is_discarded() || !knobs.is_array()) {
-          return SchemaMismatchError("column cudnn_knobs: not a JSON array of [knob, value]");
+  const ConfigSchema& schema = SchemaOf(provider);
+  const std::vector<ColumnMember>& members = ColumnMembers(provider);
+  // A null column leaves the field at its default.
+  KernelConfig config = schema.make_default();
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const ConfigField& field = schema.fields[i];
+    if (field.column.empty() || field.write_only) continue;
+    switch (field.type) {
+      case FieldType::kInt: {
+        const auto& v = row.*std::get<std::optional<int64_t> DatasetRow::*>(members[i]);
+        if (v) field.set(config, *v);
+        break;
+      }
+      case FieldType::kBool: {
+        const auto& v = row.*std::get<std::optional<bool> DatasetRow::*>(members[i]);
+        if (v) field.set(config, *v ? 1 : 0);
+        break;
+      }
+      case FieldType::kEnum: {
+        const auto& v = row.*std::get<std::optional<std::string> DatasetRow::*>(members[i]);
+        if (!v) break;
+        const auto it = std::find_if(field.names.begin(), field.names.end(),
+                                     [&](const EnumName& e) { return e.name == *v; });
+        if (it == field.names.end()) {
+          return SchemaMismatchError("column " + std::string(field.column) + ": unknown " +
+                                     std::string(schema.name) + " " + std::string(field.name) +
+                                     " '" + *v + "'");
         }
+        field.set(config, it->value);
+        break;
+      }
+      case FieldType::kText: {
+        const auto& v = row.*std::get<std::optional<std::string> DatasetRow::*>(members[i]);
+        if (v) field.set_text(config, *v);
+        break;
+      }
+      case FieldType::kKnobList: {
+        const auto& v = row.*std::get<std::optional<std::string> DatasetRow::*>(members[i]);
+        if (!v) break;
+        const std::string column(field.column);
+        const auto knobs = nlohmann::json::parse(*v, nullptr, false);
+        if (knobs.is_discarded() || !knobs.is_array()) {
+          return SchemaMismatchError("column " + column + ": not a JSON array of [knob, value]");
+        }
+        auto* list = field.knobs(config);
         for (const auto& pair : knobs) {
           if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
               !pair[1].is_number_integer()) {
-            return SchemaMismatchError("column cudnn_knobs: bad pair " + pair.dump());
+            return SchemaMismatchError("column " + column + ": bad pair " + pair.dump());
           }
-          c.knobs.emplace_back(pair[0].get<int32_t>(), pair[1].get<int64_t>());
+          list->emplace_back(pair[0].get<int32_t>(), pair[1].get<int64_t>());
         }
+        break;
       }
-      return KernelConfig(c);
-    }
-    case Provider::kCkTile: {
-      CkTileConfig c;
-      c.tile_m = I32(row.tile_m);
-      c.tile_n = I32(row.tile_n);
-      c.tile_k = I32(row.tile_k);
-      c.warp_m = I32(row.warp_m);
-      c.warp_n = I32(row.warp_n);
-      c.warp_k = I32(row.warp_k);
-      c.warp_tile_m = I32(row.warp_tile_m);
-      c.warp_tile_n = I32(row.warp_tile_n);
-      c.warp_tile_k = I32(row.warp_tile_k);
-      c.pipeline = Or<std::string>(row.pipeline, "");
-      c.scheduler = Or<std::string>(row.scheduler, "");
-      c.epilogue = Or<std::string>(row.epilogue, "");
-      c.pad_m = Or(row.pad_m, false);
-      c.pad_n = Or(row.pad_n, false);
-      c.pad_k = Or(row.pad_k, false);
-      c.persistent = Or(row.persistent, false);
-      c.vec_a = I32(row.vec_a);
-      c.vec_b = I32(row.vec_b);
-      c.vec_c = I32(row.vec_c);
-      c.split_k = I32(row.split_k, 1);
-      return KernelConfig(c);
-    }
-    case Provider::kCkConv: {
-      CkConvConfig c;
-      c.tile_m = I32(row.tile_m);
-      c.tile_n = I32(row.tile_n);
-      c.tile_k = I32(row.tile_k);
-      c.pipeline = Or<std::string>(row.pipeline, "");
-      c.scheduler = Or<std::string>(row.scheduler, "");
-      c.double_smem_buffer = Or(row.double_smem_buffer, false);
-      c.split_image = Or(row.split_image, false);
-      return KernelConfig(c);
     }
   }
-  return InternalError("unhandled provider");
+  return config;
 }
 
 }  // namespace
@@ -365,7 +308,7 @@ DatasetRow RowFromMeasurement(const Measurement& m, const RunInfo& run) {
   }
   if (!run.tool.empty()) row.tool_version = run.tool;
   std::visit([&row](const auto& p) { FillProblem(p, row); }, m.problem);
-  std::visit([&row](const auto& c) { FillConfig(c, row); }, m.config);
+  FillConfig(m.config, row);
   // A NaN or infinite figure is "not measured": stored as null, with invalid_reason saying why.
   auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
   row.measured_tflops = finite(m.tflops);

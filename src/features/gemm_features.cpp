@@ -27,6 +27,7 @@
 #include <limits>
 #include <optional>
 
+#include "kselect/config_schema.h"
 #include "kselect/features.h"
 
 namespace kselect {
@@ -56,19 +57,17 @@ class FeatureSink {
   size_t count_ = 0;
 };
 
-// String-valued categorical encodings (code = index). Numeric ids (cuBLASLt algo ids) are their
-// own codes and need no list.
+// String-valued categorical encodings (code = index): the problem's, then those the providers'
+// field tables declare. Numeric ids (cuBLASLt algo ids) are their own codes and need no list.
 const std::map<std::string, std::vector<std::string>>& Encodings() {
-  static const std::map<std::string, std::vector<std::string>> encodings = {
-      {"layout", {"rrr", "rrc", "rcr", "rcc", "crr", "crc", "ccr", "ccc"}},
-      {"dtype", {"fp32", "tf32", "fp16", "bf16", "fp8", "bf8", "int8", "int32"}},
-      {"ck_pipeline", {"compv3", "compv4", "compv5", "mem", "preshufflev2", "basic_v1", "compv6"}},
-      {"ck_scheduler", {"intrawave", "interwave"}},
-      {"ck_epilogue", {"default", "cshuffle"}},
-      {"tile_pipeline", {"multistage", "warp_specialized", "small_m"}},
-      {"tile_scheduler", {"data_parallel", "persistent"}},
-      {"tile_epilogue", {"direct", "smem"}},
-  };
+  static const std::map<std::string, std::vector<std::string>> encodings = [] {
+    std::map<std::string, std::vector<std::string>> all = {
+        {"layout", {"rrr", "rrc", "rcr", "rcc", "crr", "crc", "ccr", "ccc"}},
+        {"dtype", {"fp32", "tf32", "fp16", "bf16", "fp8", "bf8", "int8", "int32"}},
+    };
+    for (auto& [feature, values] : ConfigFeatureEncodings()) all[feature] = std::move(values);
+    return all;
+  }();
   return encodings;
 }
 
@@ -174,11 +173,7 @@ double SmemEstimate(const GemmProblem& p, const TileShape& t) {
          static_cast<double>(t.tile_k) * DataTypeBits(p.dtype_a) / 8.0;
 }
 
-struct PaddingFlags {
-  bool m, n, k;
-};
-
-void SharedKernelBlock(const GemmProblem& p, const KernelConfig& c, const TileShape& t,
+void SharedKernelBlock(const GemmProblem& p, const GemmKernelTraits& traits, const TileShape& t,
                        const HardwareConstants& hw, FeatureSink& s) {
   s.Num("tile_m", Defined(t.tile_m));
   s.Num("tile_n", Defined(t.tile_n));
@@ -191,85 +186,36 @@ void SharedKernelBlock(const GemmProblem& p, const KernelConfig& c, const TileSh
   const double smem = SmemEstimate(p, t);
   s.Num("smem_estimate_bytes", smem);
   s.Num("smem_ratio", hw.smem_per_block_bytes > 0 ? smem / hw.smem_per_block_bytes : kNaN);
-  double cluster_m = 1, cluster_n = 1;
-  if (const auto* lt = std::get_if<CublasLtConfig>(&c)) {
-    cluster_m = Defined(lt->cluster_m);
-    cluster_n = Defined(lt->cluster_n);
-  } else if (const auto* tc = std::get_if<TileConfig>(&c)) {
-    cluster_m = tc->cluster_m;
-    cluster_n = tc->cluster_n;
+  s.Num("cluster_m", Defined(traits.cluster_m));
+  s.Num("cluster_n", Defined(traits.cluster_n));
+}
+
+// The provider's own columns, as its field table encodes them.
+void ProviderKernelBlock(const KernelConfig& c, FeatureSink& s) {
+  for (const ConfigField& field : SchemaOf(c).fields) {
+    switch (field.encoding) {
+      case FeatureEncoding::kNone:
+        break;
+      case FeatureEncoding::kNumber:
+        s.Num(field.feature, static_cast<double>(field.get(c)));
+        break;
+      case FeatureEncoding::kDefinedNumber:
+        s.Num(field.feature, Defined(field.get(c)));
+        break;
+      case FeatureEncoding::kFlag:
+        s.Num(field.feature, Flag(field.get(c) != 0));
+        break;
+      case FeatureEncoding::kCategory:
+        s.Cat(field.feature, static_cast<double>(field.get(c)));
+        break;
+      case FeatureEncoding::kNamedCategory:
+        s.Cat(field.feature, Code(field.feature, FieldText(field, c)));
+        break;
+    }
   }
-  s.Num("cluster_m", cluster_m);
-  s.Num("cluster_n", cluster_n);
 }
 
-void ProviderKernelBlock(Provider provider, const KernelConfig& c, FeatureSink& s) {
-  switch (provider) {
-    case Provider::kCublasLt: {
-      const CublasLtConfig& x = std::get<CublasLtConfig>(c);
-      s.Cat("cublaslt_algo_id", x.algo_id);
-      s.Cat("cublaslt_tile_id", x.tile_id);
-      s.Cat("cublaslt_stages_id", x.stages_id);
-      s.Cat("cublaslt_reduction_scheme", x.reduction_scheme);
-      s.Num("cublaslt_swizzle", x.swizzle);
-      s.Cat("cublaslt_custom_option", x.custom_option);
-      s.Cat("cublaslt_inner_shape_id", x.inner_shape_id);
-      s.Num("cluster_k", Defined(x.cluster_k));
-      return;
-    }
-    case Provider::kTile: {
-      const TileConfig& x = std::get<TileConfig>(c);
-      s.Num("warps_m", x.warps_m);
-      s.Num("warps_n", x.warps_n);
-      s.Num("warps_k", x.warps_k);
-      s.Num("instr_m", x.instr_m);
-      s.Num("instr_n", x.instr_n);
-      s.Num("instr_k", x.instr_k);
-      s.Cat("tile_pipeline", Code("tile_pipeline", TilePipelineName(x.pipeline)));
-      s.Cat("tile_scheduler", Code("tile_scheduler", TileSchedulerName(x.scheduler)));
-      s.Cat("tile_epilogue", Code("tile_epilogue", TileEpilogueName(x.epilogue)));
-      s.Num("mask_m", Flag(x.mask_m));
-      s.Num("mask_n", Flag(x.mask_n));
-      s.Num("mask_k", Flag(x.mask_k));
-      s.Num("swizzle", x.swizzle);
-      return;
-    }
-    case Provider::kCkTile: {
-      const CkTileConfig& x = std::get<CkTileConfig>(c);
-      s.Num("warp_m", x.warp_m);
-      s.Num("warp_n", x.warp_n);
-      s.Num("warp_k", x.warp_k);
-      s.Num("warp_tile_m", x.warp_tile_m);
-      s.Num("warp_tile_n", x.warp_tile_n);
-      s.Num("warp_tile_k", x.warp_tile_k);
-      s.Cat("ck_pipeline", Code("ck_pipeline", x.pipeline));
-      s.Cat("ck_scheduler", Code("ck_scheduler", x.scheduler));
-      s.Cat("ck_epilogue", Code("ck_epilogue", x.epilogue));
-      s.Num("pad_m", Flag(x.pad_m));
-      s.Num("pad_n", Flag(x.pad_n));
-      s.Num("pad_k", Flag(x.pad_k));
-      s.Num("persistent", Flag(x.persistent));
-      s.Num("vec_a", x.vec_a);
-      s.Num("vec_b", x.vec_b);
-      s.Num("vec_c", x.vec_c);
-      return;
-    }
-    case Provider::kCudnn:
-    case Provider::kCkConv:
-      break;
-  }
-  KSELECT_CHECK_MSG(false, "GEMM features requested for a convolution provider");
-}
-
-std::optional<PaddingFlags> PaddingOf(const KernelConfig& c) {
-  if (const auto* x = std::get_if<TileConfig>(&c))
-    return PaddingFlags{x->mask_m, x->mask_n, x->mask_k};
-  if (const auto* x = std::get_if<CkTileConfig>(&c))
-    return PaddingFlags{x->pad_m, x->pad_n, x->pad_k};
-  return std::nullopt;
-}
-
-void InteractionBlock(const GemmProblem& p, const KernelConfig& c, const TileShape& t,
+void InteractionBlock(const GemmProblem& p, const GemmKernelTraits& traits, const TileShape& t,
                       const HardwareConstants& hw, FeatureSink& s) {
   const bool known = t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0;
   const int64_t split = std::max<int64_t>(t.split_k, 1);
@@ -322,8 +268,8 @@ void InteractionBlock(const GemmProblem& p, const KernelConfig& c, const TileSha
   static constexpr const char* kNeeds[] = {"needs_padding_m", "needs_padding_n", "needs_padding_k"};
   static constexpr const char* kMissing[] = {"missing_padding_m", "missing_padding_n",
                                              "missing_padding_k"};
-  const std::optional<PaddingFlags> pads = PaddingOf(c);
-  const bool pad_flags[3] = {pads && pads->m, pads && pads->n, pads && pads->k};
+  const std::optional<std::array<bool, 3>>& pads = traits.padding;
+  const bool pad_flags[3] = {pads && (*pads)[0], pads && (*pads)[1], pads && (*pads)[2]};
   for (int d = 0; d < 3; ++d) {
     const auto [dim, tile] = dims[d];
     s.Num(kRatio[d], tile > 0 ? static_cast<double>(dim) / tile : kNaN);
@@ -354,27 +300,11 @@ struct BlockSizes {
   size_t problem = 0, per_config = 0, hardware = 0, estimate = 0;
 };
 
-// A representative config per provider, for names mode.
-KernelConfig SampleConfig(Provider provider) {
-  switch (provider) {
-    case Provider::kCublasLt:
-      return CublasLtConfig{};
-    case Provider::kTile:
-      return TileConfig{};
-    case Provider::kCkTile:
-      return CkTileConfig{};
-    case Provider::kCudnn:
-    case Provider::kCkConv:
-      break;
-  }
-  return CublasLtConfig{};
-}
-
-void PerConfigBlocks(Provider provider, const GemmProblem& p, const KernelConfig& c,
+void PerConfigBlocks(const GemmProblem& p, const KernelConfig& c, const GemmKernelTraits& traits,
                      const TileShape& t, const HardwareConstants& hw, FeatureSink& s) {
-  SharedKernelBlock(p, c, t, hw, s);
-  ProviderKernelBlock(provider, c, s);
-  InteractionBlock(p, c, t, hw, s);
+  SharedKernelBlock(p, traits, t, hw, s);
+  ProviderKernelBlock(c, s);
+  InteractionBlock(p, traits, t, hw, s);
 }
 
 // The engine's full column list for a provider (names mode).
@@ -383,48 +313,35 @@ std::vector<FeatureInfo> EngineColumns(Provider provider, const HardwareConstant
   FeatureSink s(&names);
   GemmProblem p;
   p.m = p.n = p.k = 128;
-  const KernelConfig c = SampleConfig(provider);
-  const TileShape t = TileShapeOf(c);
+  const KernelConfig c = SchemaOf(provider).make_default();
+  const GemmKernelTraits traits = GemmTraitsOf(c);
+  const TileShape t = TileShapeOf(traits);
   ProblemBlock(p, s);
-  PerConfigBlocks(provider, p, c, t, hw, s);
+  PerConfigBlocks(p, c, traits, t, hw, s);
   HardwareBlock(p, hw, s);
   EstimateBlock(p, t, hw, s);
   return names;
 }
 
 bool IsGemmProvider(Provider p) {
-  return p == Provider::kCublasLt || p == Provider::kTile || p == Provider::kCkTile;
+  return SchemaOf(p).gemm_traits != nullptr;
 }
 
 }  // namespace
 
-TileShape TileShapeOf(const KernelConfig& config) {
+TileShape TileShapeOf(const GemmKernelTraits& traits) {
   TileShape t;
-  if (const auto* x = std::get_if<CublasLtConfig>(&config)) {
-    t.tile_m = x->tile_m;
-    t.tile_n = x->tile_n;
-    t.tile_k = x->stage_k;
-    t.split_k = std::max(x->split_k, 1);
-    t.stages = x->stages;
-  } else if (const auto* x = std::get_if<TileConfig>(&config)) {
-    t.tile_m = x->tile_m;
-    t.tile_n = x->tile_n;
-    t.tile_k = x->tile_k;
-    t.split_k = std::max(x->split_k, 1);
-    t.stages = x->stages;
-    const int64_t warps = int64_t{x->warps_m} * x->warps_n * x->warps_k;
-    // Warp-specialised kernels count warpgroups (128 threads) plus one producer warpgroup.
-    t.threads = x->pipeline == TilePipeline::kWarpSpecialized ? (warps + 1) * 128 : warps * 32;
-  } else if (const auto* x = std::get_if<CkTileConfig>(&config)) {
-    t.tile_m = x->tile_m;
-    t.tile_n = x->tile_n;
-    t.tile_k = x->tile_k;
-    t.split_k = std::max(x->split_k, 1);
-    // compv4 double-buffers LDS; the other CK pipelines hold one stage.
-    t.stages = x->pipeline == "compv4" ? 2 : 1;
-    t.threads = int64_t{x->warp_m} * x->warp_n * x->warp_k * 64;  // AMD wavefronts of 64
-  }
+  t.tile_m = traits.tile_m;
+  t.tile_n = traits.tile_n;
+  t.tile_k = traits.tile_k;
+  t.split_k = std::max<int64_t>(traits.split_k, 1);
+  t.stages = traits.stages;
+  t.threads = traits.threads;
   return t;
+}
+
+TileShape TileShapeOf(const KernelConfig& config) {
+  return TileShapeOf(GemmTraitsOf(config));
 }
 
 // Origami-like estimate. Per SM, `resident` blocks share the tensor throughput, so one wave of
@@ -586,19 +503,14 @@ struct PeerFields {
 };
 
 PeerFields PeerFieldsOf(const KernelConfig& c) {
+  const GemmKernelTraits traits = GemmTraitsOf(c);
   PeerFields f;
-  const TileShape t = TileShapeOf(c);
-  f.tile_m = t.tile_m;
-  f.tile_n = t.tile_n;
-  f.split_k = std::max<int64_t>(t.split_k, 1);
-  if (const auto* lt = std::get_if<CublasLtConfig>(&c)) {
-    f.algo = lt->algo_id;
-    f.cluster_m = lt->cluster_m;
-    f.cluster_n = lt->cluster_n;
-  } else if (const auto* tc = std::get_if<TileConfig>(&c)) {
-    f.cluster_m = tc->cluster_m;
-    f.cluster_n = tc->cluster_n;
-  }
+  f.algo = traits.algo_id;
+  f.tile_m = traits.tile_m;
+  f.tile_n = traits.tile_n;
+  f.split_k = std::max<int64_t>(traits.split_k, 1);
+  f.cluster_m = traits.cluster_m;
+  f.cluster_n = traits.cluster_n;
   return f;
 }
 
@@ -657,9 +569,10 @@ Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelCon
   // Every block in one pass, with no shared state: the reference ExtractBatch is tested against.
   std::vector<double> row(engine_width_);
   FeatureSink s(row.data());
-  const TileShape t = TileShapeOf(config);
+  const GemmKernelTraits traits = GemmTraitsOf(config);
+  const TileShape t = TileShapeOf(traits);
   ProblemBlock(problem, s);
-  PerConfigBlocks(spec_.provider, problem, config, t, spec_.hardware, s);
+  PerConfigBlocks(problem, config, traits, t, spec_.hardware, s);
   HardwareBlock(problem, spec_.hardware, s);
   EstimateBlock(problem, t, spec_.hardware, s);
   KSELECT_CHECK(s.count() == engine_width_);
@@ -700,10 +613,11 @@ Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
   const size_t width = NumFeatures();
   out->assign(candidates.size() * width, 0.0);
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const TileShape t = TileShapeOf(candidates[i]);
+    const GemmKernelTraits traits = GemmTraitsOf(candidates[i]);
+    const TileShape t = TileShapeOf(traits);
     std::copy_n(problem_values.begin(), ps.count(), row.begin());
     FeatureSink cs(row.data() + ps.count());
-    PerConfigBlocks(spec_.provider, problem, candidates[i], t, hw, cs);
+    PerConfigBlocks(problem, candidates[i], traits, t, hw, cs);
     KSELECT_CHECK(cs.count() == per_config_width);
     std::copy_n(hardware_values.begin(), hs.count(), row.begin() + ps.count() + cs.count());
     FeatureSink es(row.data() + ps.count() + cs.count() + hs.count());

@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "ingest/ck_tile_common.h"
 #include "kselect/ingest.h"
+#include "providers/ck/ck_kernel_name.h"
 
 namespace kselect {
 namespace {

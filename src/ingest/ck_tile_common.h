@@ -52,12 +52,6 @@ StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source
 // The output type CK Tile uses for a given input type: fp16 for fp8/bf8, else the input type.
 DataType CkTileOutputType(DataType input);
 
-// CK's convert_json_to_parquet.py marks every "mem" pipeline kernel as padded in all three
-// dimensions (mem kernels handle any size although their names say False). kselect applies it on
-// every CK Tile path, not only CK's JSON path, so a config means the same whichever file it came
-// from.
-void ApplyMemPadFix(CkTileConfig& config);
-
 // A streaming-log shape header ("Shape 3: M=.. N=.. K=.. dtype=fp8 layout=rcr").
 struct ShapeHeader {
   int64_t m = 0, n = 0, k = 0;

@@ -10,7 +10,9 @@
 
 #include "core/text.h"
 #include "ingest/ck_tile_common.h"
+#include "kselect/config_schema.h"
 #include "kselect/ingest.h"
+#include "providers/ck/ck_kernel_name.h"
 
 namespace kselect {
 namespace {
@@ -98,28 +100,26 @@ Status CheckConfigField(const Json& kernel_config, std::string_view path, std::s
                     " but kernel name '" + std::string(kernel_name) + "' says " + expected.dump());
 }
 
-Status CheckKernelConfig(const Json& kernel_config, std::string_view path, const CkTileConfig& c,
-                         std::string_view kernel_name) {
+// The kernel_config keys CK's JSON repeats from the kernel name (the provider's field names).
+constexpr std::string_view kRepeatedConfigKeys[] = {
+    "tile_m",      "tile_n",      "tile_k",      "warp_m",    "warp_n",    "warp_k",
+    "warp_tile_m", "warp_tile_n", "warp_tile_k", "pipeline",  "scheduler", "epilogue",
+    "pad_m",       "pad_n",       "pad_k",       "persistent"};
+
+Status CheckKernelConfig(const Json& kernel_config, std::string_view path,
+                         const KernelConfig& config, std::string_view kernel_name) {
   if (!kernel_config.is_object()) return Status::Ok();
-  const std::pair<std::string_view, Json> fields[] = {
-      {"tile_m", c.tile_m},
-      {"tile_n", c.tile_n},
-      {"tile_k", c.tile_k},
-      {"warp_m", c.warp_m},
-      {"warp_n", c.warp_n},
-      {"warp_k", c.warp_k},
-      {"warp_tile_m", c.warp_tile_m},
-      {"warp_tile_n", c.warp_tile_n},
-      {"warp_tile_k", c.warp_tile_k},
-      {"pipeline", c.pipeline},
-      {"scheduler", c.scheduler},
-      {"epilogue", c.epilogue},
-      {"pad_m", c.pad_m},
-      {"pad_n", c.pad_n},
-      {"pad_k", c.pad_k},
-      {"persistent", c.persistent},
-  };
-  for (const auto& [key, expected] : fields) {
+  for (std::string_view key : kRepeatedConfigKeys) {
+    const ConfigField* field = FindConfigField(ProviderOf(config), key);
+    KSELECT_CHECK_MSG(field != nullptr, "a repeated kernel_config key is not a config field");
+    Json expected;
+    if (field->type == FieldType::kText) {
+      expected = field->get_text(config);
+    } else if (field->type == FieldType::kBool) {
+      expected = field->get(config) != 0;
+    } else {
+      expected = field->get(config);
+    }
     KSELECT_RETURN_IF_ERROR(CheckConfigField(kernel_config, path, key, expected, kernel_name));
   }
   return Status::Ok();
@@ -255,8 +255,8 @@ Status ParseBatch(const Json& root, std::string_view source, const IngestOptions
       Measurement m;
       m.op_type = parsed->op;
       m.problem = problem;
-      CkTileConfig config = parsed->config;
-      ck::ApplyMemPadFix(config);
+      auto config = parsed->config;
+      ApplyCkMemPipelinePadding(config);
       m.config = config;
       m.kernel_name = *name;
       m.method = method;

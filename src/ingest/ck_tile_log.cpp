@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "ingest/ck_tile_common.h"
 #include "kselect/ingest.h"
+#include "providers/ck/ck_kernel_name.h"
 
 namespace kselect {
 namespace ck {
@@ -177,14 +178,6 @@ StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source
 DataType CkTileOutputType(DataType input) {
   if (input == DataType::kF8E4M3 || input == DataType::kF8E5M2) return DataType::kF16;
   return input;
-}
-
-void ApplyMemPadFix(CkTileConfig& config) {
-  if (config.pipeline == "mem") {
-    config.pad_m = true;
-    config.pad_n = true;
-    config.pad_k = true;
-  }
 }
 
 double BandwidthGbPerS(const Problem& problem, double latency_ms) {
@@ -365,9 +358,9 @@ StatusOr<Measurement> ConvertBenchmarkObject(const Json& object, const ObjectCon
   Measurement m;
   m.op_type = parsed_name->op;
   m.problem = problem;
-  CkTileConfig config = parsed_name->config;
+  auto config = parsed_name->config;
   config.split_k = split_k_value;
-  ApplyMemPadFix(config);
+  ApplyCkMemPipelinePadding(config);
   m.config = config;
   m.kernel_name = *name;
 

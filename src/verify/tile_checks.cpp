@@ -150,7 +150,7 @@ Status TimeTileRuleSet(const TileRuleSet& rules, const CompilerOptions& compiler
     const GemmProblem p = WithVariant(shape, variant);
     std::vector<TileKernelSpec> specs;
     int64_t workspace = 0;
-    for (const TileConfig& c : rules.configs) {
+    for (const auto& c : rules.configs) {
       StatusOr<TileKernelSpec> spec = SpecForProblem(c, p);
       if (spec.ok() && CheckValid(*spec).ok() && CanImplement(*spec, p).ok()) {
         specs.push_back(*spec);

@@ -7,6 +7,7 @@
 
 #include "kselect/ingest.h"
 #include "testing_util.h"
+#include "providers/ck/ck_kernel_name.h"
 
 namespace kselect {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 #include "kselect/verify.h"
 #include "providers/tile/tile_provider.h"
 

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "core/text.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::tile {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "core/text.h"
 #include "cuda/nvrtc_compile.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::tile {
 namespace {

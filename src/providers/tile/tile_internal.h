@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::tile {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cuda/driver_api.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 #include "providers/tile/tile_internal.h"
 
 namespace kselect::tile {

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::tile {
 namespace {

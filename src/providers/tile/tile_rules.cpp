@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 
 #ifndef KSELECT_SOURCE_RULES_DIR
 #define KSELECT_SOURCE_RULES_DIR "rules/tile"

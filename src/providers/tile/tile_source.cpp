@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 #include "providers/tile/tile_internal.h"
 
 namespace kselect::tile {

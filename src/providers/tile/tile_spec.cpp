@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "kselect/tile_engine.h"
+#include "providers/tile/tile_engine.h"
 #include "providers/tile/tile_internal.h"
 
 namespace kselect::tile {

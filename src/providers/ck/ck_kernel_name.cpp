@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/text.h"
-#include "kselect/ingest.h"
 #include "kselect/problem.h"
+#include "providers/ck/ck_kernel_name.h"
 
 namespace kselect {
 namespace {

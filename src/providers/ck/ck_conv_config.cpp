@@ -1,0 +1,46 @@
+#include "providers/ck/ck_conv_config.h"
+
+#include <string>
+
+#include "providers/config_table.h"
+
+namespace kselect {
+namespace {
+
+using config_table::Field;
+using C = CkConvConfig;
+
+constexpr ConfigField kFields[] = {
+    Field<&C::tile_m>("tile_m").Key("tile").Json("tile").Column("tile_m"),
+    Field<&C::tile_n>("tile_n").Key("tile").Json("tile").Column("tile_n"),
+    Field<&C::tile_k>("tile_k").Key("tile").Json("tile").Column("tile_k"),
+    Field<&C::pipeline>("pipeline").Key("pipeline").Json("pipeline").Column("pipeline"),
+    Field<&C::scheduler>("scheduler").Key("scheduler").Json("scheduler").Column("scheduler"),
+    Field<&C::double_smem_buffer>("double_smem_buffer")
+        .Key("dsb")
+        .Json("double_smem_buffer")
+        .Column("double_smem_buffer"),
+    Field<&C::split_image>("split_image").Key("si").Json("split_image").Column("split_image"),
+    config_table::DerivedColumn("split_k", FieldType::kInt,
+                                [](const KernelConfig&) -> int64_t { return 1; }),
+};
+
+std::string Describe(const KernelConfig& config) {
+  const C& c = std::get<C>(config);
+  return "ck_conv " + c.pipeline + " " + config_table::Dims(c.tile_m, c.tile_n, c.tile_k);
+}
+
+}  // namespace
+
+const ConfigSchema& CkConvConfigSchema() {
+  static const ConfigSchema schema{
+      .provider = Provider::kCkConv,
+      .name = "ck_conv",
+      .fields = kFields,
+      .make_default = [] { return KernelConfig(C{}); },
+      .describe = &Describe,
+  };
+  return schema;
+}
+
+}  // namespace kselect
