@@ -1,13 +1,53 @@
 // The tile engine behind the provider interface: what `kselect bench --provider tile` drives.
 // Enumeration compiles with NVRTC and so runs here without a GPU; launching needs one.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
 
 #include "kselect/provider.h"
 
 namespace kselect {
 namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp dir, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("kselect_tile_provider_test_" + std::to_string(::getpid()) +
+                                        "_" + std::to_string(rand()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Sets an environment variable for the scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 GemmProblem Bf16Gemm(int64_t m, int64_t n, int64_t k) {
   GemmProblem p{.m = m, .n = n, .k = k};
@@ -64,6 +104,44 @@ TEST(TileProviderTest, RefusesWhatTheEngineDoesNotGenerate) {
   broken.tile_m = 100;  // not a multiple of the warp layout
   EXPECT_EQ(provider->CanImplement(Bf16Gemm(64, 64, 64), broken).code(),
             StatusCode::kCannotImplement);
+}
+
+// The provider parses its rule set once and compiles each spec once: after the first Enumerate the
+// rule-set file and the on-disk cubin cache are deleted, and a second Enumerate (another problem
+// with the same specs) still lists the same configs, without re-creating the cache.
+TEST(TileProviderTest, KeepsItsRuleSetAndCompiledSpecsAcrossEnumerates) {
+  TempDir dir;
+  const fs::path rules = dir.path / "tiny_copy.json";
+  fs::copy_file(fs::path(KSELECT_SOURCE_DIR) / "rules/tile/tiny.json", rules);
+  const fs::path cache = dir.path / "cache";
+  const ScopedEnv cache_env("KSELECT_CACHE_DIR", cache.string());
+  ProviderOptions options;
+  options.rule_set = rules.string();
+  auto provider = CreateProvider(Provider::kTile, options);
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  // The two one-row small-M configs: the quickest to compile.
+  ConfigFilter one_row;
+  one_row.keep = [](const KernelConfig& c) {
+    const TileConfig& t = std::get<TileConfig>(c);
+    return t.pipeline == TilePipeline::kSmallM && t.tile_m == 1;
+  };
+  auto first = (*provider)->Enumerate(Bf16Gemm(1, 384, 1024), one_row);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->size(), 2u);
+  ASSERT_TRUE(fs::is_directory(cache / "tile")) << "the first Enumerate compiled into the cache";
+
+  fs::remove(rules);
+  fs::remove_all(cache);
+  auto second = (*provider)->Enumerate(Bf16Gemm(1, 512, 2048), one_row);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(*second, *first);
+  EXPECT_FALSE(fs::exists(cache)) << "the second Enumerate compiled again";
+
+  // A new provider reads the file, which is gone.
+  auto fresh = CreateProvider(Provider::kTile, options);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)->Enumerate(Bf16Gemm(1, 384, 1024), one_row).status().code(),
+            StatusCode::kNotFound);
 }
 
 TEST(TileProviderTest, PrepareNeedsAGpu) {

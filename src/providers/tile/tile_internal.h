@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "providers/tile/tile_engine.h"
 
@@ -11,6 +12,11 @@ namespace kselect::tile {
 inline int OutKind(DataType t) {
   return t == DataType::kBF16 ? 0 : t == DataType::kF16 ? 1 : 2;
 }
+
+// The first part of GenerateSource's module: the spec's constexpr constants (kTileM, kInBf16, ...)
+// and, for the warp-specialized family, the KSELECT_WGMMA_* macros. The kernel files
+// (kernels/*.cuh) follow it; the nvcc test compiles them after this block too.
+std::string GenerateConstants(const TileKernelSpec& spec);
 
 // Dynamic shared memory of a multistage kernel: `stages` padded A and B tiles of 2-byte elements.
 int64_t MultistageSharedBytes(const TileConfig& c);

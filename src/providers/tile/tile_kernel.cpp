@@ -11,7 +11,7 @@
 namespace kselect::tile {
 namespace {
 
-// Mirrors `struct Params` in the generated source (tile_source.cpp's prelude), field for field.
+// Mirrors `struct Params` in kernels/prelude.cuh, field for field.
 struct KernelParams {
   const void* a;
   const void* b;

@@ -2,6 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "providers/tile/tile_engine.h"
@@ -22,9 +27,11 @@ constexpr int64_t kOperandAlignment = 16;
 
 class PreparedTileKernel : public PreparedKernel {
  public:
-  PreparedTileKernel(GemmProblem problem, std::unique_ptr<TileKernel> kernel, int64_t workspace)
+  // Launches a kernel shared with the provider's module cache.
+  PreparedTileKernel(GemmProblem problem, std::shared_ptr<const TileKernel> kernel,
+                     int64_t workspace)
       : PreparedTileKernel(std::move(problem), *kernel, workspace) {
-    owned_ = std::move(kernel);
+    shared_ = std::move(kernel);
   }
   // Launches `kernel`, which the caller keeps alive as long as this object.
   PreparedTileKernel(GemmProblem problem, const TileKernel& kernel, int64_t workspace)
@@ -50,15 +57,59 @@ class PreparedTileKernel : public PreparedKernel {
  private:
   GemmProblem problem_;
   std::vector<OperandSpec> operands_;
-  std::unique_ptr<TileKernel> owned_;  // null when the kernel is borrowed
+  std::shared_ptr<const TileKernel> shared_;  // null when the kernel is borrowed
   const TileKernel* kernel_;
   int64_t workspace_;
 };
 
+// Loaded modules by SpecKey, least recently used evicted first: a bench worker prepares the same
+// configs for problem after problem, and each load reads a cubin from disk and costs the driver
+// milliseconds. Prepared kernels share their module, so eviction never unloads one in use.
+class ModuleCache {
+ public:
+  explicit ModuleCache(size_t capacity) : capacity_(capacity) {}
+
+  std::shared_ptr<const TileKernel> Find(const std::string& key) {
+    const auto found = index_.find(key);
+    if (found == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, found->second);
+    return found->second->second;
+  }
+  // Keeps `kernel` under `key` (or the one already there) and returns what is kept.
+  std::shared_ptr<const TileKernel> Insert(const std::string& key,
+                                           std::shared_ptr<const TileKernel> kernel) {
+    if (std::shared_ptr<const TileKernel> kept = Find(key)) return kept;
+    order_.emplace_front(key, std::move(kernel));
+    index_.emplace(key, order_.begin());
+    if (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+    return order_.front().second;
+  }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const TileKernel>>;
+  size_t capacity_;
+  std::list<Entry> order_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+// Modules a provider keeps loaded. A tile module is a few tens of KB of device memory; 1024 of
+// them hold every config of the default rule set under several problem variants.
+constexpr size_t kMaxLoadedModules = 1024;
+
+// Caches, per instance: the rule set (parsed on first use, then kept: a rule-set file changed or
+// removed later is not seen), which specs compiled (Enumerate compiles each spec once, not once
+// per problem) and loaded modules (ModuleCache). Every method may be called from several threads
+// at once: one mutex guards the caches and is held only to look up and insert, never while NVRTC
+// compiles or the driver loads, so two threads may build the same spec and the first result is
+// kept. Modules belong to the primary context of options.device; a caller that resets the device
+// must create a new provider.
 class TileProvider : public KernelProvider {
  public:
   explicit TileProvider(const ProviderOptions& options)
-      : options_(options), compiler_(CompilerOptions{}) {}
+      : options_(options), compiler_(CompilerOptions{}), modules_(kMaxLoadedModules) {}
 
   Provider id() const override { return Provider::kTile; }
 
@@ -75,23 +126,32 @@ class TileProvider : public KernelProvider {
   StatusOr<std::vector<KernelConfig>> Enumerate(const Problem& problem,
                                                 const ConfigFilter& keep) override {
     if (!SupportsProblem(problem)) return std::vector<KernelConfig>{};
-    KSELECT_ASSIGN_OR_RETURN(const TileRuleSet rules, Rules());
+    KSELECT_ASSIGN_OR_RETURN(const TileRuleSet* rules, Rules());
     const GemmProblem& gemm = std::get<GemmProblem>(problem);
     std::vector<KernelConfig> configs;
-    std::vector<TileKernelSpec> specs;
-    for (const TileConfig& config : rules.configs) {
+    std::vector<std::string> spec_keys;
+    std::vector<TileKernelSpec> to_compile;
+    for (const TileConfig& config : rules->configs) {
       if (!keep.empty() && !keep.keep(KernelConfig(config))) continue;
       auto spec = BoundSpec(gemm, config);
       if (!spec.ok()) continue;  // cannot implement this problem: not in its catalogue
       configs.emplace_back(config);
-      specs.push_back(*spec);
+      spec_keys.push_back(SpecKey(*spec));
+      if (!CompiledBefore(spec_keys.back()).has_value()) to_compile.push_back(*spec);
     }
-    // Compile every candidate up front, in parallel: timing then only loads cached cubins, and
-    // a config that does not compile is left out of the catalogue instead of failing later.
-    const auto binaries = compiler_.CompileAll(specs);
+    // Compile every candidate not compiled before, in parallel: timing then only loads cached
+    // cubins, and a config that does not compile is left out of the catalogue instead of failing
+    // later.
+    const auto binaries = compiler_.CompileAll(to_compile);
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < to_compile.size(); ++i) {
+        compiled_.emplace(SpecKey(to_compile[i]), binaries[i].ok());
+      }
+    }
     std::vector<KernelConfig> compiled;
     for (size_t i = 0; i < configs.size(); ++i) {
-      if (binaries[i].ok()) compiled.push_back(configs[i]);
+      if (CompiledBefore(spec_keys[i]).value_or(false)) compiled.push_back(configs[i]);
     }
     return compiled;
   }
@@ -109,9 +169,7 @@ class TileProvider : public KernelProvider {
                                                     const KernelConfig& config) override {
     KSELECT_ASSIGN_OR_RETURN(const TileKernelSpec spec, BoundSpecOf(problem, config));
     const GemmProblem& gemm = std::get<GemmProblem>(problem);
-    KSELECT_ASSIGN_OR_RETURN(const TileBinary binary, compiler_.Compile(spec));
-    KSELECT_RETURN_IF_ERROR(MakeContextCurrent());
-    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<TileKernel> kernel, TileKernel::Load(binary));
+    KSELECT_ASSIGN_OR_RETURN(std::shared_ptr<const TileKernel> kernel, LoadedKernel(spec));
     return std::unique_ptr<PreparedKernel>(std::make_unique<PreparedTileKernel>(
         gemm, std::move(kernel), static_cast<int64_t>(tile::WorkspaceBytes(spec, gemm))));
   }
@@ -129,9 +187,48 @@ class TileProvider : public KernelProvider {
   }
 
  private:
-  StatusOr<TileRuleSet> Rules() const {
-    return LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set,
-                       DefaultRulesDir());
+  // The rule set, parsed on the first call.
+  StatusOr<const TileRuleSet*> Rules() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (rules_.has_value()) return &*rules_;
+    }
+    // A failed parse is not kept: the next call reads the file again.
+    KSELECT_ASSIGN_OR_RETURN(
+        TileRuleSet rules,
+        LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set, DefaultRulesDir()));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!rules_.has_value()) rules_ = std::move(rules);
+    return &*rules_;
+  }
+
+  // Whether the spec compiled when Enumerate compiled it; nullopt when it has not yet.
+  std::optional<bool> CompiledBefore(const std::string& spec_key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = compiled_.find(spec_key);
+    if (found == compiled_.end()) return std::nullopt;
+    return found->second;
+  }
+
+  // The spec's module loaded in the device's primary context: from the module cache, else
+  // compiled (or read from the on-disk cubin cache) and loaded.
+  StatusOr<std::shared_ptr<const TileKernel>> LoadedKernel(const TileKernelSpec& spec) {
+    const std::string key = SpecKey(spec);
+    std::shared_ptr<const TileKernel> cached;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      cached = modules_.Find(key);
+    }
+    if (cached != nullptr) {
+      // Launches need the module's context current on the calling thread, which may be new.
+      KSELECT_RETURN_IF_ERROR(MakeContextCurrent());
+      return cached;
+    }
+    KSELECT_ASSIGN_OR_RETURN(const TileBinary binary, compiler_.Compile(spec));
+    KSELECT_RETURN_IF_ERROR(MakeContextCurrent());
+    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<TileKernel> loaded, TileKernel::Load(binary));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return modules_.Insert(key, std::move(loaded));
   }
 
   // Loading a module needs a current context: make the device's primary context current, as
@@ -173,6 +270,11 @@ class TileProvider : public KernelProvider {
 
   ProviderOptions options_;
   TileCompiler compiler_;
+  std::mutex mutex_;  // guards the members below
+  std::optional<TileRuleSet> rules_;
+  // SpecKey -> NVRTC succeeded; a spec that failed is not compiled again by this instance.
+  std::unordered_map<std::string, bool> compiled_;
+  ModuleCache modules_;
 };
 
 }  // namespace
