@@ -108,6 +108,12 @@ class KernelProvider {
   virtual ~KernelProvider() = default;
 
   virtual Provider id() const = 0;
+  // "cublaslt", "tile": the provider's name in datasets, models and messages.
+  std::string_view name() const { return ProviderName(id()); }
+  // What its kernels come from, for the records that datasets and models keep: the library's
+  // version ("cublaslt 13.1.0"), or the engine's (NVRTC version and a fingerprint of the kernel
+  // sources). Needs no GPU.
+  virtual std::string version() const = 0;
 
   // Whether this provider can run problems of this kind, dtype and layout at all (CPU only, no
   // device query): the bench skips providers that answer false.

@@ -254,9 +254,13 @@ TEST(TileCompilerTest, CacheMissThenHit) {
   EXPECT_EQ(rebuilt->cubin, first->cubin);
 }
 
-// Finds cuobjdump: $KSELECT_CUOBJDUMP, the toolkit's bin, or PATH. Empty when absent.
+// Finds cuobjdump: $KSELECT_CUOBJDUMP, the set-up's pinned wheel (found at configure time), the
+// toolkit's bin, or PATH. Empty when absent.
 std::string FindCuobjdump() {
   if (const char* p = std::getenv("KSELECT_CUOBJDUMP"); p != nullptr && fs::exists(p)) return p;
+#ifdef KSELECT_CUOBJDUMP_PATH
+  if (fs::exists(KSELECT_CUOBJDUMP_PATH)) return KSELECT_CUOBJDUMP_PATH;
+#endif
   if (fs::exists("/usr/local/cuda/bin/cuobjdump")) return "/usr/local/cuda/bin/cuobjdump";
   if (std::system("command -v cuobjdump > /dev/null 2>&1") == 0) return "cuobjdump";
   return {};

@@ -144,6 +144,19 @@ TEST(TileProviderTest, KeepsItsRuleSetAndCompiledSpecsAcrossEnumerates) {
             StatusCode::kNotFound);
 }
 
+// Datasets and models record what kernels came from; both providers say it without a GPU.
+TEST(TileProviderTest, EveryProviderNamesItselfAndItsVersion) {
+  for (const ProviderEntry& entry : ProviderRegistry()) {
+    auto provider = CreateProvider(entry.provider);
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    EXPECT_EQ((*provider)->name(), ProviderName(entry.provider));
+    EXPECT_EQ((*provider)->version().rfind(
+                  entry.provider == Provider::kTile ? "tile engine (nvrtc 13." : "cublaslt 13.", 0),
+              0u)
+        << (*provider)->version();
+  }
+}
+
 TEST(TileProviderTest, PrepareNeedsAGpu) {
   auto provider = TinyTileProvider();
   const Problem problem = Bf16Gemm(256, 256, 256);

@@ -291,6 +291,11 @@ class CublasLtProvider final : public KernelProvider {
   }
 
   Provider id() const override { return Provider::kCublasLt; }
+  std::string version() const override {
+    const size_t v = cublasLtGetVersion();  // 130100 = 13.1.0
+    return "cublaslt " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+           std::to_string(v % 100);
+  }
   bool SupportsProblem(const Problem& problem) const override {
     return CublasLtSupportsProblem(problem);
   }

@@ -14,15 +14,17 @@
 #include "core/text.h"
 #include "cuda/nvrtc_compile.h"
 #include "providers/tile/tile_engine.h"
+#include "providers/tile/tile_internal.h"
 
 namespace kselect::tile {
-namespace {
 
 std::string NvrtcVersionText() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
   return std::to_string(major) + "." + std::to_string(minor);
 }
+
+namespace {
 
 std::string CachePath(const std::string& dir, const std::string& key) {
   return (std::filesystem::path(dir) / (key + ".cubin")).string();

@@ -23,6 +23,9 @@ int64_t MultistageSharedBytes(const TileConfig& c);
 // Static shared memory of a small-M kernel (the k-slice sums when B is row-major).
 int64_t SmallMSharedBytes(const TileKernelSpec& spec);
 
+// "13.0": the NVRTC this binary compiles with (part of every cubin cache key).
+std::string NvrtcVersionText();
+
 // The largest shared memory a block may use on sm_90 (227 KiB).
 inline constexpr int64_t kMaxSharedBytesPerBlock = 232448;
 

@@ -9,7 +9,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/text.h"
+#include "kselect/catalogue.h"
+#include "providers/tile/kernel_sources.h"
 #include "providers/tile/tile_engine.h"
+#include "providers/tile/tile_internal.h"
 
 namespace kselect::tile {
 namespace {
@@ -112,6 +116,14 @@ class TileProvider : public KernelProvider {
       : options_(options), compiler_(CompilerOptions{}), modules_(kMaxLoadedModules) {}
 
   Provider id() const override { return Provider::kTile; }
+  std::string version() const override {
+    uint64_t fingerprint = text::kFnv1a64Basis;
+    for (const KernelSource* source : KernelSources()) {
+      fingerprint = text::Fnv1a64(source->text, fingerprint);
+    }
+    return "tile engine (nvrtc " + NvrtcVersionText() + ", kernels " +
+           FingerprintText(fingerprint) + ")";
+  }
 
   bool SupportsProblem(const Problem& problem) const override {
     const auto* g = std::get_if<GemmProblem>(&problem);
