@@ -79,7 +79,9 @@ class TileProvider : public KernelProvider {
     const GemmProblem& gemm = std::get<GemmProblem>(problem);
     std::vector<KernelConfig> configs;
     std::vector<TileKernelSpec> specs;
-    for (const TileConfig& config : rules.configs) {
+    // The generated space, filtered by the caller (RuleSetFilter of the same rule set, as for
+    // cuBLASLt's enumeration): the rules are applied once, in one place.
+    for (const TileConfig& config : rules.space) {
       if (!keep.empty() && !keep.keep(KernelConfig(config))) continue;
       auto spec = BoundSpec(gemm, config);
       if (!spec.ok()) continue;  // cannot implement this problem: not in its catalogue
@@ -131,7 +133,7 @@ class TileProvider : public KernelProvider {
  private:
   StatusOr<TileRuleSet> Rules() const {
     return LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set,
-                       DefaultRulesDir());
+                       options_.rules_dir.empty() ? DefaultRulesRoot() : options_.rules_dir);
   }
 
   // Loading a module needs a current context: make the device's primary context current, as
