@@ -1,7 +1,8 @@
-// Named catalogues: a provider's enumerated config space filtered by a rule set kept as data
-// (rules/<provider>/<name>.json, each rule named and commented). The enumerated space depends on
-// the device (cuBLASLt's AlgoCheck needs a GPU), so a catalogue is "what the device enumerates for
-// a problem, filtered by the rules"; committed snapshots record it for one reference problem.
+// Named catalogues: what a provider generates or enumerates for a problem, filtered by a rule set
+// kept as data (rules/<provider>/<name>.json, each rule named and commented). cuBLASLt enumerates
+// on the device (AlgoCheck needs a GPU); the tile engine generates from the rule set's own
+// "generator" (device independent). Either way the catalogue is "what the provider yields for a
+// problem, filtered by the rules", and committed snapshots (kselect.catalogue_snapshot) record it.
 //
 // Rule-set JSON:
 //   {"format": "kselect.rules", "format_version": 1, "name": "tiny", "provider": "cublaslt",
@@ -11,6 +12,11 @@
 // Each rule names one integer field of the provider's config and one of "keep" (values to keep),
 // "drop" (values to drop), "min" or "max" (inclusive bounds). A config is in the catalogue when
 // every rule passes. An empty rule list keeps everything (the `full` set).
+//
+// A provider that generates its configs reads them from the rule set too: "generator" is an
+// object that provider interprets (the tile engine: {"variants": [...], "groups": [...]}, see
+// src/providers/tile/tile_engine.h). One file per name keeps what is generated and what is
+// filtered away together, under one fingerprint. Enumerating providers have none.
 //
 // A rule may hold only on some problems: "when": {"mn": {"min": 4194304}, "align": {"min": 8}}
 // applies it where every named problem quantity lies inside its inclusive bounds, and elsewhere
@@ -54,16 +60,24 @@ struct RuleSet {
   std::string comment;
   Provider provider = Provider::kCublasLt;
   std::vector<ConfigRule> rules;
-  // FNV-1a 64 of the rule set's canonical JSON (names, fields, ops, values; comments excluded):
-  // snapshots record it, and a test fails when rules and snapshot drift apart.
+  // The "generator" object as compact JSON ("" when the file has none): the provider that
+  // generates its configs parses it.
+  std::string generator;
+  std::string path;  // the file it was read from ("" when parsed from text)
+  // FNV-1a 64 of the rule set's canonical JSON (names, fields, ops, values, the generator;
+  // comments excluded): snapshots record it, and a test fails when rules and snapshot drift apart.
   uint64_t fingerprint = 0;
 };
 
 StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source);
 StatusOr<RuleSet> LoadRuleSet(const std::string& path);
-// rules_dir/<provider>/<name>.json, e.g. rules/cublaslt/default.json.
+// rules_dir/<provider>/<name>.json, e.g. rules/cublaslt/default.json; kNotFound names the file.
 StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
                               std::string_view name);
+// A rule set given by name (looked up with FindRuleSet) or by path (contains '/' or ends in
+// .json); a path's rule set must be `provider`'s.
+StatusOr<RuleSet> FindRuleSetByNameOrPath(const std::string& rules_dir, Provider provider,
+                                          std::string_view name_or_path);
 
 // The integer config fields rules may name for `provider` ("algo_id", "tile_m", ...).
 std::vector<std::string> RuleFields(Provider provider);
@@ -89,8 +103,33 @@ ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed);
 // `configs` that pass every rule on `problem`, order kept.
 std::vector<KernelConfig> ApplyRules(const RuleSet& rules, const Problem& problem,
                                      const std::vector<KernelConfig>& configs);
+// The first rule without a "when" condition that `config` fails ("" when it passes them all):
+// the problem-independent part of a catalogue (the tile engine's snapshots, `kselect tile list`).
+std::string RejectingUnconditionedRule(const RuleSet& rules, const KernelConfig& config);
 
 // "0x" + 16 hex digits.
 std::string FingerprintText(uint64_t fingerprint);
+
+// A catalogue recorded as data, format kselect.catalogue_snapshot version 1: cuBLASLt's for one
+// reference problem on one device (rules/cublaslt/snapshots/<name>.bf16_tn_4096.json, written by
+// `kselect catalogue --snapshot` on a GPU), the tile engine's device and problem independent
+// (rules/tile/snapshots/<name>.json, written by `kselect tile list --snapshot`). Fields that do
+// not apply are left out of the file.
+struct CatalogueSnapshot {
+  Provider provider = Provider::kCublasLt;
+  std::string rule_set;
+  uint64_t rules_fingerprint = 0;
+  std::optional<Problem> problem;                // the problem the catalogue is for
+  std::optional<std::string> device_name, arch;  // the device that enumerated it
+  std::optional<int64_t> cublaslt_version;
+  std::optional<int64_t> max_workspace_bytes;
+  std::optional<int64_t> enumerated;  // configs the provider yielded before the rules
+  std::string tool;                   // ToolDescription() of the writer
+  std::vector<KernelConfig> configs;  // the catalogue, in the provider's order
+};
+// The snapshot's file text: sorted keys, one config a line (reviewable diffs on regeneration).
+std::string CatalogueSnapshotToJson(const CatalogueSnapshot& snapshot);
+// kSchemaMismatch for another format or an unknown version; kParseError naming the field else.
+StatusOr<CatalogueSnapshot> ParseCatalogueSnapshot(std::string_view text, std::string_view source);
 
 }  // namespace kselect

@@ -36,9 +36,12 @@ struct ProviderOptions {
   int device = 0;  // CUDA device ordinal the provider works on
   // Largest workspace a config may need; configs needing more cannot implement (bytes).
   int64_t max_workspace_bytes = 32ll << 20;
-  // For providers that generate their configs from a rule set (the tile engine: a name under
-  // rules/tile/ or a path); "" means the provider's default set.
+  // For providers that generate their configs from a rule set (the tile engine: a name looked up
+  // under rules_dir/tile/, or a path); "" means the provider's default set.
   std::string rule_set;
+  // The rules folder holding <provider>/<name>.json; "" means $KSELECT_RULES_DIR, else the
+  // source tree's rules/.
+  std::string rules_dir;
 };
 
 // How a launch uses one operand's memory.

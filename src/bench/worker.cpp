@@ -61,7 +61,8 @@ class WorkerDevice {
     ProviderOptions po;
     po.device = device;
     po.max_workspace_bytes = options.max_workspace_bytes;
-    po.rule_set = options.rules.name;
+    // The file the bench loaded, so a generating provider reads the rule set the run records.
+    po.rule_set = options.rules.path.empty() ? options.rules.name : options.rules.path;
     auto created = CreateProvider(options.provider, po);
     if (created.ok()) provider_ = std::move(created).value();
   }

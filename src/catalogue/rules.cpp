@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -128,6 +129,7 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
   set.comment = r.String("comment");
   const std::string provider = r.String("provider");
   const json* rules = r.Child("rules", true);
+  const json* generator = r.Child("generator", false);
   KSELECT_RETURN_IF_ERROR(r.Finish());
   if (format != "kselect.rules")
     return SchemaMismatchError(std::string(source) + ": format is not kselect.rules");
@@ -136,6 +138,11 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
                                " is not supported (this kselect reads 1)");
   }
   KSELECT_ASSIGN_OR_RETURN(set.provider, ParseProvider(provider));
+  if (generator != nullptr) {
+    if (!generator->is_object())
+      return ParseError(std::string(source) + ".generator: expected an object");
+    set.generator = generator->dump();
+  }
   if (!rules->is_array()) return ParseError(std::string(source) + ".rules: expected an array");
   const std::vector<std::string> fields = RuleFields(set.provider);
   json canonical = json::array();
@@ -184,7 +191,11 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
     canonical.push_back(std::move(entry));
     set.rules.push_back(std::move(rule));
   }
-  set.fingerprint = text::Fnv1a64(json{set.name, provider, canonical}.dump(), kRulesFnvBasis);
+  // Without a generator the canonical form is what it was before generators existed, so the
+  // committed cuBLASLt snapshots' fingerprints stay valid.
+  json fingerprinted = {set.name, provider, canonical};
+  if (generator != nullptr) fingerprinted.push_back(*generator);
+  set.fingerprint = text::Fnv1a64(fingerprinted.dump(), kRulesFnvBasis);
   return set;
 }
 
@@ -193,13 +204,34 @@ StatusOr<RuleSet> LoadRuleSet(const std::string& path) {
   if (!in) return NotFoundError(path + ": no such rule set file");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return ParseRuleSet(buffer.str(), path);
+  KSELECT_ASSIGN_OR_RETURN(RuleSet set, ParseRuleSet(buffer.str(), path));
+  set.path = path;
+  return set;
 }
 
 StatusOr<RuleSet> FindRuleSet(const std::string& rules_dir, Provider provider,
                               std::string_view name) {
-  return LoadRuleSet(rules_dir + "/" + std::string(ProviderName(provider)) + "/" +
-                     std::string(name) + ".json");
+  const std::string folder = rules_dir + "/" + std::string(ProviderName(provider));
+  const std::string path = folder + "/" + std::string(name) + ".json";
+  if (!std::filesystem::is_regular_file(path)) {
+    return NotFoundError(path + ": no such rule set file (no rule set '" + std::string(name) +
+                         "' for " + std::string(ProviderName(provider)) + " in " + folder + ")");
+  }
+  return LoadRuleSet(path);
+}
+
+StatusOr<RuleSet> FindRuleSetByNameOrPath(const std::string& rules_dir, Provider provider,
+                                          std::string_view name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string_view::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (!is_path) return FindRuleSet(rules_dir, provider, name_or_path);
+  KSELECT_ASSIGN_OR_RETURN(RuleSet set, LoadRuleSet(std::string(name_or_path)));
+  if (set.provider != provider) {
+    return InvalidArgumentError(set.path + ": a rule set for " +
+                                std::string(ProviderName(set.provider)) + ", not for " +
+                                std::string(ProviderName(provider)));
+  }
+  return set;
 }
 
 std::string RejectingRule(const RuleSet& rules, const Problem& problem, const KernelConfig& config,
@@ -208,6 +240,16 @@ std::string RejectingRule(const RuleSet& rules, const Problem& problem, const Ke
   for (const ConfigRule& rule : rules.rules) {
     if (std::find(ignored.begin(), ignored.end(), rule.field) != ignored.end()) continue;
     if (!RuleAppliesTo(rule, problem)) continue;
+    const std::optional<int64_t> value = ConfigFieldValue(config, rule.field);
+    if (!value || !Passes(rule, *value)) return rule.name;
+  }
+  return "";
+}
+
+std::string RejectingUnconditionedRule(const RuleSet& rules, const KernelConfig& config) {
+  if (ProviderOf(config) != rules.provider) return "provider";
+  for (const ConfigRule& rule : rules.rules) {
+    if (!rule.when.empty()) continue;
     const std::optional<int64_t> value = ConfigFieldValue(config, rule.field);
     if (!value || !Passes(rule, *value)) return rule.name;
   }

@@ -8,6 +8,7 @@
 #include "cli/gemm_args.h"
 #include "kselect/bench.h"
 #include "kselect/shapes.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::cli {
 namespace {
@@ -19,7 +20,7 @@ struct BenchArgs {
   std::string ops = "TN";
   std::string provider = "cublaslt";
   std::string rules = "default";
-  std::string rules_dir = "rules";
+  std::string rules_dir = tile::DefaultRulesRoot();
   std::string output;
   bool resume = false;
   std::string shard;
@@ -46,17 +47,11 @@ int RunBenchCommand(BenchArgs& args) {
   auto provider = ParseProvider(args.provider);
   if (!provider.ok()) return ReportError("bench", provider.status());
   o.provider = *provider;
-  if (o.provider == Provider::kTile) {
-    // The tile engine generates its catalogue from rules/tile/<name>.json (a generator, not a
-    // filter over an enumerated space): the provider reads the set by name, the bench filters
-    // nothing more.
-    o.rules.name = args.rules;
-    o.rules.provider = Provider::kTile;
-  } else {
-    auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
-    if (!rules.ok()) return ReportError("bench", rules.status());
-    o.rules = *rules;
-  }
+  // Every provider's catalogue: what it enumerates or generates, filtered by the rule set; a
+  // generating provider (the tile engine) reads its generator from the same file.
+  auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
+  if (!rules.ok()) return ReportError("bench", rules.status());
+  o.rules = *rules;
   o.output_path = args.output;
   o.resume = args.resume;
   if (!args.shard.empty()) {
@@ -125,7 +120,9 @@ Command BenchCommand() {
         app.add_option("--provider", args->provider, "kernel provider")->capture_default_str();
         app.add_option("--rules", args->rules, "rule set name (rules/<provider>/<name>.json)")
             ->capture_default_str();
-        app.add_option("--rules-dir", args->rules_dir, "folder of rule sets")
+        app.add_option("--rules-dir", args->rules_dir,
+                       "folder of rule sets (<provider>/<name>.json); default "
+                       "$KSELECT_RULES_DIR, else the source tree's rules/")
             ->capture_default_str();
         app.add_option("-o,--output", args->output, "JSONL file the records are appended to")
             ->required()

@@ -1,5 +1,6 @@
-// kselect catalogue: the configs a provider enumerates on this GPU for one problem, filtered by a
-// named rule set; optionally written as a snapshot (rules/<provider>/snapshots/<name>.json).
+// kselect catalogue: the configs a provider enumerates (cuBLASLt, on this GPU) or generates (the
+// tile engine, with NVRTC, no GPU needed) for one problem, filtered by a named rule set;
+// optionally written as a snapshot (rules/<provider>/snapshots/<name>.json).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
 #include "kselect/version.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect::cli {
 namespace {
@@ -24,7 +26,7 @@ namespace {
 struct CatalogueArgs {
   std::string provider = "cublaslt";
   std::string rules = "default";
-  std::string rules_dir = "rules";
+  std::string rules_dir = tile::DefaultRulesRoot();
   int64_t m = 4096, n = 4096, k = 4096, batch = 1;
   std::string dtype = "bf16";
   std::string ops = "TN";
@@ -46,6 +48,8 @@ int RunCatalogue(const CatalogueArgs& args) {
   ProviderOptions po;
   po.device = args.device;
   po.max_workspace_bytes = static_cast<int64_t>(args.max_workspace_mib * 1024 * 1024);
+  po.rule_set = rules->path;  // a generating provider reads the file loaded here
+  po.rules_dir = args.rules_dir;
   auto provider = CreateProvider(*provider_id, po);
   if (!provider.ok()) return ReportError("catalogue", provider.status());
   const auto start = std::chrono::steady_clock::now();
@@ -70,6 +74,7 @@ int RunCatalogue(const CatalogueArgs& args) {
                args.count_all ? "" : " (rule-filtered)", seconds, kept.size(), rules->name.c_str(),
                FingerprintText(rules->fingerprint).c_str());
   for (const auto& [algo, counts] : per_algo) {
+    if (algo < 0) continue;  // a provider without library algorithms (the tile engine)
     std::fprintf(stderr, "  algo %3d: %6d enumerated, %6d kept\n", algo, counts.first,
                  counts.second);
   }
@@ -82,31 +87,26 @@ int RunCatalogue(const CatalogueArgs& args) {
     for (const KernelConfig& c : *configs) out << json_codec::KernelConfigToJson(c).dump() << "\n";
   }
   if (!args.snapshot.empty()) {
-    const HardwareProfile hw = QueryHardwareProfile(args.device).value();
-    nlohmann::json snap{{"format", "kselect.catalogue_snapshot"},
-                        {"format_version", 1},
-                        {"rule_set", rules->name},
-                        {"provider", args.provider},
-                        {"rules_fingerprint", FingerprintText(rules->fingerprint)},
-                        {"problem", json_codec::ProblemToJson(Problem(*problem))},
-                        {"device_name", hw.device_name},
-                        {"arch", hw.arch},
-                        {"cublaslt_version", hw.cublaslt_version},
-                        {"tool", ToolDescription()},
-                        {"max_workspace_bytes", po.max_workspace_bytes},
-                        {"enumerated", configs->size()},
-                        {"count", kept.size()}};
-    // One config per line: reviewable diffs when a snapshot is regenerated.
-    std::string text = snap.dump(1);
-    text.resize(text.rfind('}'));
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    text += ",\n \"configs\": [";
-    for (size_t i = 0; i < kept.size(); ++i) {
-      text += (i == 0 ? "\n  " : ",\n  ") + json_codec::KernelConfigToJson(kept[i]).dump();
+    CatalogueSnapshot snapshot;
+    snapshot.provider = *provider_id;
+    snapshot.rule_set = rules->name;
+    snapshot.rules_fingerprint = rules->fingerprint;
+    snapshot.problem = the_problem;
+    snapshot.tool = ToolDescription();
+    snapshot.max_workspace_bytes = po.max_workspace_bytes;
+    snapshot.enumerated = static_cast<int64_t>(configs->size());
+    snapshot.configs = kept;
+    // cuBLASLt's space is the device's and its library's; the tile engine's generation is
+    // neither's (NVRTC compiles for a fixed architecture), so its snapshot names no device.
+    if (*provider_id == Provider::kCublasLt) {
+      auto hw = QueryHardwareProfile(args.device);
+      if (!hw.ok()) return ReportError("catalogue", hw.status());
+      snapshot.device_name = hw->device_name;
+      snapshot.arch = hw->arch;
+      snapshot.cublaslt_version = hw->cublaslt_version;
     }
-    text += "\n ]\n}\n";
     std::ofstream out(args.snapshot, std::ios::binary);
-    out << text;
+    out << CatalogueSnapshotToJson(snapshot);
     if (!out) return ReportError("catalogue", IoError(args.snapshot + ": cannot write"));
   }
   return kExitOk;
@@ -115,31 +115,33 @@ int RunCatalogue(const CatalogueArgs& args) {
 }  // namespace
 
 Command CatalogueCommand() {
-  return {
-      "catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
-      [](CLI::App& app) -> RunFunction {
-        auto a = std::make_shared<CatalogueArgs>();
-        app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
-        app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
-            ->capture_default_str();
-        app.add_option("--rules-dir", a->rules_dir, "folder of rule sets")->capture_default_str();
-        app.add_option("-m", a->m, "rows of C")->capture_default_str();
-        app.add_option("-n", a->n, "columns of C")->capture_default_str();
-        app.add_option("-k", a->k, "reduction depth")->capture_default_str();
-        app.add_option("--batch", a->batch, "batch count")->capture_default_str();
-        app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
-        app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
-        app.add_option("--device", a->device, "CUDA device")->capture_default_str();
-        app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
-            ->capture_default_str();
-        app.add_flag("--list", a->list, "print the kept configs as JSON lines");
-        app.add_flag("--count-all", a->count_all,
-                     "enumerate the full space first (slower) to report what the rules drop");
-        app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
-        app.add_option("--enumerated", a->enumerated,
-                       "write every enumerated config (JSON lines) to FILE");
-        return [a] { return RunCatalogue(*a); };
-      }};
+  return {"catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
+          [](CLI::App& app) -> RunFunction {
+            auto a = std::make_shared<CatalogueArgs>();
+            app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
+            app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
+                ->capture_default_str();
+            app.add_option("--rules-dir", a->rules_dir,
+                           "folder of rule sets (<provider>/<name>.json); default "
+                           "$KSELECT_RULES_DIR, else the source tree's rules/")
+                ->capture_default_str();
+            app.add_option("-m", a->m, "rows of C")->capture_default_str();
+            app.add_option("-n", a->n, "columns of C")->capture_default_str();
+            app.add_option("-k", a->k, "reduction depth")->capture_default_str();
+            app.add_option("--batch", a->batch, "batch count")->capture_default_str();
+            app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
+            app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
+            app.add_option("--device", a->device, "CUDA device")->capture_default_str();
+            app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
+                ->capture_default_str();
+            app.add_flag("--list", a->list, "print the kept configs as JSON lines");
+            app.add_flag("--count-all", a->count_all,
+                         "enumerate the full space first (slower) to report what the rules drop");
+            app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
+            app.add_option("--enumerated", a->enumerated,
+                           "write every enumerated config (JSON lines) to FILE");
+            return [a] { return RunCatalogue(*a); };
+          }};
 }
 
 }  // namespace kselect::cli

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -86,11 +87,29 @@ int RunMerge(const DataArgs& args) {
   return kExitOk;
 }
 
-// The folder holding rules/<provider>/<name>.json. The tile engine's rule folder is
-// $KSELECT_RULES_DIR/tile or the source tree's rules/tile; its parent is that root.
+// The folder holding <provider>/<name>.json: --rules-dir, else $KSELECT_RULES_DIR, else the
+// source tree's rules/.
 std::string RulesRoot(const std::string& rules_dir) {
-  if (!rules_dir.empty()) return rules_dir;
-  return std::filesystem::path(tile::DefaultRulesDir()).parent_path().string();
+  return rules_dir.empty() ? tile::DefaultRulesRoot() : rules_dir;
+}
+
+// A provider's catalogue under one rule set: the rules, and for a provider that generates its
+// configs the ConfigKeys it generates (an enumerating provider's rows were enumerated by it).
+struct Catalogue {
+  RuleSet rules;
+  std::optional<std::set<std::string>> generated;
+};
+
+StatusOr<Catalogue> LoadCatalogue(const std::string& rules_root, Provider provider,
+                                  const std::string& name) {
+  Catalogue catalogue;
+  KSELECT_ASSIGN_OR_RETURN(catalogue.rules, FindRuleSet(rules_root, provider, name));
+  if (!catalogue.rules.generator.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(const tile::TileRuleSet set, tile::GenerateRuleSet(catalogue.rules));
+    catalogue.generated.emplace();
+    for (const TileConfig& c : set.space) catalogue.generated->insert(ConfigKey(c));
+  }
+  return catalogue;
 }
 
 // Rows whose config the rule set `name` keeps for the row's problem, and every row of a
@@ -98,31 +117,27 @@ std::string RulesRoot(const std::string& rules_dir) {
 // `fingerprints` gets each rule set's fingerprint by provider name.
 StatusOr<Dataset> KeepCatalogueRows(const Dataset& dataset, const std::string& name,
                                     const std::string& rules_root, nlohmann::json& fingerprints) {
-  std::map<Provider, RuleSet> rule_sets;
+  std::map<Provider, Catalogue> catalogues;
   Dataset out;
   out.metadata = dataset.metadata;
   for (const DatasetRow& row : dataset.rows) {
     KSELECT_ASSIGN_OR_RETURN(const Measurement m, MeasurementFromRow(row));
     const Provider provider = ProviderOf(m.config);
-    if (provider != Provider::kCublasLt) {
-      // The tile engine's catalogue comes from its generator rules (rules/tile/), not from
-      // filters of an enumerated space.
-      return InvalidArgumentError(
-          "--catalogue filters cuBLASLt rows by a rules/cublaslt/ rule "
-          "set; this dataset has " +
-          std::string(ProviderName(provider)) + " rows");
-    }
-    auto it = rule_sets.find(provider);
-    if (it == rule_sets.end()) {
-      auto rules = FindRuleSet(rules_root, provider, name);
-      if (!rules.ok()) {
-        return rules.status().WithContext("--catalogue " + name + " for the " +
-                                          std::string(ProviderName(provider)) + " rows");
+    auto it = catalogues.find(provider);
+    if (it == catalogues.end()) {
+      auto catalogue = LoadCatalogue(rules_root, provider, name);
+      if (!catalogue.ok()) {
+        return catalogue.status().WithContext("--catalogue " + name + " for the " +
+                                              std::string(ProviderName(provider)) + " rows");
       }
-      fingerprints[std::string(ProviderName(provider))] = FingerprintText(rules->fingerprint);
-      it = rule_sets.emplace(provider, std::move(*rules)).first;
+      fingerprints[std::string(ProviderName(provider))] =
+          FingerprintText(catalogue->rules.fingerprint);
+      it = catalogues.emplace(provider, std::move(*catalogue)).first;
     }
-    if (m.peer_rank || RejectingRule(it->second, m.problem, m.config).empty())
+    const Catalogue& catalogue = it->second;
+    const bool generated =
+        !catalogue.generated || catalogue.generated->contains(ConfigKey(m.config));
+    if (m.peer_rank || (generated && RejectingRule(catalogue.rules, m.problem, m.config).empty()))
       out.rows.push_back(row);
   }
   return out;

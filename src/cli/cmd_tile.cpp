@@ -1,5 +1,6 @@
 // kselect tile: the tile engine's rule sets and kernels.
-//   tile list   --rules R   one catalogue config key per line (the committed snapshot's format)
+//   tile list   --rules R   one catalogue config key per line; --snapshot writes the committed
+//                           snapshot (rules/tile/snapshots/R.json, kselect.catalogue_snapshot)
 //   tile source --rules R   the generated source of the first build spec (or --index i)
 //   tile build  --rules R   compile every (config, variant) spec with NVRTC into the cubin cache
 //   tile verify --rules R   (GPU) every config against a naive fp32 reference on a shape list
@@ -16,7 +17,9 @@
 
 #include "cli/command.h"
 #include "core/text.h"
+#include "kselect/catalogue.h"
 #include "kselect/tile_checks.h"
+#include "kselect/version.h"
 #include "providers/tile/tile_engine.h"
 
 namespace kselect::cli {
@@ -24,7 +27,8 @@ namespace {
 
 struct TileOptions {
   std::string rules;
-  std::string rules_dir = tile::DefaultRulesDir();
+  std::string rules_dir = tile::DefaultRulesRoot();
+  std::string snapshot;
   std::string cache_dir = tile::CompilerOptions::DefaultCacheDir();
   bool no_cache = false;
   int jobs = 0;
@@ -37,9 +41,11 @@ struct TileOptions {
 };
 
 void AddRuleOptions(CLI::App& app, TileOptions& o) {
-  app.add_option("--rules", o.rules, "rule set name (rules/tile/<name>.json) or a .json path")
+  app.add_option("--rules", o.rules, "rule set name (<rules-dir>/tile/<name>.json) or a .json path")
       ->required();
-  app.add_option("--rules-dir", o.rules_dir, "folder of the named rule sets")
+  app.add_option("--rules-dir", o.rules_dir,
+                 "folder of rule sets (<provider>/<name>.json); default $KSELECT_RULES_DIR, else "
+                 "the source tree's rules/")
       ->capture_default_str();
 }
 
@@ -61,9 +67,24 @@ int RunList(const TileOptions& o) {
   StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
   if (!set.ok()) return ReportError("tile list", set.status());
   for (const auto& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());
+  if (!o.snapshot.empty()) {
+    // The generation is device and problem independent: the snapshot has no device fields.
+    CatalogueSnapshot snapshot;
+    snapshot.provider = Provider::kTile;
+    snapshot.rule_set = set->name;
+    snapshot.rules_fingerprint = set->rules.fingerprint;
+    snapshot.enumerated = static_cast<int64_t>(set->space.size());
+    snapshot.tool = ToolDescription();
+    snapshot.configs.assign(set->configs.begin(), set->configs.end());
+    if (Status s = text::WriteFileAtomically(o.snapshot, CatalogueSnapshotToJson(snapshot));
+        !s.ok()) {
+      return ReportError("tile list", s);
+    }
+  }
   if (o.stats) {
-    std::fprintf(stderr, "%s: %lld generated, %zu valid, %zu variants\n", set->name.c_str(),
-                 static_cast<long long>(set->generated), set->configs.size(), set->variants.size());
+    std::fprintf(stderr, "%s: %lld generated, %zu valid, %zu in the catalogue, %zu variants\n",
+                 set->name.c_str(), static_cast<long long>(set->generated), set->space.size(),
+                 set->configs.size(), set->variants.size());
     for (const auto& [rule, count] : set->rejected_by_rule) {
       std::fprintf(stderr, "  rejected by %s: %lld\n", rule.c_str(), static_cast<long long>(count));
     }
@@ -199,7 +220,10 @@ Command TileCommand() {
             app.require_subcommand(1);
             CLI::App* list = app.add_subcommand("list", "one catalogue config key per line");
             AddRuleOptions(*list, *o);
-            list->add_flag("--stats", o->stats, "counts per validity rule on stderr");
+            list->add_flag("--stats", o->stats, "counts per validity and filter rule on stderr");
+            list->add_option("--snapshot", o->snapshot,
+                             "also write the catalogue snapshot JSON to FILE "
+                             "(rules/tile/snapshots/<name>.json)");
             CLI::App* source = app.add_subcommand("source", "print one build spec's source");
             AddRuleOptions(*source, *o);
             source->add_option("--index", o->index, "build spec index")->capture_default_str();

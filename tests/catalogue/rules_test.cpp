@@ -267,5 +267,56 @@ TEST(RulesTest, SnapshotsAgreeWithTheirRules) {
   EXPECT_GE(checked, 1) << "no snapshots under " << dir;
 }
 
+// One snapshot format, one writer: every committed cuBLASLt snapshot reads back and writes out
+// byte for byte as it was written by `kselect catalogue --snapshot`.
+TEST(RulesTest, SnapshotsRoundTripThroughTheWriter) {
+  int checked = 0;
+  for (const char* folder : {"/cublaslt/snapshots", "/tile/snapshots"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(kRulesDir + folder)) {
+      if (entry.path().extension() != ".json") continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      const StatusOr<CatalogueSnapshot> snapshot =
+          ParseCatalogueSnapshot(text.str(), entry.path().string());
+      ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+      EXPECT_EQ(CatalogueSnapshotToJson(*snapshot), text.str()) << entry.path();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 7);  // cuBLASLt tiny, tests, default; tile tiny, tests, default, full
+  EXPECT_EQ(ParseCatalogueSnapshot(R"({"format": "kselect.rules", "format_version": 1})", "x")
+                .status()
+                .code(),
+            StatusCode::kSchemaMismatch);
+}
+
+// A generator is part of the rule set's identity (a changed group changes the fingerprint);
+// without one the fingerprint is what it was before generators existed.
+TEST(RulesTest, GeneratorIsFingerprinted) {
+  const std::string head =
+      R"({"format":"kselect.rules","format_version":1,"name":"g","provider":"tile","comment":"",
+          "rules":[])";
+  const RuleSet plain = ParseRuleSet(head + "}", "plain").value();
+  const RuleSet one =
+      ParseRuleSet(head + R"(,"generator":{"groups":[{"stages":[3]}]}})", "one").value();
+  const RuleSet two =
+      ParseRuleSet(head + R"(,"generator":{"groups":[{"stages":[4]}]}})", "two").value();
+  EXPECT_TRUE(plain.generator.empty());
+  EXPECT_EQ(one.generator, R"({"groups":[{"stages":[3]}]})");
+  EXPECT_NE(plain.fingerprint, one.fingerprint);
+  EXPECT_NE(one.fingerprint, two.fingerprint);
+  EXPECT_EQ(ParseRuleSet(head + R"(,"generator":[1]})", "bad").status().code(),
+            StatusCode::kParseError);
+}
+
+// A missing rule set names the file and the folder it was looked for in.
+TEST(RulesTest, MissingRuleSetNamesTheFolder) {
+  const Status missing = FindRuleSet(kRulesDir, Provider::kTile, "no_such_set").status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find(kRulesDir + "/tile/no_such_set.json"), std::string::npos)
+      << missing.ToString();
+}
+
 }  // namespace
 }  // namespace kselect

@@ -5,6 +5,7 @@ A case file is a list of steps separated by lines of '----'. Each step has:
   command: <arguments after `kselect`>   (placeholders {fixtures}, {tmp}, {source})
   exit: <expected exit code>
   stdout-contains: <text>       (any number)
+  stdout-lines: <n>             (stdout has exactly n lines; with stdout-contains, exact output)
   stderr-contains: <text>       (any number)
   stderr-lacks: <text>          (any number; say a note must not appear)
   file-exists: <path>           (any number)
@@ -64,6 +65,10 @@ def main():
                 for text in step.get("stdout-contains", []):
                     if subst(text) not in proc.stdout:
                         problems.append(f"stdout lacks {text!r}")
+                for count in step.get("stdout-lines", []):
+                    lines = len(proc.stdout.splitlines())
+                    if lines != int(count):
+                        problems.append(f"stdout has {lines} lines, expected {count}")
                 for text in step.get("stderr-contains", []):
                     if subst(text) not in proc.stderr:
                         problems.append(f"stderr lacks {text!r}")

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "core/text.h"
+#include "kselect/catalogue.h"
 #include "providers/tile/tile_engine.h"
 
 namespace kselect::tile {
@@ -23,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kRulesDir = std::string(KSELECT_SOURCE_DIR) + "/rules/tile";
+// The rules root (every provider's <provider>/<name>.json) and the tile rule sets' folder.
+const std::string kRulesRoot = std::string(KSELECT_SOURCE_DIR) + "/rules";
+const std::string kRulesDir = kRulesRoot + "/tile";
 
 // A fresh folder under the system temp dir, removed at scope exit.
 struct TempDir {
@@ -174,22 +177,31 @@ TEST(TileSpecTest, CanImplementChecksMasksAndLayouts) {
   EXPECT_EQ(WorkspaceBytes(*spec, p), 4u * 128 * 128 * sizeof(float));
 }
 
-// The committed snapshot rules/tile/<name>.catalogue.txt is what `kselect tile list` prints.
+// The committed snapshot rules/tile/snapshots/<name>.json is what `kselect tile list --snapshot`
+// writes: the rule set's fingerprint and catalogue, config for config, in order.
 TEST(TileCatalogueTest, SnapshotsMatchRuleSets) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(kRulesDir)) {
     if (entry.path().extension() != ".json") continue;
     const std::string name = entry.path().stem().string();
-    StatusOr<TileRuleSet> set = LoadRuleSet(name, kRulesDir);
+    StatusOr<TileRuleSet> set = LoadRuleSet(name, kRulesRoot);
     ASSERT_TRUE(set.ok()) << set.status().ToString();
-    std::string listed;
-    for (const TileConfig& c : set->configs) listed += ConfigKey(c) + "\n";
-    StatusOr<std::string> snapshot = text::ReadFile(kRulesDir + "/" + name + ".catalogue.txt");
+    const std::string path = kRulesDir + "/snapshots/" + name + ".json";
+    StatusOr<std::string> text = text::ReadFile(path);
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    StatusOr<CatalogueSnapshot> snapshot = ParseCatalogueSnapshot(*text, path);
     ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
-    EXPECT_EQ(listed, *snapshot) << "catalogue of rule set '" << name
-                                 << "' drifted from its snapshot; if intended, run: kselect tile "
-                                    "list --rules "
-                                 << name << " > rules/tile/" << name << ".catalogue.txt";
+    const std::string regenerate = "; if intended, run: kselect tile list --rules " + name +
+                                   " --snapshot rules/tile/snapshots/" + name + ".json";
+    EXPECT_EQ(snapshot->provider, Provider::kTile) << path;
+    EXPECT_EQ(snapshot->rule_set, name) << path;
+    EXPECT_EQ(FingerprintText(snapshot->rules_fingerprint), FingerprintText(set->rules.fingerprint))
+        << "rule set '" << name << "' changed since its snapshot was made" << regenerate;
+    std::string listed, recorded;
+    for (const TileConfig& c : set->configs) listed += ConfigKey(c) + "\n";
+    for (const KernelConfig& c : snapshot->configs) recorded += ConfigKey(c) + "\n";
+    EXPECT_EQ(listed, recorded) << "catalogue of rule set '" << name
+                                << "' drifted from its snapshot" << regenerate;
     ++checked;
   }
   EXPECT_GE(checked, 4);  // tiny, tests, default, full
@@ -198,17 +210,63 @@ TEST(TileCatalogueTest, SnapshotsMatchRuleSets) {
 TEST(TileCatalogueTest, RuleSetErrorsNameThePath) {
   TempDir dir;
   const std::string path = (dir.path / "bad.json").string();
-  ASSERT_TRUE(text::WriteFileAtomically(
-                  path, R"({"format_version": 1, "variants": [{"input": "bf16", "output": "bf16",
+  ASSERT_TRUE(text::WriteFileAtomically(path, R"({"format": "kselect.rules", "format_version": 1,
+                  "name": "bad", "provider": "tile", "comment": "", "rules": [],
+                  "generator": {"variants": [{"input": "bf16", "output": "bf16",
                   "layout": "rcr"}], "groups": [{"pipeline": "multistage", "tile": [[64, 64, 32]],
-                  "stagez": [3]}]})")
+                  "stagez": [3]}]}})")
                   .ok());
   StatusOr<TileRuleSet> set = LoadRuleSet(path, "");
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().code(), StatusCode::kParseError);
-  EXPECT_NE(set.status().message().find("groups[0].stagez: unknown key"), std::string::npos)
+  EXPECT_NE(set.status().message().find("bad.json.generator.groups[0].stagez: unknown key"),
+            std::string::npos)
       << set.status().ToString();
-  EXPECT_EQ(LoadRuleSet("no_such_set", kRulesDir).status().code(), StatusCode::kNotFound);
+  // A missing set names the folder it was looked for in, never falls back to another.
+  const Status missing = LoadRuleSet("no_such_set", kRulesRoot).status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find(kRulesDir + "/no_such_set.json"), std::string::npos)
+      << missing.ToString();
+  // A tile rule set without a generator, or another provider's, is refused.
+  const std::string no_generator = (dir.path / "no_generator.json").string();
+  ASSERT_TRUE(text::WriteFileAtomically(no_generator,
+                                        R"({"format": "kselect.rules", "format_version": 1,
+                  "name": "x", "provider": "tile", "comment": "", "rules": []})")
+                  .ok());
+  EXPECT_NE(LoadRuleSet(no_generator, "").status().message().find("generator: required"),
+            std::string::npos);
+  EXPECT_EQ(LoadRuleSet(kRulesRoot + "/cublaslt/tiny.json", "").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Generate, then filter: the rule set's rules drop generated configs as they drop cuBLASLt's
+// enumerated ones; rules with a "when" condition wait for a problem (the provider's filter).
+TEST(TileCatalogueTest, RulesFilterTheGeneratedConfigs) {
+  TempDir dir;
+  const std::string path = (dir.path / "filtered.json").string();
+  ASSERT_TRUE(text::WriteFileAtomically(path, R"({"format": "kselect.rules", "format_version": 1,
+      "name": "filtered", "provider": "tile", "comment": "",
+      "generator": {"variants": [{"input": "bf16", "output": "bf16", "layout": "rcr"}],
+                    "groups": [{"pipeline": "multistage", "tile": [[64, 64, 32]],
+                                "warps": [[2, 2, 1]], "stages": [2, 3, 4], "split_k": [1, 2]}]},
+      "rules": [{"name": "three_stages_or_more", "comment": "", "field": "stages", "min": 3},
+                {"name": "no_split_k_on_short_k", "comment": "", "field": "split_k", "max": 1,
+                 "when": {"k": {"max": 4096}}}]})")
+                  .ok());
+  StatusOr<TileRuleSet> set = LoadRuleSet(path, "");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->generated, 6);
+  EXPECT_EQ(set->space.size(), 6u);
+  ASSERT_EQ(set->configs.size(), 4u);  // stages 3 and 4, both split-K factors
+  for (const TileConfig& c : set->configs) EXPECT_GE(c.stages, 3);
+  ASSERT_EQ(set->rejected_by_rule.size(), 1u);
+  EXPECT_EQ(set->rejected_by_rule[0].first, "rule three_stages_or_more");
+  EXPECT_EQ(set->rejected_by_rule[0].second, 2);
+  // The same rules as a provider's filter, on a problem with a short K: split-K goes too.
+  GemmProblem short_k{.m = 1024, .n = 1024, .k = 1024};
+  const Problem problem = short_k;
+  std::vector<KernelConfig> space(set->space.begin(), set->space.end());
+  EXPECT_EQ(ApplyRules(set->rules, problem, space).size(), 2u);
 }
 
 TEST(TileCompilerTest, CacheMissThenHit) {
@@ -284,7 +342,7 @@ std::string Sass(const std::string& cuobjdump, const TileBinary& binary, const f
 // CI's compile gate: every (config, variant) spec of the `tiny` set compiles with NVRTC; the
 // multistage SASS issues HMMA (tensor cores) and keeps cp.async (LDGSTS), small-M issues FFMA.
 TEST(TileCompilerTest, TinyRuleSetCompilesAndSassHasTensorCoreInstructions) {
-  StatusOr<TileRuleSet> set = LoadRuleSet("tiny", kRulesDir);
+  StatusOr<TileRuleSet> set = LoadRuleSet("tiny", kRulesRoot);
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   const std::vector<TileKernelSpec> specs = BuildSpecs(*set);
   ASSERT_GE(specs.size(), 10u);

@@ -54,16 +54,18 @@ TEST(ConsistencyGpuTest, EveryProvidersCatalogueMatchesTheReference) {
   for (const ProviderEntry& entry : ProviderRegistry()) {
     ProviderOptions options;
     options.rule_set = "tests";  // providers that generate their catalogue read it by name
+    options.rules_dir = rules_dir;
     const std::unique_ptr<KernelProvider> provider = entry.create(options);
-    // Providers that enumerate a space are filtered by their `tests` rule set, if they have one.
+    // Every provider's catalogue: what it yields, filtered by its `tests` rule set.
     const StatusOr<RuleSet> rules = FindRuleSet(rules_dir, entry.provider, "tests");
+    ASSERT_TRUE(rules.ok()) << rules.status().ToString();
     ProviderTally tally;
     for (const GemmProblem& gemm : ConsistencyProblems()) {
       const Problem problem = gemm;
       if (!provider->SupportsProblem(problem)) continue;
       ++tally.problems;
-      const StatusOr<std::vector<KernelConfig>> configs = provider->Enumerate(
-          problem, rules.ok() ? RuleSetFilter(*rules, problem) : ConfigFilter{});
+      const StatusOr<std::vector<KernelConfig>> configs =
+          provider->Enumerate(problem, RuleSetFilter(*rules, problem));
       ASSERT_TRUE(configs.ok()) << entry.summary << ": " << configs.status().ToString();
       const StatusOr<std::vector<OperandSpec>> operands = provider->Operands(problem);
       ASSERT_TRUE(operands.ok()) << operands.status().ToString();

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kselect/catalogue.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
 #include "kselect/status.h"
@@ -164,23 +165,38 @@ struct TileBuildVariant {
   int32_t align_a = 8, align_b = 8, align_c = 1;
 };
 
-// A named rule set, rules/tile/<name>.json: generator groups (lists of values per field) whose
-// cross product, keeping configs that pass the validity rules under at least one build variant,
-// is the catalogue.
+// A named rule set, rules/tile/<name>.json: a kselect.rules file (include/kselect/catalogue.h)
+// whose "generator" holds the build variants and generator groups (lists of values per field):
+//   "generator": {"variants": [{"input": "bf16", "output": "bf16", "layout": "rcr",
+//                               "align": [8, 8, 1]}, ...],
+//                 "groups": [{"pipeline": "multistage", "tile": [[128, 128, 32]],
+//                             "warps": [[2, 2, 1]], "stages": [3, 4], ...}, ...]}
+// The groups' cross product, keeping configs that pass the validity rules under at least one
+// build variant, is what the provider enumerates; the rule set's "rules" filter it, as they
+// filter cuBLASLt's enumeration, and the result is the catalogue.
 struct TileRuleSet {
   std::string name;
   std::string path;
-  std::vector<TileConfig> configs;  // the catalogue, de-duplicated, in generation order
+  RuleSet rules;                  // the file as read: filter rules, fingerprint, generator
+  std::vector<TileConfig> space;  // generated and buildable, de-duplicated, in generation order
+  // The catalogue: `space` less what the rules without a "when" condition drop (rules with one
+  // apply per problem, in the provider's Enumerate filter).
+  std::vector<TileConfig> configs;
   std::vector<TileBuildVariant> variants;
-  int64_t generated = 0;                                          // before the validity rules
-  std::vector<std::pair<std::string, int64_t>> rejected_by_rule;  // rule name -> configs dropped
+  int64_t generated = 0;  // before the validity rules
+  // Validity rule name (or "rule <name>" for a filter rule) -> configs dropped.
+  std::vector<std::pair<std::string, int64_t>> rejected_by_rule;
 };
 
+// Expands `rules.generator` and applies the rules. Unknown keys and bad values are ParseErrors
+// naming the JSON path.
+StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules);
 // `name_or_path` is a file path (contains '/' or ends in .json) or a set name looked up as
-// <rules_dir>/<name>.json. Unknown keys and bad values are ParseErrors naming the JSON path.
+// <rules_dir>/tile/<name>.json (FindRuleSetByNameOrPath), then generated.
 StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir);
-// The rule sets' folder: $KSELECT_RULES_DIR/tile, else the source tree's rules/tile.
-std::string DefaultRulesDir();
+// The rules folder (holding <provider>/<name>.json): $KSELECT_RULES_DIR, else the source tree's
+// rules/.
+std::string DefaultRulesRoot();
 // Every valid (config, variant) spec of a rule set, configs outer.
 std::vector<TileKernelSpec> BuildSpecs(const TileRuleSet& rules);
 

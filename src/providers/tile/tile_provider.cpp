@@ -143,7 +143,9 @@ class TileProvider : public KernelProvider {
     std::vector<KernelConfig> configs;
     std::vector<std::string> spec_keys;
     std::vector<TileKernelSpec> to_compile;
-    for (const TileConfig& config : rules->configs) {
+    // The generated space, filtered by the caller (RuleSetFilter of the same rule set, as for
+    // cuBLASLt's enumeration): the rules are applied once, in one place.
+    for (const TileConfig& config : rules->space) {
       if (!keep.empty() && !keep.keep(KernelConfig(config))) continue;
       auto spec = BoundSpec(gemm, config);
       if (!spec.ok()) continue;  // cannot implement this problem: not in its catalogue
@@ -208,7 +210,8 @@ class TileProvider : public KernelProvider {
     // A failed parse is not kept: the next call reads the file again.
     KSELECT_ASSIGN_OR_RETURN(
         TileRuleSet rules,
-        LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set, DefaultRulesDir()));
+        LoadRuleSet(options_.rule_set.empty() ? "default" : options_.rule_set,
+                    options_.rules_dir.empty() ? DefaultRulesRoot() : options_.rules_dir));
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!rules_.has_value()) rules_ = std::move(rules);
     return &*rules_;

@@ -1,6 +1,8 @@
 // The tile engine behind the KernelProvider interface, so `kselect bench` times its kernels like
-// any other provider's: configs come from a tile rule set (rules/tile/<name>.json), each is bound
-// to a problem as a TileKernelSpec, compiled with NVRTC (cached on disk) and launched.
+// any other provider's: configs are generated from a tile rule set (ProviderOptions::rule_set,
+// looked up as <rules_dir>/tile/<name>.json) and filtered by the caller's ConfigFilter (the same
+// rule set's RuleSetFilter), each is bound to a problem as a TileKernelSpec, compiled with NVRTC
+// (cached on disk) and launched.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,6 @@
-// Rule sets as data: rules/tile/<name>.json -> the catalogue of tile configs.
+// Rule sets as data: rules/tile/<name>.json (kselect.rules with a "generator") -> the catalogue of
+// tile configs: the generator's groups expanded, kept where some build variant is valid, filtered
+// by the rule set's rules.
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -10,17 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
+#include "kselect/catalogue.h"
 #include "providers/tile/tile_engine.h"
 
 #ifndef KSELECT_SOURCE_RULES_DIR
-#define KSELECT_SOURCE_RULES_DIR "rules/tile"
+#define KSELECT_SOURCE_RULES_DIR "rules/tile"  // the parent is the rules root
 #endif
 
 namespace kselect::tile {
 namespace {
 
 using nlohmann::json;
-constexpr int kRuleSetFormatVersion = 1;
 
 // Values of one group field: a scalar or an array of scalars / tuples.
 Status ExpectArray(const json& j, const std::string& path) {
@@ -228,37 +230,29 @@ std::string FirstBrokenRule(const TileKernelSpec& spec) {
 
 }  // namespace
 
-std::string DefaultRulesDir() {
-  if (const char* dir = std::getenv("KSELECT_RULES_DIR"); dir != nullptr && *dir) {
-    return (std::filesystem::path(dir) / "tile").string();
-  }
-  return KSELECT_SOURCE_RULES_DIR;
+std::string DefaultRulesRoot() {
+  if (const char* dir = std::getenv("KSELECT_RULES_DIR"); dir != nullptr && *dir) return dir;
+  return std::filesystem::path(KSELECT_SOURCE_RULES_DIR).parent_path().string();
 }
 
-StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir) {
-  const bool is_path =
-      name_or_path.find('/') != std::string::npos ||
-      (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".json");
-  const std::string path =
-      is_path ? name_or_path
-              : (std::filesystem::path(rules_dir) / (name_or_path + ".json")).string();
-  KSELECT_ASSIGN_OR_RETURN(std::string text, text::ReadFile(path));
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return ParseError(path + ": " + e.what());
+StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules) {
+  const std::string path = (rules.path.empty() ? rules.name : rules.path) + ".generator";
+  if (rules.provider != Provider::kTile) {
+    return InvalidArgumentError(path + ": a rule set for " +
+                                std::string(ProviderName(rules.provider)) + ", not for tile");
+  }
+  if (rules.generator.empty()) {
+    return ParseError(path +
+                      ": required (a tile rule set generates its configs from the build "
+                      "variants and groups there)");
   }
   try {
-    KSELECT_RETURN_IF_ERROR(
-        CheckKeys(root, path, {"format_version", "name", "comment", "variants", "groups"}));
-    if (!root.contains("format_version") || root.at("format_version") != kRuleSetFormatVersion) {
-      return SchemaMismatchError(path + ": format_version must be " +
-                                 std::to_string(kRuleSetFormatVersion));
-    }
+    const json root = json::parse(rules.generator);
+    KSELECT_RETURN_IF_ERROR(CheckKeys(root, path, {"variants", "groups"}));
     TileRuleSet set;
-    set.path = path;
-    set.name = root.value("name", std::filesystem::path(path).stem().string());
+    set.path = rules.path;
+    set.name = rules.name;
+    set.rules = rules;
     if (!root.contains("variants")) return ParseError(path + ".variants: required");
     KSELECT_RETURN_IF_ERROR(ExpectArray(root.at("variants"), path + ".variants"));
     for (size_t i = 0; i < root.at("variants").size(); ++i) {
@@ -272,6 +266,10 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
     std::set<std::string> seen;
     std::map<std::string, int64_t> rejected;
     std::vector<std::string> rule_order;
+    auto reject = [&](const std::string& rule) {
+      if (!rejected.count(rule)) rule_order.push_back(rule);
+      ++rejected[rule];
+    };
     for (size_t i = 0; i < root.at("groups").size(); ++i) {
       KSELECT_ASSIGN_OR_RETURN(
           std::vector<TileConfig> configs,
@@ -293,12 +291,18 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
           }
           if (broken.empty()) broken = rule;
         }
-        if (buildable) broken.clear();
-        if (broken.empty()) {
+        if (!buildable) {
+          reject(broken);
+          continue;
+        }
+        set.space.push_back(c);
+        // Then the rule set's filter, as any provider's catalogue is filtered; rules with a
+        // "when" condition wait for a problem (Enumerate's filter).
+        const std::string filtered = RejectingUnconditionedRule(rules, KernelConfig(c));
+        if (filtered.empty()) {
           set.configs.push_back(c);
         } else {
-          if (!rejected.count(broken)) rule_order.push_back(broken);
-          ++rejected[broken];
+          reject("rule " + filtered);
         }
       }
     }
@@ -308,6 +312,12 @@ StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::st
   } catch (const json::exception& e) {
     return ParseError(path + ": " + e.what());
   }
+}
+
+StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir) {
+  KSELECT_ASSIGN_OR_RETURN(const RuleSet rules,
+                           FindRuleSetByNameOrPath(rules_dir, Provider::kTile, name_or_path));
+  return GenerateRuleSet(rules);
 }
 
 std::vector<TileKernelSpec> BuildSpecs(const TileRuleSet& rules) {
