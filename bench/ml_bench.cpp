@@ -19,7 +19,7 @@
 #include <LightGBM/c_api.h>
 #endif
 
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "model/synthetic_gemm_data.h"
 #include "model/tree_ensemble.h"
 

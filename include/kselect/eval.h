@@ -21,6 +21,7 @@
 #include "kselect/dataset.h"
 #include "kselect/features.h"
 #include "kselect/kernel_config.h"
+#include "kselect/model.h"
 #include "kselect/problem.h"
 #include "kselect/status.h"
 
@@ -118,6 +119,15 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
 // Evaluates every problem of `data` from per-candidate scores: scores[p][c] belongs to
 // data.problems[p].candidates[c] (a model's predictions, or its out-of-fold ones).
 EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector<double>> scores);
+
+// The target's predictions for every candidate of `data`: result[p][c] belongs to
+// data.problems[p].candidates[c]. Refuses data of another provider or hardware.
+StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
+                                                               const CandidateSet& data,
+                                                               Target target);
+
+// Scores every candidate set problem with the model's TFLOPS predictions and summarises.
+StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
 
 // JSON (machine-readable, with per-problem rows) and Markdown (a report for people).
 std::string EvalSummaryToJson(const EvalSummary& summary, const std::string& model_dir,

@@ -1,4 +1,4 @@
-// Training and inference through LightGBM's C API.
+// Training through LightGBM's C API (train.h); inference is model.cpp, without LightGBM.
 //
 // Cross-validation is honest: each outer fold holds out whole problem shapes (GroupKFold, layout
 // not in the key), and the number of trees is picked by early stopping on an inner split of the
@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "kselect/version.h"
 
 namespace kselect {
@@ -73,28 +73,9 @@ class BoosterPtr {
   BoosterHandle h_ = nullptr;
 };
 
-// LightGBM's text model, gzip-compressed (about 5x smaller: models ship in the repository).
-std::string ModelFileName(Target t) {
-  return "model_" + std::string(TargetName(t)) + ".lgbm.gz";
-}
-
-// The model text itself says how it was trained ("objective=lambdarank" in its header).
-bool IsRankerText(std::string_view text) {
-  size_t start = 0;
-  for (int i = 0; i < 64 && start < text.size(); ++i) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    const std::string_view line = text.substr(start, end - start);
-    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
-    if (line.starts_with("Tree=")) break;
-    start = end + 1;
-  }
-  return false;
-}
-
-// Loads a booster from `path` (gzip or plain LightGBM text); `ranker`: trained by lambdarank.
-StatusOr<BoosterHandle> LoadBooster(const fs::path& path, int* iterations, bool* ranker = nullptr) {
+// Loads a booster from `path` (gzip or plain LightGBM text): a warm start's trees to merge.
+StatusOr<BoosterHandle> LoadBooster(const fs::path& path, int* iterations) {
   KSELECT_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path.string()));
-  if (ranker != nullptr) *ranker = IsRankerText(text);
   BoosterHandle h = nullptr;
   if (LGBM_BoosterLoadModelFromString(text.c_str(), iterations, &h) != 0) {
     return ParseError(path.string() + ": not a readable LightGBM model (" + LGBM_GetLastError() +
@@ -345,236 +326,7 @@ json StatsJson(const EfficiencyStats& s) {
       {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p10", s.p10}, {"min", s.min}};
 }
 
-std::vector<std::string> BoosterFeatureNames(BoosterHandle b, int n) {
-  std::vector<std::vector<char>> storage(static_cast<size_t>(n), std::vector<char>(256));
-  std::vector<char*> ptrs;
-  for (auto& s : storage) ptrs.push_back(s.data());
-  int out_len = 0;
-  size_t out_buf = 0;
-  std::vector<std::string> names;
-  if (LGBM_BoosterGetFeatureNames(b, n, &out_len, 256, &out_buf, ptrs.data()) != 0) return names;
-  for (int i = 0; i < out_len; ++i) names.emplace_back(ptrs[static_cast<size_t>(i)]);
-  return names;
-}
-
-// What inference needs from a model directory's train_manifest.json.
-struct ManifestFacts {
-  // "log (regression models)"; manifests from before the field, and directories without one,
-  // were log1p.
-  LabelTransform label_transform = LabelTransform::kLog1p;
-  std::optional<double> blend_regression_weight;  // blend models only
-};
-
-StatusOr<ManifestFacts> ReadManifestFacts(const std::string& dir) {
-  ManifestFacts facts;
-  const fs::path path = fs::path(dir) / "train_manifest.json";
-  if (!fs::exists(path)) return facts;
-  std::ifstream in(path);
-  json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (manifest.is_discarded() || !manifest.is_object()) {
-    return ParseError(path.string() + ": not a JSON object");
-  }
-  if (const auto it = manifest.find("target_transform"); it != manifest.end()) {
-    if (!it->is_string()) return ParseError(path.string() + ": target_transform is not a string");
-    const std::string value = it->get<std::string>();
-    auto transform = ParseLabelTransform(value.substr(0, value.find(' ')));
-    if (!transform.ok()) return transform.status().WithContext(path.string());
-    facts.label_transform = *transform;
-  }
-  if (const auto it = manifest.find("blend"); it != manifest.end() && !it->is_null()) {
-    const auto weight = it->is_object() ? it->find("regression_weight") : it->end();
-    if (weight == it->end() || !weight->is_number() || !(weight->get<double>() >= 0) ||
-        !(weight->get<double>() <= 1)) {
-      return ParseError(path.string() + ": blend.regression_weight is not a number in [0, 1]");
-    }
-    facts.blend_regression_weight = weight->get<double>();
-  }
-  return facts;
-}
-
-// Loads a model file and checks it against the spec's features.
-StatusOr<BoosterPtr> LoadCheckedBooster(const fs::path& path, const FeatureSpec& spec,
-                                        int* iterations, bool* ranker) {
-  KSELECT_ASSIGN_OR_RETURN(BoosterHandle h, LoadBooster(path, iterations, ranker));
-  BoosterPtr booster(h);
-  int num_features = 0;
-  if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
-  if (static_cast<size_t>(num_features) != spec.features.size()) {
-    return SchemaMismatchError(path.string() + ": the model takes " + std::to_string(num_features) +
-                               " features but feature_spec.json " + "lists " +
-                               std::to_string(spec.features.size()));
-  }
-  if (BoosterFeatureNames(h, num_features) != spec.Names()) {
-    return SchemaMismatchError(path.string() +
-                               ": the model's feature names differ from feature_spec.json");
-  }
-  return booster;
-}
-
 }  // namespace
-
-struct Model::Impl {
-  FeatureSpec spec;
-  std::optional<GemmFeatureExtractor> extractor;
-  std::map<Target, BoosterPtr> boosters;
-  std::map<Target, int> iterations;
-  std::set<Target> rankers;
-  LabelTransform label_transform = LabelTransform::kLog1p;
-  BoosterPtr blend_ranker;  // a blend's ranker member (its regression is boosters[kTflops])
-  double blend_regression_weight = kBlendRegressionWeight;
-};
-
-Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Model::Model(Model&&) noexcept = default;
-Model& Model::operator=(Model&&) noexcept = default;
-Model::~Model() = default;
-
-const FeatureSpec& Model::spec() const {
-  return impl_->spec;
-}
-const GemmFeatureExtractor& Model::extractor() const {
-  return *impl_->extractor;
-}
-bool Model::Has(Target target) const {
-  return impl_->boosters.count(target) > 0;
-}
-bool Model::Ranks(Target target) const {
-  return impl_->rankers.count(target) > 0 || (target == Target::kTflops && Blends());
-}
-bool Model::Blends() const {
-  return static_cast<bool>(impl_->blend_ranker);
-}
-double Model::blend_regression_weight() const {
-  return impl_->blend_regression_weight;
-}
-LabelTransform Model::label_transform() const {
-  return impl_->label_transform;
-}
-
-StatusOr<Model> Model::Load(const std::string& dir) {
-  if (!fs::is_directory(dir)) return NotFoundError(dir + ": no such model directory");
-  auto impl = std::make_unique<Impl>();
-  KSELECT_ASSIGN_OR_RETURN(impl->spec,
-                           LoadFeatureSpec((fs::path(dir) / "feature_spec.json").string()));
-  auto extractor = GemmFeatureExtractor::Create(impl->spec);
-  if (!extractor.ok()) return extractor.status().WithContext(dir);
-  impl->extractor.emplace(std::move(*extractor));
-  KSELECT_ASSIGN_OR_RETURN(const ManifestFacts facts, ReadManifestFacts(dir));
-  impl->label_transform = facts.label_transform;
-  for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
-    const fs::path path = fs::path(dir) / ModelFileName(t);
-    if (!fs::exists(path)) {
-      if (t == Target::kTflops)
-        return NotFoundError(path.string() + ": the TFLOPS model is missing");
-      continue;
-    }
-    int iterations = 0;
-    bool ranker = false;
-    KSELECT_ASSIGN_OR_RETURN(BoosterPtr booster,
-                             LoadCheckedBooster(path, impl->spec, &iterations, &ranker));
-    impl->iterations[t] = iterations;
-    if (ranker) impl->rankers.insert(t);
-    impl->boosters.emplace(t, std::move(booster));
-  }
-  // A blend: the manifest says so and the ranker member lies beside the regression.
-  const fs::path ranker_path = fs::path(dir) / kBlendRankerFile;
-  if (facts.blend_regression_weight.has_value() != fs::exists(ranker_path)) {
-    return SchemaMismatchError(
-        dir + ": " +
-        (fs::exists(ranker_path)
-             ? std::string(kBlendRankerFile) + " is there but the manifest describes no blend"
-             : "the manifest describes a blend but " + std::string(kBlendRankerFile) +
-                   " is missing"));
-  }
-  if (facts.blend_regression_weight) {
-    if (impl->rankers.count(Target::kTflops)) {
-      return SchemaMismatchError(dir + ": a blend's TFLOPS model must be a regression");
-    }
-    int iterations = 0;
-    bool ranker = false;
-    KSELECT_ASSIGN_OR_RETURN(impl->blend_ranker,
-                             LoadCheckedBooster(ranker_path, impl->spec, &iterations, &ranker));
-    if (!ranker) return SchemaMismatchError(ranker_path.string() + ": not a lambdarank model");
-    impl->blend_regression_weight = *facts.blend_regression_weight;
-  }
-  return Model(std::move(impl));
-}
-
-Status Model::CheckHardware(const HardwareConstants& hardware) const {
-  const std::string d = DescribeHardwareDifference(impl_->spec.hardware, hardware);
-  if (d.empty()) return Status::Ok();
-  return SchemaMismatchError("the model was trained for other hardware: " + d +
-                             "; use a model trained on this device or retrain");
-}
-
-StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
-                                                     std::span<const double> features,
-                                                     size_t rows) const {
-  const auto it = impl_->boosters.find(target);
-  if (it == impl_->boosters.end()) {
-    return NotFoundError("the model has no " + std::string(TargetName(target)) + " model");
-  }
-  const size_t cols = impl_->spec.features.size();
-  KSELECT_CHECK(features.size() == rows * cols);
-  std::vector<double> out(rows);
-  if (rows == 0) return out;
-  int64_t len = 0;
-  if (LGBM_BoosterPredictForMat(it->second.get(), features.data(), C_API_DTYPE_FLOAT64,
-                                static_cast<int32_t>(rows), static_cast<int32_t>(cols), 1,
-                                C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
-                                out.data()) != 0) {
-    return LgbmError("predict");
-  }
-  // Regression models are trained on the transformed target; a ranker's scores stay scores.
-  if (impl_->rankers.count(target) == 0) {
-    for (double& v : out) v = InverseLabel(impl_->label_transform, v);
-  }
-  return out;
-}
-
-bool Model::UsesPeerRanks() const {
-  return impl_->extractor->UsesPeerRanks();
-}
-
-StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
-                                             std::span<const KernelConfig> candidates,
-                                             std::optional<std::span<const PeerPick>> peer) const {
-  std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
-  const bool blended = target == Target::kTflops && Blends();
-  // A blend that gives its regression no weight orders by the ranker alone: the regression's
-  // trees (the larger member) are not run.
-  const bool regression_weighed = !blended || impl_->blend_regression_weight > 0;
-  std::vector<double> predicted(candidates.size(), 0.0);
-  if (regression_weighed) {
-    KSELECT_ASSIGN_OR_RETURN(predicted, PredictFeatures(target, x, candidates.size()));
-  }
-  if (!blended) return predicted;
-  std::vector<double> ranker_scores(candidates.size());
-  if (!candidates.empty()) {
-    int64_t len = 0;
-    if (LGBM_BoosterPredictForMat(impl_->blend_ranker.get(), x.data(), C_API_DTYPE_FLOAT64,
-                                  static_cast<int32_t>(candidates.size()),
-                                  static_cast<int32_t>(impl_->spec.features.size()), 1,
-                                  C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
-                                  ranker_scores.data()) != 0) {
-      return LgbmError("predict");
-    }
-  }
-  return BlendScores(predicted, ranker_scores, impl_->blend_regression_weight);
-}
-
-StatusOr<std::vector<double>> Model::PredictTflops(
-    const GemmProblem& problem, std::span<const KernelConfig> candidates,
-    std::optional<std::span<const PeerPick>> peer) const {
-  if (impl_->rankers.count(Target::kTflops)) {
-    return FailedPreconditionError(
-        "a lambdarank model predicts scores, not TFLOPS (train a regression or a blend)");
-  }
-  std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
-  return PredictFeatures(Target::kTflops, x, candidates.size());
-}
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
                                  const std::string& out_dir) {
@@ -1065,7 +817,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
-  // Format 2 (model.h): config keys once, then each problem's predictions by config index. Nine
+  // Format 2 (train.h): config keys once, then each problem's predictions by config index. Nine
   // significant digits: `kselect compare --oof` selects by these values, and 6 digits make ties.
   std::ostringstream csv;
   csv << std::setprecision(9);
