@@ -40,9 +40,9 @@ struct Candidate {
 
 // All valid measured configs of one problem.
 struct ProblemCandidates {
-  std::string problem_key;  // GemmProblem::ToString(): shape, layout, dtypes
+  std::string problem_key;  // ProblemToString(): shape, layout, dtypes
   std::string shape_key;    // "m,n,k,batch": the GroupKFold key (layout deliberately left out)
-  GemmProblem problem;
+  Problem problem;
   std::vector<Candidate> candidates;
 };
 
@@ -72,7 +72,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
 // The outcome of one problem given a score per candidate (higher = better).
 struct ProblemOutcome {
   std::string problem_key;
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0;  // a GEMM's dimensions (0 for other problems)
   size_t candidates = 0;
   double oracle_tflops = 0;
   double selected_tflops = 0;

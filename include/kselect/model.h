@@ -81,7 +81,8 @@ class Model {
   ~Model();
 
   const FeatureSpec& spec() const;
-  const GemmFeatureExtractor& extractor() const;
+  // The extractor the spec names (features.h), built when the model loaded.
+  const FeatureExtractor& extractor() const;
   bool Has(Target target) const;
   // True when the target's predictions order candidates but are not in the target's units (a
   // ranker, or a blend for the TFLOPS target).
@@ -96,14 +97,15 @@ class Model {
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
                                                 size_t rows) const;
   // Predictions for every candidate of one problem. `peer` (the heuristic's picks for the
-  // problem) is required when the model was trained with the peer block.
+  // problem) is required when the model was trained with the peer block; a problem of another
+  // kind than the model's extractor describes is a kInvalidArgument.
   StatusOr<std::vector<double>> Predict(
-      Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      Target target, const Problem& problem, std::span<const KernelConfig> candidates,
       std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // TFLOPS predictions (a regression's, or a blend's regression member's) for one problem's
   // candidates; kFailedPrecondition for a pure ranker, which has none.
   StatusOr<std::vector<double>> PredictTflops(
-      const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      const Problem& problem, std::span<const KernelConfig> candidates,
       std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // True when the model needs the peer heuristic's picks (trained with peer_rank_feature).
   bool UsesPeerRanks() const;

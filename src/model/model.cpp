@@ -203,7 +203,7 @@ bool IsRanker(const TreeEnsemble& trees) {
 
 struct Model::Impl {
   FeatureSpec spec;
-  std::optional<GemmFeatureExtractor> extractor;
+  std::unique_ptr<FeatureExtractor> extractor;
   std::map<Target, TreeEnsemble> models;
   std::set<Target> rankers;
   LabelTransform label_transform = LabelTransform::kLog1p;
@@ -219,7 +219,7 @@ Model::~Model() = default;
 const FeatureSpec& Model::spec() const {
   return impl_->spec;
 }
-const GemmFeatureExtractor& Model::extractor() const {
+const FeatureExtractor& Model::extractor() const {
   return *impl_->extractor;
 }
 bool Model::Has(Target target) const {
@@ -243,9 +243,9 @@ StatusOr<Model> Model::Load(const std::string& dir) {
   auto impl = std::make_unique<Impl>();
   KSELECT_ASSIGN_OR_RETURN(impl->spec,
                            LoadFeatureSpec((fs::path(dir) / "feature_spec.json").string()));
-  auto extractor = GemmFeatureExtractor::Create(impl->spec);
+  auto extractor = CreateFeatureExtractor(impl->spec);
   if (!extractor.ok()) return extractor.status().WithContext(dir);
-  impl->extractor.emplace(std::move(*extractor));
+  impl->extractor = std::move(*extractor);
   KSELECT_ASSIGN_OR_RETURN(const ManifestFacts facts, ReadManifestFacts(dir));
   impl->label_transform = facts.label_transform;
   for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
@@ -312,7 +312,7 @@ bool Model::UsesPeerRanks() const {
   return impl_->extractor->UsesPeerRanks();
 }
 
-StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
+StatusOr<std::vector<double>> Model::Predict(Target target, const Problem& problem,
                                              std::span<const KernelConfig> candidates,
                                              std::optional<std::span<const PeerPick>> peer) const {
   std::vector<double> x;
@@ -334,7 +334,7 @@ StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& p
 }
 
 StatusOr<std::vector<double>> Model::PredictTflops(
-    const GemmProblem& problem, std::span<const KernelConfig> candidates,
+    const Problem& problem, std::span<const KernelConfig> candidates,
     std::optional<std::span<const PeerPick>> peer) const {
   if (impl_->rankers.count(Target::kTflops)) {
     return FailedPreconditionError(

@@ -3,6 +3,7 @@
 # LightGBM text models, so selection links without LightGBM.
 set(KSELECT_ML_RUNTIME_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_spec.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/gemm_features.cpp
     ${CMAKE_CURRENT_LIST_DIR}/model.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tree_ensemble.cpp)

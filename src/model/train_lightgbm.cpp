@@ -355,8 +355,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           "heuristic's picks; this data has none), so the feature would be constant");
     }
   }
-  KSELECT_ASSIGN_OR_RETURN(GemmFeatureExtractor extractor,
-                           GemmFeatureExtractor::Create(result.spec));
+  KSELECT_ASSIGN_OR_RETURN(const std::unique_ptr<FeatureExtractor> extractor,
+                           CreateFeatureExtractor(result.spec));
 
   std::optional<Model> previous;
   if (!options.warm_start_dir.empty()) {
@@ -398,7 +398,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
     const std::vector<PeerPick> peer = PeerPicksOf(p);
-    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
+    KSELECT_RETURN_IF_ERROR(extractor->ExtractBatch(p.problem, configs, &block, peer));
     x.insert(x.end(), block.begin(), block.end());
     for (size_t i = 0; i < p.candidates.size(); ++i) {
       group_of_row.push_back(group_ids.at(p.shape_key));

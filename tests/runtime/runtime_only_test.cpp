@@ -137,6 +137,11 @@ TEST(RuntimeOnlyTest, ScoresEachCandidateOnItsOwnAndDeterministically) {
   ASSERT_TRUE(three_scores.ok());
   EXPECT_EQ(*three_scores, std::vector<double>(scores->begin() + 100, scores->begin() + 103));
 
+  // The model's extractor describes GEMMs: a convolution is refused, not scored.
+  const Problem conv = ConvProblem{.c = 64, .k = 64, .hi = 56, .wi = 56, .y = 3, .x = 3};
+  EXPECT_EQ(model->Predict(Target::kTflops, conv, catalogue.configs).status().code(),
+            StatusCode::kInvalidArgument);
+
   // No candidates, no scores.
   const auto none = model->Predict(Target::kTflops, catalogue.problem, {});
   ASSERT_TRUE(none.ok());
