@@ -326,6 +326,209 @@ json StatsJson(const EfficiencyStats& s) {
       {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p10", s.p10}, {"min", s.min}};
 }
 
+// The feature matrix of a candidate set, rows ordered by problem then config, with each row's
+// shape (its GroupKFold group) and problem (a ranker's query).
+struct TrainingMatrix {
+  std::vector<double> x;  // rows x cols, row-major
+  size_t rows = 0, cols = 0;
+  std::vector<int> group_of_row;
+  std::vector<int> problem_of_row;
+  int groups = 0;  // distinct shapes
+};
+
+StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
+                                             const FeatureExtractor& extractor) {
+  TrainingMatrix m;
+  m.cols = extractor.spec().features.size();
+  m.x.reserve(data.NumCandidates() * m.cols);
+  std::map<std::string, int> group_ids;
+  for (const ProblemCandidates& p : data.problems) group_ids.emplace(p.shape_key, 0);
+  for (auto& [key, id] : group_ids) id = m.groups++;
+  std::vector<KernelConfig> configs;
+  std::vector<double> block;
+  for (size_t pi = 0; pi < data.problems.size(); ++pi) {
+    const ProblemCandidates& p = data.problems[pi];
+    configs.clear();
+    for (const Candidate& c : p.candidates) configs.push_back(c.config);
+    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
+    m.x.insert(m.x.end(), block.begin(), block.end());
+    for (size_t i = 0; i < p.candidates.size(); ++i) {
+      m.group_of_row.push_back(group_ids.at(p.shape_key));
+      m.problem_of_row.push_back(static_cast<int>(pi));
+    }
+  }
+  m.rows = m.group_of_row.size();
+  return m;
+}
+
+// One model to train: one per target, two for a blend's TFLOPS (regression, then ranker).
+struct Member {
+  Target target;
+  bool ranking;
+  std::string key;  // names the member in the manifest, importances and progress lines
+  std::string file;
+};
+
+std::vector<Member> PlanMembers(const TrainOptions& options) {
+  const bool blend = options.objective == Objective::kBlend;
+  std::vector<Member> members;
+  for (Target t : options.targets) {
+    const std::string name(TargetName(t));
+    if (t == Target::kTflops && blend) {
+      members.push_back({t, false, name, ModelFileName(t)});
+      members.push_back({t, true, name + "_rank", kBlendRankerFile});
+    } else {
+      members.push_back({t, t == Target::kTflops && options.objective == Objective::kLambdarank,
+                         name, ModelFileName(t)});
+    }
+  }
+  return members;
+}
+
+// A member's label per row (the transformed target, or a ranker's relevance grade) and, for a
+// top-weighted regression, its weight.
+struct MemberLabels {
+  std::vector<float> labels;
+  std::optional<std::vector<float>> weights;
+};
+
+StatusOr<MemberLabels> MakeLabels(const CandidateSet& data, const Member& member,
+                                  const TrainOptions& options, size_t rows) {
+  MemberLabels out;
+  out.labels.resize(rows);
+  // Top weighting (regression): rows near their problem's best weigh more, since selection
+  // only needs the top of each problem ordered right, not the slow tail fitted.
+  if (!member.ranking && options.top_weight > 0) out.weights.emplace(rows, 1.0f);
+  size_t r = 0;
+  for (const ProblemCandidates& p : data.problems) {
+    double oracle = 0;
+    for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
+    for (const Candidate& c : p.candidates) {
+      if (out.weights) {
+        (*out.weights)[r] =
+            static_cast<float>(1 + options.top_weight * std::pow(c.tflops / oracle, 4));
+      }
+      const double v = TargetValue(c, member.target);
+      if (!(v > 0) || !std::isfinite(v)) {
+        return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
+                                    std::string(TargetName(member.target)) +
+                                    "; train only the targets the data has (--targets)");
+      }
+      out.labels[r++] = member.ranking
+                            ? static_cast<float>(RelevanceGrade(v, oracle))
+                            : static_cast<float>(ForwardLabel(options.label_transform, v));
+    }
+  }
+  return out;
+}
+
+// The fold of every row: GroupKFold over the shapes' row counts, so a shape is never split.
+std::vector<int> AssignFolds(std::span<const int> group_of_row, int groups, int folds) {
+  std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);
+  for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
+  const std::vector<int> fold_of_group = GroupKFold(sizes, folds);
+  std::vector<int> fold_of_row(group_of_row.size());
+  for (size_t r = 0; r < group_of_row.size(); ++r) {
+    fold_of_row[r] = fold_of_group[static_cast<size_t>(group_of_row[r])];
+  }
+  return fold_of_row;
+}
+
+// oof_predictions.csv.gz, format 2 (train.h): config keys once, then each problem's fold and
+// its predictions by config index. Nine significant digits: `kselect compare --oof` selects by
+// these values, and 6 digits make ties.
+Status WriteOofPredictions(const CandidateSet& data, std::span<const double> oof,
+                           std::span<const int> fold_of_row, const fs::path& path) {
+  std::ostringstream csv;
+  csv << std::setprecision(9);
+  csv << kOofFormat2Header << "\n";
+  std::map<std::string, int> config_ids;
+  for (const ProblemCandidates& pc : data.problems) {
+    for (const Candidate& c : pc.candidates) {
+      const auto [it, added] =
+          config_ids.emplace(c.config_key, static_cast<int>(config_ids.size()));
+      if (added) csv << "config," << it->second << ",\"" << c.config_key << "\"\n";
+    }
+  }
+  size_t r = 0;
+  for (const ProblemCandidates& pc : data.problems) {
+    csv << "problem,\"" << pc.problem_key << "\"," << fold_of_row[r] << "\n";
+    for (const Candidate& c : pc.candidates) {
+      csv << config_ids.at(c.config_key) << "," << oof[r] << "\n";
+      ++r;
+    }
+  }
+  return WriteGzipFile(path.string(), csv.str());
+}
+
+// train_manifest.json: what was trained (members, trees, objectives), on what data, and how.
+json TrainManifest(const CandidateSet& data, const TrainOptions& options, const TrainResult& result,
+                   const std::vector<Member>& members, const json& objectives,
+                   int64_t hard_problems, const std::string& regression_params,
+                   const std::string& dataset_params) {
+  json rounds = json::object();
+  for (size_t i = 0; i < members.size(); ++i) rounds[members[i].key] = result.rounds[i].second;
+  json targets = json::array();
+  for (Target t : options.targets) targets.push_back(TargetName(t));
+  const LightGbmParams& p = options.params;
+  return {
+      {"format", "kselect.train_manifest"},
+      {"format_major", 1},
+      {"tool", ToolDescription()},
+      {"created_at", NowIso()},
+      {"data",
+       {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
+                                                    : json(options.data_sources)},
+        {"sources", options.data_sources},
+        {"source_fingerprints", options.data_source_fingerprints},
+        {"fingerprint", data.fingerprint},
+        {"rows_read", data.rows_read},
+        {"rows_used", data.rows_used},
+        {"rows_skipped", data.rows_skipped},
+        {"duplicates_found", 0},
+        {"problems", result.problems},
+        {"shapes", result.shapes}}},
+      {"provider", ProviderName(data.provider)},
+      {"targets", targets},
+      {"target_transform",
+       std::string(LabelTransformName(options.label_transform)) + " (regression models)"},
+      {"objectives", objectives},
+      {"blend", options.objective == Objective::kBlend
+                    ? json{{"regression_weight", options.blend_regression_weight},
+                           {"regression", ModelFileName(Target::kTflops)},
+                           {"ranker", kBlendRankerFile},
+                           {"score",
+                            "regression_weight * pct(regression) + (1 - "
+                            "regression_weight) * pct(ranker), per problem"}}
+                    : json()},
+      {"trees", rounds},
+      {"options",
+       {{"folds", options.folds},
+        {"seed", options.seed},
+        {"num_threads", options.num_threads},
+        {"max_rounds", options.max_rounds},
+        {"early_stopping_rounds", options.early_stopping_rounds},
+        {"inner_valid_fraction", options.inner_valid_fraction},
+        {"top_weight", options.top_weight},
+        {"peer_rank_feature", options.peer_rank_feature},
+        {"hard_mining",
+         {{"factor", options.hard_mining_factor},
+          {"threshold", options.hard_mining_threshold},
+          {"problems_upweighted_over_all_fits", hard_problems}}},
+        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
+      {"lightgbm",
+       {{"booster", regression_params},
+        {"dataset", dataset_params},
+        {"num_leaves", p.num_leaves},
+        {"learning_rate", p.learning_rate}}},
+      {"warm_start", options.warm_start_dir.empty()
+                         ? json()
+                         : json{{"from", options.warm_start_dir},
+                                {"added_rounds_max", options.warm_start_rounds}}},
+  };
+}
+
 }  // namespace
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
@@ -381,31 +584,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   }
   const LabelTransform transform = options.label_transform;
 
-  // Feature matrix, rows ordered by problem then config.
-  const size_t cols = result.spec.features.size();
-  std::vector<double> x;
-  x.reserve(data.NumCandidates() * cols);
-  std::vector<int> group_of_row;
-  std::vector<int> problem_of_row;
-  std::map<std::string, int> group_ids;
-  for (const ProblemCandidates& p : data.problems) group_ids.emplace(p.shape_key, 0);
-  int next_group = 0;
-  for (auto& [key, id] : group_ids) id = next_group++;
-  std::vector<KernelConfig> configs;
-  std::vector<double> block;
-  for (size_t pi = 0; pi < data.problems.size(); ++pi) {
-    const ProblemCandidates& p = data.problems[pi];
-    configs.clear();
-    for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<PeerPick> peer = PeerPicksOf(p);
-    KSELECT_RETURN_IF_ERROR(extractor->ExtractBatch(p.problem, configs, &block, peer));
-    x.insert(x.end(), block.begin(), block.end());
-    for (size_t i = 0; i < p.candidates.size(); ++i) {
-      group_of_row.push_back(group_ids.at(p.shape_key));
-      problem_of_row.push_back(static_cast<int>(pi));
-    }
-  }
-  const size_t rows = group_of_row.size();
+  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(data, *extractor));
+  const std::vector<double>& x = matrix.x;
+  const size_t rows = matrix.rows, cols = matrix.cols;
+  const std::vector<int>& group_of_row = matrix.group_of_row;
+  const std::vector<int>& problem_of_row = matrix.problem_of_row;
+  const int next_group = matrix.groups;
   result.rows = static_cast<int64_t>(rows);
   result.problems = static_cast<int64_t>(data.problems.size());
   result.shapes = next_group;
@@ -442,25 +626,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
   json objectives = json::object();
   int64_t hard_problems = 0;  // problems up-weighted by hard-example mining, over all fits
-  // The models to train: one per target, two for a blend's TFLOPS (regression, then ranker).
-  struct Member {
-    Target target;
-    bool ranking;
-    std::string key;  // names the member in the manifest, importances and progress lines
-    std::string file;
-  };
   const bool blend = options.objective == Objective::kBlend;
-  std::vector<Member> members;
-  for (Target t : options.targets) {
-    const std::string name(TargetName(t));
-    if (t == Target::kTflops && blend) {
-      members.push_back({t, false, name, ModelFileName(t)});
-      members.push_back({t, true, name + "_rank", kBlendRankerFile});
-    } else {
-      members.push_back({t, t == Target::kTflops && options.objective == Objective::kLambdarank,
-                         name, ModelFileName(t)});
-    }
-  }
+  const std::vector<Member> members = PlanMembers(options);
   std::vector<double> oof_regression;  // a blend's regression member, out of fold
   std::vector<FoldMetrics> regression_folds;
   json cv_members = json::array();
@@ -471,32 +638,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     const std::span<const int> queries =
         ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
     objectives[member.key] = ranking ? "lambdarank" : "regression";
-    std::vector<float> labels(rows);
-    // Top weighting (regression): rows near their problem's best weigh more, since selection
-    // only needs the top of each problem ordered right, not the slow tail fitted.
-    std::optional<std::vector<float>> weights;
-    if (!ranking && options.top_weight > 0) weights.emplace(rows, 1.0f);
-    {
-      size_t r = 0;
-      for (const ProblemCandidates& p : data.problems) {
-        double oracle = 0;
-        for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
-        for (const Candidate& c : p.candidates) {
-          if (weights) {
-            (*weights)[r] =
-                static_cast<float>(1 + options.top_weight * std::pow(c.tflops / oracle, 4));
-          }
-          const double v = TargetValue(c, target);
-          if (!(v > 0) || !std::isfinite(v)) {
-            return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
-                                        std::string(TargetName(target)) +
-                                        "; train only the targets the data has (--targets)");
-          }
-          labels[r++] = ranking ? static_cast<float>(RelevanceGrade(v, oracle))
-                                : static_cast<float>(ForwardLabel(transform, v));
-        }
-      }
-    }
+    KSELECT_ASSIGN_OR_RETURN(MemberLabels member_labels, MakeLabels(data, member, options, rows));
+    const std::vector<float>& labels = member_labels.labels;
+    const std::optional<std::vector<float>>& weights = member_labels.weights;
     // Subsets copy their metadata from the full dataset, so it carries this target's labels.
     if (LGBM_DatasetSetField(full.get(), "label", labels.data(), static_cast<int>(rows),
                              C_API_DTYPE_FLOAT32) != 0) {
@@ -568,16 +712,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
       result.folds.clear();
       const int folds = std::min(options.folds, next_group);
-      std::vector<int64_t> sizes(static_cast<size_t>(next_group), 0);
-      for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
-      const std::vector<int> fold_of_group = GroupKFold(sizes, folds);
+      fold_of_row = AssignFolds(group_of_row, next_group, folds);
       json fold_json = json::array();
       for (int f = 0; f < folds; ++f) {
         std::vector<int32_t> train, valid, inner_train, inner_valid;
         for (size_t r = 0; r < rows; ++r) {
-          const bool in_fold = fold_of_group[static_cast<size_t>(group_of_row[r])] == f;
-          (in_fold ? valid : train).push_back(static_cast<int32_t>(r));
-          if (in_fold) fold_of_row[r] = f;
+          (fold_of_row[r] == f ? valid : train).push_back(static_cast<int32_t>(r));
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
@@ -754,92 +894,15 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
   KSELECT_RETURN_IF_ERROR(
       SaveFeatureSpec(result.spec, (fs::path(out_dir) / "feature_spec.json").string()));
-  json rounds = json::object();
-  for (size_t i = 0; i < members.size(); ++i) rounds[members[i].key] = result.rounds[i].second;
-  json targets = json::array();
-  for (Target t : options.targets) targets.push_back(TargetName(t));
-  const LightGbmParams& p = options.params;
-  json manifest = {
-      {"format", "kselect.train_manifest"},
-      {"format_major", 1},
-      {"tool", ToolDescription()},
-      {"created_at", NowIso()},
-      {"data",
-       {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
-                                                    : json(options.data_sources)},
-        {"sources", options.data_sources},
-        {"source_fingerprints", options.data_source_fingerprints},
-        {"fingerprint", data.fingerprint},
-        {"rows_read", data.rows_read},
-        {"rows_used", data.rows_used},
-        {"rows_skipped", data.rows_skipped},
-        {"duplicates_found", 0},
-        {"problems", result.problems},
-        {"shapes", result.shapes}}},
-      {"provider", ProviderName(data.provider)},
-      {"targets", targets},
-      {"target_transform", std::string(LabelTransformName(transform)) + " (regression models)"},
-      {"objectives", objectives},
-      {"blend", blend ? json{{"regression_weight", options.blend_regression_weight},
-                             {"regression", ModelFileName(Target::kTflops)},
-                             {"ranker", kBlendRankerFile},
-                             {"score",
-                              "regression_weight * pct(regression) + (1 - "
-                              "regression_weight) * pct(ranker), per problem"}}
-                      : json()},
-      {"trees", rounds},
-      {"options",
-       {{"folds", options.folds},
-        {"seed", options.seed},
-        {"num_threads", options.num_threads},
-        {"max_rounds", options.max_rounds},
-        {"early_stopping_rounds", options.early_stopping_rounds},
-        {"inner_valid_fraction", options.inner_valid_fraction},
-        {"top_weight", options.top_weight},
-        {"peer_rank_feature", options.peer_rank_feature},
-        {"hard_mining",
-         {{"factor", options.hard_mining_factor},
-          {"threshold", options.hard_mining_threshold},
-          {"problems_upweighted_over_all_fits", hard_problems}}},
-        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
-      {"lightgbm",
-       {{"booster", regression_params},
-        {"dataset", dataset_params},
-        {"num_leaves", p.num_leaves},
-        {"learning_rate", p.learning_rate}}},
-      {"warm_start", options.warm_start_dir.empty()
-                         ? json()
-                         : json{{"from", options.warm_start_dir},
-                                {"added_rounds_max", options.warm_start_rounds}}},
-  };
+  const json manifest = TrainManifest(data, options, result, members, objectives, hard_problems,
+                                      regression_params, dataset_params);
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "train_manifest.json", manifest.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
-  // Format 2 (train.h): config keys once, then each problem's predictions by config index. Nine
-  // significant digits: `kselect compare --oof` selects by these values, and 6 digits make ties.
-  std::ostringstream csv;
-  csv << std::setprecision(9);
-  csv << kOofFormat2Header << "\n";
-  std::map<std::string, int> config_ids;
-  for (const ProblemCandidates& pc : data.problems) {
-    for (const Candidate& c : pc.candidates) {
-      const auto [it, added] =
-          config_ids.emplace(c.config_key, static_cast<int>(config_ids.size()));
-      if (added) csv << "config," << it->second << ",\"" << c.config_key << "\"\n";
-    }
-  }
-  size_t r = 0;
-  for (const ProblemCandidates& pc : data.problems) {
-    csv << "problem,\"" << pc.problem_key << "\"," << fold_of_row[r] << "\n";
-    for (const Candidate& c : pc.candidates) {
-      csv << config_ids.at(c.config_key) << "," << oof[r] << "\n";
-      ++r;
-    }
-  }
   KSELECT_RETURN_IF_ERROR(
-      WriteGzipFile((fs::path(out_dir) / kOofPredictionsFile).string(), csv.str()));
+      WriteOofPredictions(data, oof, fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
   return result;
 }
 
