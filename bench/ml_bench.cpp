@@ -19,7 +19,7 @@
 #include <LightGBM/c_api.h>
 #endif
 
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "model/synthetic_gemm_data.h"
 #include "model/tree_ensemble.h"
 
@@ -115,18 +115,20 @@ CandidateSet BenchCandidates(int64_t rows) {
   std::uniform_real_distribution<double> log_mn(0, std::log2(16384.0)), log_k(6, 14);
   for (int64_t done = 0; done < rows;) {
     ProblemCandidates pc;
-    pc.problem.m = static_cast<int64_t>(std::exp2(log_mn(rng)));
-    pc.problem.n = static_cast<int64_t>(std::exp2(log_mn(rng)));
-    pc.problem.k = static_cast<int64_t>(std::exp2(log_k(rng)));
-    pc.problem_key = pc.problem.ToString() + " #" + std::to_string(set.problems.size());
+    GemmProblem problem;
+    problem.m = static_cast<int64_t>(std::exp2(log_mn(rng)));
+    problem.n = static_cast<int64_t>(std::exp2(log_mn(rng)));
+    problem.k = static_cast<int64_t>(std::exp2(log_k(rng)));
+    pc.problem = problem;
+    pc.problem_key = problem.ToString() + " #" + std::to_string(set.problems.size());
     pc.shape_key = pc.problem_key;
     for (const KernelConfig& c : configs) {
       Candidate cand;
       cand.config = c;
       cand.config_key = ConfigKey(c);
       const TileConfig& t = std::get<TileConfig>(c);
-      cand.tflops = testing_util::SyntheticTflops(pc.problem, t) * (t.split_k == 2 ? 0.9 : 1.0);
-      cand.latency_ms = pc.problem.Flops() / (cand.tflops * 1e12) * 1e3;
+      cand.tflops = testing_util::SyntheticTflops(problem, t) * (t.split_k == 2 ? 0.9 : 1.0);
+      cand.latency_ms = problem.Flops() / (cand.tflops * 1e12) * 1e3;
       cand.bandwidth_gb_s = 1;
       pc.candidates.push_back(std::move(cand));
     }

@@ -21,6 +21,7 @@
 #include "kselect/dataset.h"
 #include "kselect/features.h"
 #include "kselect/kernel_config.h"
+#include "kselect/model.h"
 #include "kselect/problem.h"
 #include "kselect/status.h"
 
@@ -39,9 +40,9 @@ struct Candidate {
 
 // All valid measured configs of one problem.
 struct ProblemCandidates {
-  std::string problem_key;  // GemmProblem::ToString(): shape, layout, dtypes
+  std::string problem_key;  // ProblemToString(): shape, layout, dtypes
   std::string shape_key;    // "m,n,k,batch": the GroupKFold key (layout deliberately left out)
-  GemmProblem problem;
+  Problem problem;
   std::vector<Candidate> candidates;
 };
 
@@ -71,7 +72,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
 // The outcome of one problem given a score per candidate (higher = better).
 struct ProblemOutcome {
   std::string problem_key;
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0;  // a GEMM's dimensions (0 for other problems)
   size_t candidates = 0;
   double oracle_tflops = 0;
   double selected_tflops = 0;
@@ -118,6 +119,15 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
 // Evaluates every problem of `data` from per-candidate scores: scores[p][c] belongs to
 // data.problems[p].candidates[c] (a model's predictions, or its out-of-fold ones).
 EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector<double>> scores);
+
+// The target's predictions for every candidate of `data`: result[p][c] belongs to
+// data.problems[p].candidates[c]. Refuses data of another provider or hardware.
+StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
+                                                               const CandidateSet& data,
+                                                               Target target);
+
+// Scores every candidate set problem with the model's TFLOPS predictions and summarises.
+StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
 
 // JSON (machine-readable, with per-problem rows) and Markdown (a report for people).
 std::string EvalSummaryToJson(const EvalSummary& summary, const std::string& model_dir,

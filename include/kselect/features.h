@@ -1,5 +1,6 @@
 // The feature engine: one versioned feature spec, saved with every model and read back at
-// inference, and the GEMM feature extractor that fills it from typed problems and kernel configs.
+// inference, and the feature extractors that fill it from typed problems and kernel configs (an
+// interface, FeatureExtractor, picked by the spec's extractor name; today the GEMM one).
 //
 // A feature vector has five blocks (docs in features.cpp list every formula):
 //   problem      dims, logs, arithmetic intensity, aspect ratios, layout, dtype
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -130,28 +132,55 @@ StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_vie
 Status SaveFeatureSpec(const FeatureSpec& spec, const std::string& path);
 StatusOr<FeatureSpec> LoadFeatureSpec(const std::string& path);
 
-// Fills feature vectors in a spec's column order. Built from a saved spec: it refuses specs of
-// another encoding version or naming a feature this extractor cannot compute.
-class GemmFeatureExtractor {
+// Fills feature vectors in a spec's column order from a problem and kernel configs. One
+// implementation per problem kind; CreateFeatureExtractor picks it by the spec's `extractor`
+// name, so a model, the trainer and the CLI never name the kind.
+class FeatureExtractor {
+ public:
+  virtual ~FeatureExtractor() = default;
+
+  virtual const FeatureSpec& spec() const = 0;
+  virtual size_t NumFeatures() const = 0;
+  // True when the spec has the peer block: Extract and ExtractBatch then need the peer picks.
+  virtual bool UsesPeerRanks() const = 0;
+
+  // One (problem, config) pair into `out` (resized to NumFeatures()). The config must belong to
+  // the spec's provider and the problem to the extractor's kind (kInvalidArgument otherwise).
+  // `peer` (the heuristic's picks for this problem, possibly none) is required when
+  // UsesPeerRanks() and ignored otherwise; a missing one is a kFailedPrecondition saying where
+  // picks come from.
+  virtual Status Extract(const Problem& problem, const KernelConfig& config,
+                         std::vector<double>* out,
+                         std::optional<std::span<const PeerPick>> peer = std::nullopt) const = 0;
+  // All candidates of one problem, row-major (candidates x NumFeatures()). Equal to calling
+  // Extract per candidate.
+  virtual Status ExtractBatch(
+      const Problem& problem, std::span<const KernelConfig> candidates, std::vector<double>* out,
+      std::optional<std::span<const PeerPick>> peer = std::nullopt) const = 0;
+};
+
+// The extractor named by `spec.extractor` ("gemm"), built from the spec; an unknown name is a
+// kSchemaMismatch listing the known ones, and each implementation refuses specs it cannot fill.
+StatusOr<std::unique_ptr<FeatureExtractor>> CreateFeatureExtractor(const FeatureSpec& spec);
+// The names CreateFeatureExtractor knows, in its table's order.
+std::vector<std::string_view> FeatureExtractorNames();
+
+// The GEMM extractor ("gemm"). Built from a saved spec: it refuses specs of another encoding
+// version or naming a feature this extractor cannot compute, and problems other than GEMMs.
+class GemmFeatureExtractor final : public FeatureExtractor {
  public:
   static StatusOr<GemmFeatureExtractor> Create(const FeatureSpec& spec);
 
-  const FeatureSpec& spec() const { return spec_; }
-  size_t NumFeatures() const { return column_of_slot_.size(); }
-  // True when the spec has the peer block: Extract and ExtractBatch then need the peer picks.
-  bool UsesPeerRanks() const { return !peer_slots_.empty(); }
+  const FeatureSpec& spec() const override { return spec_; }
+  size_t NumFeatures() const override { return column_of_slot_.size(); }
+  bool UsesPeerRanks() const override { return !peer_slots_.empty(); }
 
-  // One (problem, config) pair into `out` (resized to NumFeatures()). The config must belong to
-  // the spec's provider. `peer` (the heuristic's picks for this problem, possibly none) is
-  // required when UsesPeerRanks() and ignored otherwise; a missing one is a kFailedPrecondition
-  // saying where picks come from.
-  Status Extract(const GemmProblem& problem, const KernelConfig& config, std::vector<double>* out,
-                 std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
-  // All candidates of one problem, row-major (candidates x NumFeatures()); the problem and
-  // hardware blocks are computed once. Equal to calling Extract per candidate.
-  Status ExtractBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
+  Status Extract(const Problem& problem, const KernelConfig& config, std::vector<double>* out,
+                 std::optional<std::span<const PeerPick>> peer = std::nullopt) const override;
+  // The problem and hardware blocks are computed once per call.
+  Status ExtractBatch(const Problem& problem, std::span<const KernelConfig> candidates,
                       std::vector<double>* out,
-                      std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
+                      std::optional<std::span<const PeerPick>> peer = std::nullopt) const override;
 
  private:
   explicit GemmFeatureExtractor(FeatureSpec spec) : spec_(std::move(spec)) {}
@@ -161,6 +190,11 @@ class GemmFeatureExtractor {
   std::vector<int> column_of_slot_;
   std::vector<int> peer_slots_;  // the slots of the peer block, empty without it
   Status CheckPeer(std::optional<std::span<const PeerPick>> peer) const;
+  Status ExtractGemm(const GemmProblem& problem, const KernelConfig& config,
+                     std::vector<double>* out, std::optional<std::span<const PeerPick>> peer) const;
+  Status ExtractGemmBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
+                          std::vector<double>* out,
+                          std::optional<std::span<const PeerPick>> peer) const;
   // Fills the row's peer features (kPeerFeatures order) for `config`.
   void PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer, double* values) const;
 };

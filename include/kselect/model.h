@@ -1,5 +1,7 @@
-// Models: LightGBM regressors (through its C API) that score (problem, kernel config) pairs, one
-// per target, trained on log (or log1p) of the target, with honest grouped cross-validation.
+// Model inference: a trained model directory loaded and scoring (problem, kernel config) pairs,
+// one regression (or ranker) per target. Inference reads LightGBM's text models with kselect's own
+// tree evaluator (bit-identical to LightGBM's predictions), so it links without LightGBM, Arrow or
+// the evaluation layer; training, its artifacts and cross-validation are in train.h.
 //
 // A model directory holds:
 //   model_tflops.lgbm.gz (+ model_latency.lgbm.gz, model_bandwidth.lgbm.gz)   LightGBM text
@@ -12,20 +14,16 @@
 //                              a config table, then each problem's candidates by config index)
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "kselect/dataset.h"
-#include "kselect/eval.h"
 #include "kselect/features.h"
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -33,10 +31,12 @@ namespace kselect {
 enum class Target { kTflops, kLatency, kBandwidth };
 std::string_view TargetName(Target target);  // "tflops", "latency", "bandwidth"
 StatusOr<Target> ParseTarget(std::string_view name);
+// The file of a target's model in a model directory: "model_<target>.lgbm.gz".
+std::string ModelFileName(Target target);
 
 // How the TFLOPS model learns: regression on the transformed TFLOPS (predictions are TFLOPS);
-// LightGBM lambdarank with one query per problem and graded relevance (RelevanceGrade;
-// predictions are ranking scores only); or a blend of both: a
+// LightGBM lambdarank with one query per problem and graded relevance (RelevanceGrade in
+// train.h; predictions are ranking scores only); or a blend of both: a
 // regression (model_tflops.lgbm.gz) and a ranker (model_tflops_rank.lgbm.gz) trained on the same
 // folds, whose per-problem rank percentiles are averaged with weight kBlendRegressionWeight on
 // the regression (predictions are blend scores in (0, 1]; the regression member still gives
@@ -44,16 +44,6 @@ StatusOr<Target> ParseTarget(std::string_view name);
 enum class Objective { kRegression, kLambdarank, kBlend };
 std::string_view ObjectiveName(Objective objective);  // "regression", "lambdarank", "blend"
 StatusOr<Objective> ParseObjective(std::string_view name);
-
-// The ranker's relevance grade of a candidate measured at `value` on a problem whose best is
-// `best`: fine near the top, where selection is decided, coarse below: 30 at the best, one grade
-// less per 0.5 % down to 11 at 90-90.5 %, then 1 + floor(10 * value / best) (9 for 80-90 %, ...,
-// 1 under 10 %). Why (bf16 TN H200 data, 5-fold out of fold, docs/models.md): round(30 * value /
-// best), 3.3 % steps, tied every config within 1.6 % of the best; 0.5 % steps down to a floor
-// of 0 at 85 % made the ranker beat the regression but left every slower config equal, so it
-// picked 20 %-of-best configs on a few problems; the coarse tail keeps those down.
-inline constexpr int kMaxRelevanceGrade = 30;
-int RelevanceGrade(double value, double best);
 
 // Weight of the regression's rank percentile in a blend (the ranker's is 1 - this). Measured on
 // the bf16 TN H200 data (docs/models.md): 0.3 beat 0.5 and 0.7 held out.
@@ -75,88 +65,8 @@ StatusOr<LabelTransform> ParseLabelTransform(std::string_view name);
 double ForwardLabel(LabelTransform transform, double value);  // target units -> label space
 double InverseLabel(LabelTransform transform, double label);  // label space -> target units
 
-// LightGBM parameters kselect sets (the rest are LightGBM's defaults).
-struct LightGbmParams {
-  int num_leaves = 63;
-  int max_depth = -1;
-  double learning_rate = 0.05;
-  int min_data_in_leaf = 10;
-  double feature_fraction = 0.85;
-  double bagging_fraction = 0.85;
-  int bagging_freq = 1;  // without it LightGBM never bags (CK's subsample was inert)
-  double lambda_l1 = 0.05;
-  double lambda_l2 = 0.5;
-  int max_bin = 255;
-};
-
-struct TrainOptions {
-  std::optional<Provider> provider;  // unset: the dataset's only provider
-  int folds = 5;                     // GroupKFold over problem shapes; < 2 disables CV
-  uint64_t seed = 42;
-  int num_threads = 2;
-  int max_rounds = 2000;
-  int early_stopping_rounds = 50;
-  // Fraction of the training shapes held out (by shape) inside each fold to pick the number of
-  // rounds; the fold's own validation shapes are never used for that.
-  double inner_valid_fraction = 0.2;
-  std::vector<Target> targets = {Target::kTflops, Target::kLatency, Target::kBandwidth};
-  Objective objective = Objective::kRegression;
-  LabelTransform label_transform = LabelTransform::kLog;
-  // Regression targets: row weight 1 + top_weight * (TFLOPS / problem best)^4, so the fit
-  // concentrates on each problem's fast configs (0 = unweighted).
-  double top_weight = 0;
-  // Hard-example mining (TFLOPS regression): each fit is redone with the rows of training
-  // problems whose in-sample pick is under `hard_mining_threshold` of their best weighted
-  // `hard_mining_factor` times (factor <= 1: off).
-  double hard_mining_factor = 1;
-  double hard_mining_threshold = 0.98;
-  LightGbmParams params;
-  // Adds the peer block to the features: the provider heuristic's own picks (cuBLASLt's top 8
-  // at run time) as features of each candidate, from the dataset's peer_rank column.
-  bool peer_rank_feature = false;
-  // A blend's weight on its regression member's rank percentile (the ranker's is 1 - this).
-  double blend_regression_weight = kBlendRegressionWeight;
-  std::string warm_start_dir;  // add trees to this model (its spec must match exactly)
-  int warm_start_rounds = 200;
-  std::vector<std::string> data_sources;  // the dataset files, recorded in the manifest
-  // Each file's candidate fingerprint (same order as data_sources; may be empty), recorded in
-  // the manifest so an out-of-fold evaluation can tell whether it scores the training data.
-  std::vector<std::string> data_source_fingerprints;
-  // Called after each fit with a one-line account (fold, trees, seconds); may be empty.
-  std::function<void(const std::string&)> progress;
-};
-
-struct FoldMetrics {
-  int fold = 0;
-  int64_t train_rows = 0, valid_rows = 0, valid_shapes = 0;
-  int best_iteration = 0;  // picked on the inner split
-  double rmse_label = 0;   // on the fold's validation rows, in label space
-  double r2_label = 0;
-  EfficiencyStats efficiency;  // of the fold's validation problems
-};
-
-struct TrainResult {
-  FeatureSpec spec;
-  int64_t rows = 0, problems = 0, shapes = 0;
-  std::vector<FoldMetrics> folds;
-  EfficiencyStats oof_efficiency;              // out-of-fold, over all problems (when CV ran)
-  std::vector<std::pair<Target, int>> rounds;  // trees of each saved model (after warm start)
-  std::vector<std::pair<std::string, int>> model_files;  // each saved file and its trees
-};
-
-// Assigns each group a fold like scikit-learn's GroupKFold: groups in decreasing size order go
-// to the currently lightest fold (ties: lowest fold, then group order). `group_sizes[g]` is the
-// row count of group g; returns the fold of each group. Deterministic; a group is never split.
-std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds);
-
-// Trains every target on `dataset` and writes the model directory `out_dir` (created if
-// missing). Fails with LightGBM's message on library errors, kUnavailable when kselect was
-// built without LightGBM.
-StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
-                                 const std::string& out_dir);
-// The same from an already built candidate set (BuildCandidateSet's checks are the caller's).
-StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const TrainOptions& options,
-                                             const std::string& out_dir);
+// A whole file, gunzipped when it is gzip data (plain files are read as they are).
+StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
 
 // A loaded model directory.
 class Model {
@@ -164,14 +74,15 @@ class Model {
   // Reads feature_spec.json and every model_*.lgbm.gz present (the TFLOPS model is required);
   // checks each model's feature count and names against the spec; the label transform comes from
   // train_manifest.json (log1p when the manifest predates the field). Corrupt files give a
-  // kParseError naming the file and LightGBM's message.
+  // kParseError naming the file and what is wrong with it.
   static StatusOr<Model> Load(const std::string& dir);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
 
   const FeatureSpec& spec() const;
-  const GemmFeatureExtractor& extractor() const;
+  // The extractor the spec names (features.h), built when the model loaded.
+  const FeatureExtractor& extractor() const;
   bool Has(Target target) const;
   // True when the target's predictions order candidates but are not in the target's units (a
   // ranker, or a blend for the TFLOPS target).
@@ -186,14 +97,15 @@ class Model {
   StatusOr<std::vector<double>> PredictFeatures(Target target, std::span<const double> features,
                                                 size_t rows) const;
   // Predictions for every candidate of one problem. `peer` (the heuristic's picks for the
-  // problem) is required when the model was trained with the peer block.
+  // problem) is required when the model was trained with the peer block; a problem of another
+  // kind than the model's extractor describes is a kInvalidArgument.
   StatusOr<std::vector<double>> Predict(
-      Target target, const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      Target target, const Problem& problem, std::span<const KernelConfig> candidates,
       std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // TFLOPS predictions (a regression's, or a blend's regression member's) for one problem's
   // candidates; kFailedPrecondition for a pure ranker, which has none.
   StatusOr<std::vector<double>> PredictTflops(
-      const GemmProblem& problem, std::span<const KernelConfig> candidates,
+      const Problem& problem, std::span<const KernelConfig> candidates,
       std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
   // True when the model needs the peer heuristic's picks (trained with peer_rank_feature).
   bool UsesPeerRanks() const;
@@ -205,45 +117,5 @@ class Model {
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// The target's predictions for every candidate of `data`: result[p][c] belongs to
-// data.problems[p].candidates[c]. Refuses data of another provider or hardware.
-StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
-                                                               const CandidateSet& data,
-                                                               Target target);
-
-// Scores every candidate set problem with the model's TFLOPS predictions and summarises.
-StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);
-
-// The out-of-fold TFLOPS predictions of a model directory (oof_predictions.csv.gz, or the plain
-// oof_predictions.csv of older models): each training
-// row predicted by the fold model that never saw its shape, keyed by (problem key, config key).
-struct OofPredictions {
-  std::string path;
-  std::vector<std::string> configs;  // config keys, indexed by the rows below
-  std::map<std::string, int> config_index;
-  std::map<std::string, std::map<int, double>> by_problem;  // problem key -> config -> prediction
-  size_t size() const;
-  // The prediction of a pair, or nullopt when the file lacks it.
-  std::optional<double> Find(const std::string& problem_key, const std::string& config_key) const;
-};
-// Reads `model_dir`/oof_predictions.csv.gz: format 2 (a "# kselect.oof_predictions 2" line, then
-// `config,<index>,"<key>"` lines, `problem,"<key>",<fold>` lines each followed by its
-// `<config index>,<prediction>` lines), or the older one-pair-per-line CSV. kNotFound when the
-// file is missing; kParseError naming the line for malformed rows; kFailedPrecondition when the
-// predictions are NaN (the model was trained without cross-validation, so it has none).
-inline constexpr const char* kOofPredictionsFile = "oof_predictions.csv.gz";
-inline constexpr const char* kOofFormat2Header = "# kselect.oof_predictions 2";
-// A whole file, gunzipped when it is gzip data (plain files are read as they are).
-StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
-// Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
-Status WriteGzipFile(const std::string& path, const std::string& text);
-StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
-// Per-candidate scores of `data` from out-of-fold predictions, shaped like PredictCandidateSet's.
-// Refuses (kFailedPrecondition) data with a (problem, config) pair the file lacks, saying how
-// many are covered and naming the first missing one: OOF predictions exist only for the rows the
-// model was trained on.
-StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
-                                                     const CandidateSet& data);
 
 }  // namespace kselect

@@ -10,7 +10,7 @@
 #include "cli/dataset_io.h"
 #include "core/text.h"
 #include "kselect/eval_report.h"
-#include "kselect/model.h"
+#include "kselect/train.h"
 
 namespace kselect::cli {
 namespace {

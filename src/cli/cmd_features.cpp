@@ -32,7 +32,7 @@ int RunFeatures(const FeaturesArgs& args) {
   auto data = ReadCandidateSet(args.data, provider);
   if (!data.ok()) return ReportError("features", data.status());
   const FeatureSpec spec = GemmFeatureSpec(data->provider, data->hardware, args.peer_block);
-  auto extractor = GemmFeatureExtractor::Create(spec);
+  auto extractor = CreateFeatureExtractor(spec);
   if (!extractor.ok()) return ReportError("features", extractor.status());
 
   const size_t rows = data->NumCandidates();
@@ -51,7 +51,7 @@ int RunFeatures(const FeaturesArgs& args) {
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
     const std::vector<PeerPick> peer = PeerPicksOf(p);
-    if (auto s = extractor->ExtractBatch(p.problem, configs, &block, peer); !s.ok()) {
+    if (auto s = (*extractor)->ExtractBatch(p.problem, configs, &block, peer); !s.ok()) {
       return ReportError("features", s.WithContext(p.problem_key));
     }
     for (size_t i = 0; i < p.candidates.size(); ++i) {

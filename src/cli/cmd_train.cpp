@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
-#include "kselect/model.h"
+#include "kselect/train.h"
 
 namespace kselect::cli {
 namespace {

@@ -224,9 +224,11 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   KSELECT_CHECK(!scores.empty());
   ProblemOutcome o;
   o.problem_key = problem.problem_key;
-  o.m = problem.problem.m;
-  o.n = problem.problem.n;
-  o.k = problem.problem.k;
+  if (const auto* gemm = std::get_if<GemmProblem>(&problem.problem)) {
+    o.m = gemm->m;
+    o.n = gemm->n;
+    o.k = gemm->k;
+  }
   o.candidates = problem.candidates.size();
   std::vector<double> tflops;
   for (const Candidate& c : problem.candidates) tflops.push_back(c.tflops);

@@ -557,9 +557,9 @@ void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const
   v[13] = family_best;
 }
 
-Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelConfig& config,
-                                     std::vector<double>* out,
-                                     std::optional<std::span<const PeerPick>> peer) const {
+Status GemmFeatureExtractor::ExtractGemm(const GemmProblem& problem, const KernelConfig& config,
+                                         std::vector<double>* out,
+                                         std::optional<std::span<const PeerPick>> peer) const {
   KSELECT_RETURN_IF_ERROR(CheckPeer(peer));
   if (ProviderOf(config) != spec_.provider) {
     return InvalidArgumentError("a " + std::string(ProviderName(ProviderOf(config))) +
@@ -587,10 +587,10 @@ Status GemmFeatureExtractor::Extract(const GemmProblem& problem, const KernelCon
   return Status::Ok();
 }
 
-Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
-                                          std::span<const KernelConfig> candidates,
-                                          std::vector<double>* out,
-                                          std::optional<std::span<const PeerPick>> peer) const {
+Status GemmFeatureExtractor::ExtractGemmBatch(const GemmProblem& problem,
+                                              std::span<const KernelConfig> candidates,
+                                              std::vector<double>* out,
+                                              std::optional<std::span<const PeerPick>> peer) const {
   KSELECT_RETURN_IF_ERROR(CheckPeer(peer));
   for (const KernelConfig& c : candidates) {
     if (ProviderOf(c) != spec_.provider) {
@@ -632,6 +632,33 @@ Status GemmFeatureExtractor::ExtractBatch(const GemmProblem& problem,
     }
   }
   return Status::Ok();
+}
+
+namespace {
+
+// The problem as a GEMM, or a kInvalidArgument naming what it is.
+StatusOr<const GemmProblem*> AsGemm(const Problem& problem) {
+  if (const auto* gemm = std::get_if<GemmProblem>(&problem)) return gemm;
+  return InvalidArgumentError("the GEMM feature extractor cannot describe " +
+                              ProblemToString(problem) +
+                              ": it computes features of GEMM problems only");
+}
+
+}  // namespace
+
+Status GemmFeatureExtractor::Extract(const Problem& problem, const KernelConfig& config,
+                                     std::vector<double>* out,
+                                     std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_ASSIGN_OR_RETURN(const GemmProblem* gemm, AsGemm(problem));
+  return ExtractGemm(*gemm, config, out, peer);
+}
+
+Status GemmFeatureExtractor::ExtractBatch(const Problem& problem,
+                                          std::span<const KernelConfig> candidates,
+                                          std::vector<double>* out,
+                                          std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_ASSIGN_OR_RETURN(const GemmProblem* gemm, AsGemm(problem));
+  return ExtractGemmBatch(*gemm, candidates, out, peer);
 }
 
 }  // namespace kselect

@@ -24,10 +24,8 @@ constexpr const char* kHostileConfig = "cfg<i>&";
 ProblemCandidates MakeProblem(int64_t m, int64_t k, const std::vector<double>& tflops,
                               const std::vector<std::optional<int32_t>>& peer_ranks) {
   ProblemCandidates p;
-  p.problem.m = m;
-  p.problem.n = 1024;
-  p.problem.k = k;
-  p.problem_key = p.problem.ToString();
+  p.problem = GemmProblem{.m = m, .n = 1024, .k = k};
+  p.problem_key = ProblemToString(p.problem);
   for (size_t i = 0; i < tflops.size(); ++i) {
     Candidate c;
     TileConfig t;

@@ -16,7 +16,7 @@ ProblemCandidates Problem(const std::vector<double>& tflops,
                           const std::vector<std::optional<int32_t>>& peer = {}) {
   ProblemCandidates p;
   p.problem_key = "p";
-  p.problem.m = p.problem.n = p.problem.k = 256;
+  p.problem = GemmProblem{.m = 256, .n = 256, .k = 256};
   for (size_t i = 0; i < tflops.size(); ++i) {
     Candidate c;
     TileConfig t;

@@ -142,6 +142,44 @@ TEST(FeatureExtractor, RefusesSpecsItCannotFill) {
   EXPECT_TRUE(Contains(e.status().message(), "tile_pipeline"));
 }
 
+TEST(FeatureExtractor, TheRegistryPicksTheSpecsExtractorAndRefusesUnknownNames) {
+  const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200());
+  EXPECT_EQ(FeatureExtractorNames(), std::vector<std::string_view>{"gemm"});
+  const auto created = CreateFeatureExtractor(spec);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_NE(dynamic_cast<const GemmFeatureExtractor*>(created->get()), nullptr);
+  EXPECT_EQ((*created)->spec(), spec);
+  EXPECT_EQ((*created)->NumFeatures(), spec.features.size());
+
+  // Through the interface, the same features as the GEMM extractor itself.
+  const GemmProblem p{.m = 300, .n = 4096, .k = 1024};
+  const std::vector<KernelConfig> configs = {CublasLtConfig{.algo_id = 66, .tile_m = 128}};
+  std::vector<double> direct, through;
+  ASSERT_TRUE(GemmFeatureExtractor::Create(spec)->ExtractBatch(p, configs, &direct).ok());
+  ASSERT_TRUE((*created)->ExtractBatch(p, configs, &through).ok());
+  ASSERT_EQ(direct.size(), through.size());
+  for (size_t i = 0; i < direct.size(); ++i) EXPECT_TRUE(SameBits(direct[i], through[i])) << i;
+
+  FeatureSpec conv = spec;
+  conv.extractor = "conv";
+  const auto unknown = CreateFeatureExtractor(conv);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kSchemaMismatch);
+  EXPECT_TRUE(Contains(unknown.status().message(), "'conv'"));
+  EXPECT_TRUE(Contains(unknown.status().message(), "gemm"));
+}
+
+TEST(FeatureExtractor, TheGemmExtractorRefusesOtherProblems) {
+  const auto e = CreateFeatureExtractor(GemmFeatureSpec(Provider::kTile, H200())).value();
+  const Problem conv = ConvProblem{.c = 64, .k = 64, .hi = 56, .wi = 56, .y = 3, .x = 3};
+  std::vector<double> out;
+  const Status single = e->Extract(conv, TileConfig{}, &out);
+  EXPECT_EQ(single.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(single.message(), "GEMM problems only"));
+  const std::vector<KernelConfig> configs = {TileConfig{}};
+  EXPECT_EQ(e->ExtractBatch(conv, configs, &out).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(FeatureExtractor, ProjectsBySpecOrder) {
   FeatureSpec spec = GemmFeatureSpec(Provider::kTile, H200());
   std::reverse(spec.features.begin(), spec.features.end());

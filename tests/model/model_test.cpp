@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kselect/ingest.h"
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "model/synthetic_gemm_data.h"
 #include "testing_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "testing_util.h"
 
 namespace kselect {

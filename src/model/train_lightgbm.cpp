@@ -1,4 +1,4 @@
-// Training and inference through LightGBM's C API.
+// Training through LightGBM's C API (train.h); inference is model.cpp, without LightGBM.
 //
 // Cross-validation is honest: each outer fold holds out whole problem shapes (GroupKFold, layout
 // not in the key), and the number of trees is picked by early stopping on an inner split of the
@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kselect/model.h"
+#include "kselect/train.h"
 #include "kselect/version.h"
 
 namespace kselect {
@@ -73,28 +73,9 @@ class BoosterPtr {
   BoosterHandle h_ = nullptr;
 };
 
-// LightGBM's text model, gzip-compressed (about 5x smaller: models ship in the repository).
-std::string ModelFileName(Target t) {
-  return "model_" + std::string(TargetName(t)) + ".lgbm.gz";
-}
-
-// The model text itself says how it was trained ("objective=lambdarank" in its header).
-bool IsRankerText(std::string_view text) {
-  size_t start = 0;
-  for (int i = 0; i < 64 && start < text.size(); ++i) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    const std::string_view line = text.substr(start, end - start);
-    if (line.starts_with("objective=")) return line.starts_with("objective=lambdarank");
-    if (line.starts_with("Tree=")) break;
-    start = end + 1;
-  }
-  return false;
-}
-
-// Loads a booster from `path` (gzip or plain LightGBM text); `ranker`: trained by lambdarank.
-StatusOr<BoosterHandle> LoadBooster(const fs::path& path, int* iterations, bool* ranker = nullptr) {
+// Loads a booster from `path` (gzip or plain LightGBM text): a warm start's trees to merge.
+StatusOr<BoosterHandle> LoadBooster(const fs::path& path, int* iterations) {
   KSELECT_ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path.string()));
-  if (ranker != nullptr) *ranker = IsRankerText(text);
   BoosterHandle h = nullptr;
   if (LGBM_BoosterLoadModelFromString(text.c_str(), iterations, &h) != 0) {
     return ParseError(path.string() + ": not a readable LightGBM model (" + LGBM_GetLastError() +
@@ -345,236 +326,210 @@ json StatsJson(const EfficiencyStats& s) {
       {"count", s.count}, {"mean", s.mean}, {"median", s.median}, {"p10", s.p10}, {"min", s.min}};
 }
 
-std::vector<std::string> BoosterFeatureNames(BoosterHandle b, int n) {
-  std::vector<std::vector<char>> storage(static_cast<size_t>(n), std::vector<char>(256));
-  std::vector<char*> ptrs;
-  for (auto& s : storage) ptrs.push_back(s.data());
-  int out_len = 0;
-  size_t out_buf = 0;
-  std::vector<std::string> names;
-  if (LGBM_BoosterGetFeatureNames(b, n, &out_len, 256, &out_buf, ptrs.data()) != 0) return names;
-  for (int i = 0; i < out_len; ++i) names.emplace_back(ptrs[static_cast<size_t>(i)]);
-  return names;
-}
-
-// What inference needs from a model directory's train_manifest.json.
-struct ManifestFacts {
-  // "log (regression models)"; manifests from before the field, and directories without one,
-  // were log1p.
-  LabelTransform label_transform = LabelTransform::kLog1p;
-  std::optional<double> blend_regression_weight;  // blend models only
+// The feature matrix of a candidate set, rows ordered by problem then config, with each row's
+// shape (its GroupKFold group) and problem (a ranker's query).
+struct TrainingMatrix {
+  std::vector<double> x;  // rows x cols, row-major
+  size_t rows = 0, cols = 0;
+  std::vector<int> group_of_row;
+  std::vector<int> problem_of_row;
+  int groups = 0;  // distinct shapes
 };
 
-StatusOr<ManifestFacts> ReadManifestFacts(const std::string& dir) {
-  ManifestFacts facts;
-  const fs::path path = fs::path(dir) / "train_manifest.json";
-  if (!fs::exists(path)) return facts;
-  std::ifstream in(path);
-  json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (manifest.is_discarded() || !manifest.is_object()) {
-    return ParseError(path.string() + ": not a JSON object");
-  }
-  if (const auto it = manifest.find("target_transform"); it != manifest.end()) {
-    if (!it->is_string()) return ParseError(path.string() + ": target_transform is not a string");
-    const std::string value = it->get<std::string>();
-    auto transform = ParseLabelTransform(value.substr(0, value.find(' ')));
-    if (!transform.ok()) return transform.status().WithContext(path.string());
-    facts.label_transform = *transform;
-  }
-  if (const auto it = manifest.find("blend"); it != manifest.end() && !it->is_null()) {
-    const auto weight = it->is_object() ? it->find("regression_weight") : it->end();
-    if (weight == it->end() || !weight->is_number() || !(weight->get<double>() >= 0) ||
-        !(weight->get<double>() <= 1)) {
-      return ParseError(path.string() + ": blend.regression_weight is not a number in [0, 1]");
+StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
+                                             const FeatureExtractor& extractor) {
+  TrainingMatrix m;
+  m.cols = extractor.spec().features.size();
+  m.x.reserve(data.NumCandidates() * m.cols);
+  std::map<std::string, int> group_ids;
+  for (const ProblemCandidates& p : data.problems) group_ids.emplace(p.shape_key, 0);
+  for (auto& [key, id] : group_ids) id = m.groups++;
+  std::vector<KernelConfig> configs;
+  std::vector<double> block;
+  for (size_t pi = 0; pi < data.problems.size(); ++pi) {
+    const ProblemCandidates& p = data.problems[pi];
+    configs.clear();
+    for (const Candidate& c : p.candidates) configs.push_back(c.config);
+    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
+    m.x.insert(m.x.end(), block.begin(), block.end());
+    for (size_t i = 0; i < p.candidates.size(); ++i) {
+      m.group_of_row.push_back(group_ids.at(p.shape_key));
+      m.problem_of_row.push_back(static_cast<int>(pi));
     }
-    facts.blend_regression_weight = weight->get<double>();
   }
-  return facts;
+  m.rows = m.group_of_row.size();
+  return m;
 }
 
-// Loads a model file and checks it against the spec's features.
-StatusOr<BoosterPtr> LoadCheckedBooster(const fs::path& path, const FeatureSpec& spec,
-                                        int* iterations, bool* ranker) {
-  KSELECT_ASSIGN_OR_RETURN(BoosterHandle h, LoadBooster(path, iterations, ranker));
-  BoosterPtr booster(h);
-  int num_features = 0;
-  if (LGBM_BoosterGetNumFeature(h, &num_features) != 0) return LgbmError("feature count");
-  if (static_cast<size_t>(num_features) != spec.features.size()) {
-    return SchemaMismatchError(path.string() + ": the model takes " + std::to_string(num_features) +
-                               " features but feature_spec.json " + "lists " +
-                               std::to_string(spec.features.size()));
-  }
-  if (BoosterFeatureNames(h, num_features) != spec.Names()) {
-    return SchemaMismatchError(path.string() +
-                               ": the model's feature names differ from feature_spec.json");
-  }
-  return booster;
-}
-
-}  // namespace
-
-struct Model::Impl {
-  FeatureSpec spec;
-  std::optional<GemmFeatureExtractor> extractor;
-  std::map<Target, BoosterPtr> boosters;
-  std::map<Target, int> iterations;
-  std::set<Target> rankers;
-  LabelTransform label_transform = LabelTransform::kLog1p;
-  BoosterPtr blend_ranker;  // a blend's ranker member (its regression is boosters[kTflops])
-  double blend_regression_weight = kBlendRegressionWeight;
+// One model to train: one per target, two for a blend's TFLOPS (regression, then ranker).
+struct Member {
+  Target target;
+  bool ranking;
+  std::string key;  // names the member in the manifest, importances and progress lines
+  std::string file;
 };
 
-Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Model::Model(Model&&) noexcept = default;
-Model& Model::operator=(Model&&) noexcept = default;
-Model::~Model() = default;
-
-const FeatureSpec& Model::spec() const {
-  return impl_->spec;
-}
-const GemmFeatureExtractor& Model::extractor() const {
-  return *impl_->extractor;
-}
-bool Model::Has(Target target) const {
-  return impl_->boosters.count(target) > 0;
-}
-bool Model::Ranks(Target target) const {
-  return impl_->rankers.count(target) > 0 || (target == Target::kTflops && Blends());
-}
-bool Model::Blends() const {
-  return static_cast<bool>(impl_->blend_ranker);
-}
-double Model::blend_regression_weight() const {
-  return impl_->blend_regression_weight;
-}
-LabelTransform Model::label_transform() const {
-  return impl_->label_transform;
-}
-
-StatusOr<Model> Model::Load(const std::string& dir) {
-  if (!fs::is_directory(dir)) return NotFoundError(dir + ": no such model directory");
-  auto impl = std::make_unique<Impl>();
-  KSELECT_ASSIGN_OR_RETURN(impl->spec,
-                           LoadFeatureSpec((fs::path(dir) / "feature_spec.json").string()));
-  auto extractor = GemmFeatureExtractor::Create(impl->spec);
-  if (!extractor.ok()) return extractor.status().WithContext(dir);
-  impl->extractor.emplace(std::move(*extractor));
-  KSELECT_ASSIGN_OR_RETURN(const ManifestFacts facts, ReadManifestFacts(dir));
-  impl->label_transform = facts.label_transform;
-  for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
-    const fs::path path = fs::path(dir) / ModelFileName(t);
-    if (!fs::exists(path)) {
-      if (t == Target::kTflops)
-        return NotFoundError(path.string() + ": the TFLOPS model is missing");
-      continue;
+std::vector<Member> PlanMembers(const TrainOptions& options) {
+  const bool blend = options.objective == Objective::kBlend;
+  std::vector<Member> members;
+  for (Target t : options.targets) {
+    const std::string name(TargetName(t));
+    if (t == Target::kTflops && blend) {
+      members.push_back({t, false, name, ModelFileName(t)});
+      members.push_back({t, true, name + "_rank", kBlendRankerFile});
+    } else {
+      members.push_back({t, t == Target::kTflops && options.objective == Objective::kLambdarank,
+                         name, ModelFileName(t)});
     }
-    int iterations = 0;
-    bool ranker = false;
-    KSELECT_ASSIGN_OR_RETURN(BoosterPtr booster,
-                             LoadCheckedBooster(path, impl->spec, &iterations, &ranker));
-    impl->iterations[t] = iterations;
-    if (ranker) impl->rankers.insert(t);
-    impl->boosters.emplace(t, std::move(booster));
   }
-  // A blend: the manifest says so and the ranker member lies beside the regression.
-  const fs::path ranker_path = fs::path(dir) / kBlendRankerFile;
-  if (facts.blend_regression_weight.has_value() != fs::exists(ranker_path)) {
-    return SchemaMismatchError(
-        dir + ": " +
-        (fs::exists(ranker_path)
-             ? std::string(kBlendRankerFile) + " is there but the manifest describes no blend"
-             : "the manifest describes a blend but " + std::string(kBlendRankerFile) +
-                   " is missing"));
-  }
-  if (facts.blend_regression_weight) {
-    if (impl->rankers.count(Target::kTflops)) {
-      return SchemaMismatchError(dir + ": a blend's TFLOPS model must be a regression");
+  return members;
+}
+
+// A member's label per row (the transformed target, or a ranker's relevance grade) and, for a
+// top-weighted regression, its weight.
+struct MemberLabels {
+  std::vector<float> labels;
+  std::optional<std::vector<float>> weights;
+};
+
+StatusOr<MemberLabels> MakeLabels(const CandidateSet& data, const Member& member,
+                                  const TrainOptions& options, size_t rows) {
+  MemberLabels out;
+  out.labels.resize(rows);
+  // Top weighting (regression): rows near their problem's best weigh more, since selection
+  // only needs the top of each problem ordered right, not the slow tail fitted.
+  if (!member.ranking && options.top_weight > 0) out.weights.emplace(rows, 1.0f);
+  size_t r = 0;
+  for (const ProblemCandidates& p : data.problems) {
+    double oracle = 0;
+    for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
+    for (const Candidate& c : p.candidates) {
+      if (out.weights) {
+        (*out.weights)[r] =
+            static_cast<float>(1 + options.top_weight * std::pow(c.tflops / oracle, 4));
+      }
+      const double v = TargetValue(c, member.target);
+      if (!(v > 0) || !std::isfinite(v)) {
+        return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
+                                    std::string(TargetName(member.target)) +
+                                    "; train only the targets the data has (--targets)");
+      }
+      out.labels[r++] = member.ranking
+                            ? static_cast<float>(RelevanceGrade(v, oracle))
+                            : static_cast<float>(ForwardLabel(options.label_transform, v));
     }
-    int iterations = 0;
-    bool ranker = false;
-    KSELECT_ASSIGN_OR_RETURN(impl->blend_ranker,
-                             LoadCheckedBooster(ranker_path, impl->spec, &iterations, &ranker));
-    if (!ranker) return SchemaMismatchError(ranker_path.string() + ": not a lambdarank model");
-    impl->blend_regression_weight = *facts.blend_regression_weight;
-  }
-  return Model(std::move(impl));
-}
-
-Status Model::CheckHardware(const HardwareConstants& hardware) const {
-  const std::string d = DescribeHardwareDifference(impl_->spec.hardware, hardware);
-  if (d.empty()) return Status::Ok();
-  return SchemaMismatchError("the model was trained for other hardware: " + d +
-                             "; use a model trained on this device or retrain");
-}
-
-StatusOr<std::vector<double>> Model::PredictFeatures(Target target,
-                                                     std::span<const double> features,
-                                                     size_t rows) const {
-  const auto it = impl_->boosters.find(target);
-  if (it == impl_->boosters.end()) {
-    return NotFoundError("the model has no " + std::string(TargetName(target)) + " model");
-  }
-  const size_t cols = impl_->spec.features.size();
-  KSELECT_CHECK(features.size() == rows * cols);
-  std::vector<double> out(rows);
-  if (rows == 0) return out;
-  int64_t len = 0;
-  if (LGBM_BoosterPredictForMat(it->second.get(), features.data(), C_API_DTYPE_FLOAT64,
-                                static_cast<int32_t>(rows), static_cast<int32_t>(cols), 1,
-                                C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
-                                out.data()) != 0) {
-    return LgbmError("predict");
-  }
-  // Regression models are trained on the transformed target; a ranker's scores stay scores.
-  if (impl_->rankers.count(target) == 0) {
-    for (double& v : out) v = InverseLabel(impl_->label_transform, v);
   }
   return out;
 }
 
-bool Model::UsesPeerRanks() const {
-  return impl_->extractor->UsesPeerRanks();
+// The fold of every row: GroupKFold over the shapes' row counts, so a shape is never split.
+std::vector<int> AssignFolds(std::span<const int> group_of_row, int groups, int folds) {
+  std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);
+  for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
+  const std::vector<int> fold_of_group = GroupKFold(sizes, folds);
+  std::vector<int> fold_of_row(group_of_row.size());
+  for (size_t r = 0; r < group_of_row.size(); ++r) {
+    fold_of_row[r] = fold_of_group[static_cast<size_t>(group_of_row[r])];
+  }
+  return fold_of_row;
 }
 
-StatusOr<std::vector<double>> Model::Predict(Target target, const GemmProblem& problem,
-                                             std::span<const KernelConfig> candidates,
-                                             std::optional<std::span<const PeerPick>> peer) const {
-  std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
-  const bool blended = target == Target::kTflops && Blends();
-  // A blend that gives its regression no weight orders by the ranker alone: the regression's
-  // trees (the larger member) are not run.
-  const bool regression_weighed = !blended || impl_->blend_regression_weight > 0;
-  std::vector<double> predicted(candidates.size(), 0.0);
-  if (regression_weighed) {
-    KSELECT_ASSIGN_OR_RETURN(predicted, PredictFeatures(target, x, candidates.size()));
-  }
-  if (!blended) return predicted;
-  std::vector<double> ranker_scores(candidates.size());
-  if (!candidates.empty()) {
-    int64_t len = 0;
-    if (LGBM_BoosterPredictForMat(impl_->blend_ranker.get(), x.data(), C_API_DTYPE_FLOAT64,
-                                  static_cast<int32_t>(candidates.size()),
-                                  static_cast<int32_t>(impl_->spec.features.size()), 1,
-                                  C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len,
-                                  ranker_scores.data()) != 0) {
-      return LgbmError("predict");
+// oof_predictions.csv.gz, format 2 (train.h): config keys once, then each problem's fold and
+// its predictions by config index. Nine significant digits: `kselect compare --oof` selects by
+// these values, and 6 digits make ties.
+Status WriteOofPredictions(const CandidateSet& data, std::span<const double> oof,
+                           std::span<const int> fold_of_row, const fs::path& path) {
+  std::ostringstream csv;
+  csv << std::setprecision(9);
+  csv << kOofFormat2Header << "\n";
+  std::map<std::string, int> config_ids;
+  for (const ProblemCandidates& pc : data.problems) {
+    for (const Candidate& c : pc.candidates) {
+      const auto [it, added] =
+          config_ids.emplace(c.config_key, static_cast<int>(config_ids.size()));
+      if (added) csv << "config," << it->second << ",\"" << c.config_key << "\"\n";
     }
   }
-  return BlendScores(predicted, ranker_scores, impl_->blend_regression_weight);
+  size_t r = 0;
+  for (const ProblemCandidates& pc : data.problems) {
+    csv << "problem,\"" << pc.problem_key << "\"," << fold_of_row[r] << "\n";
+    for (const Candidate& c : pc.candidates) {
+      csv << config_ids.at(c.config_key) << "," << oof[r] << "\n";
+      ++r;
+    }
+  }
+  return WriteGzipFile(path.string(), csv.str());
 }
 
-StatusOr<std::vector<double>> Model::PredictTflops(
-    const GemmProblem& problem, std::span<const KernelConfig> candidates,
-    std::optional<std::span<const PeerPick>> peer) const {
-  if (impl_->rankers.count(Target::kTflops)) {
-    return FailedPreconditionError(
-        "a lambdarank model predicts scores, not TFLOPS (train a regression or a blend)");
-  }
-  std::vector<double> x;
-  KSELECT_RETURN_IF_ERROR(impl_->extractor->ExtractBatch(problem, candidates, &x, peer));
-  return PredictFeatures(Target::kTflops, x, candidates.size());
+// train_manifest.json: what was trained (members, trees, objectives), on what data, and how.
+json TrainManifest(const CandidateSet& data, const TrainOptions& options, const TrainResult& result,
+                   const std::vector<Member>& members, const json& objectives,
+                   int64_t hard_problems, const std::string& regression_params,
+                   const std::string& dataset_params) {
+  json rounds = json::object();
+  for (size_t i = 0; i < members.size(); ++i) rounds[members[i].key] = result.rounds[i].second;
+  json targets = json::array();
+  for (Target t : options.targets) targets.push_back(TargetName(t));
+  const LightGbmParams& p = options.params;
+  return {
+      {"format", "kselect.train_manifest"},
+      {"format_major", 1},
+      {"tool", ToolDescription()},
+      {"created_at", NowIso()},
+      {"data",
+       {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
+                                                    : json(options.data_sources)},
+        {"sources", options.data_sources},
+        {"source_fingerprints", options.data_source_fingerprints},
+        {"fingerprint", data.fingerprint},
+        {"rows_read", data.rows_read},
+        {"rows_used", data.rows_used},
+        {"rows_skipped", data.rows_skipped},
+        {"duplicates_found", 0},
+        {"problems", result.problems},
+        {"shapes", result.shapes}}},
+      {"provider", ProviderName(data.provider)},
+      {"targets", targets},
+      {"target_transform",
+       std::string(LabelTransformName(options.label_transform)) + " (regression models)"},
+      {"objectives", objectives},
+      {"blend", options.objective == Objective::kBlend
+                    ? json{{"regression_weight", options.blend_regression_weight},
+                           {"regression", ModelFileName(Target::kTflops)},
+                           {"ranker", kBlendRankerFile},
+                           {"score",
+                            "regression_weight * pct(regression) + (1 - "
+                            "regression_weight) * pct(ranker), per problem"}}
+                    : json()},
+      {"trees", rounds},
+      {"options",
+       {{"folds", options.folds},
+        {"seed", options.seed},
+        {"num_threads", options.num_threads},
+        {"max_rounds", options.max_rounds},
+        {"early_stopping_rounds", options.early_stopping_rounds},
+        {"inner_valid_fraction", options.inner_valid_fraction},
+        {"top_weight", options.top_weight},
+        {"peer_rank_feature", options.peer_rank_feature},
+        {"hard_mining",
+         {{"factor", options.hard_mining_factor},
+          {"threshold", options.hard_mining_threshold},
+          {"problems_upweighted_over_all_fits", hard_problems}}},
+        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
+      {"lightgbm",
+       {{"booster", regression_params},
+        {"dataset", dataset_params},
+        {"num_leaves", p.num_leaves},
+        {"learning_rate", p.learning_rate}}},
+      {"warm_start", options.warm_start_dir.empty()
+                         ? json()
+                         : json{{"from", options.warm_start_dir},
+                                {"added_rounds_max", options.warm_start_rounds}}},
+  };
 }
+
+}  // namespace
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
                                  const std::string& out_dir) {
@@ -603,8 +558,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
           "heuristic's picks; this data has none), so the feature would be constant");
     }
   }
-  KSELECT_ASSIGN_OR_RETURN(GemmFeatureExtractor extractor,
-                           GemmFeatureExtractor::Create(result.spec));
+  KSELECT_ASSIGN_OR_RETURN(const std::unique_ptr<FeatureExtractor> extractor,
+                           CreateFeatureExtractor(result.spec));
 
   std::optional<Model> previous;
   if (!options.warm_start_dir.empty()) {
@@ -629,31 +584,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   }
   const LabelTransform transform = options.label_transform;
 
-  // Feature matrix, rows ordered by problem then config.
-  const size_t cols = result.spec.features.size();
-  std::vector<double> x;
-  x.reserve(data.NumCandidates() * cols);
-  std::vector<int> group_of_row;
-  std::vector<int> problem_of_row;
-  std::map<std::string, int> group_ids;
-  for (const ProblemCandidates& p : data.problems) group_ids.emplace(p.shape_key, 0);
-  int next_group = 0;
-  for (auto& [key, id] : group_ids) id = next_group++;
-  std::vector<KernelConfig> configs;
-  std::vector<double> block;
-  for (size_t pi = 0; pi < data.problems.size(); ++pi) {
-    const ProblemCandidates& p = data.problems[pi];
-    configs.clear();
-    for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<PeerPick> peer = PeerPicksOf(p);
-    KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
-    x.insert(x.end(), block.begin(), block.end());
-    for (size_t i = 0; i < p.candidates.size(); ++i) {
-      group_of_row.push_back(group_ids.at(p.shape_key));
-      problem_of_row.push_back(static_cast<int>(pi));
-    }
-  }
-  const size_t rows = group_of_row.size();
+  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(data, *extractor));
+  const std::vector<double>& x = matrix.x;
+  const size_t rows = matrix.rows, cols = matrix.cols;
+  const std::vector<int>& group_of_row = matrix.group_of_row;
+  const std::vector<int>& problem_of_row = matrix.problem_of_row;
+  const int next_group = matrix.groups;
   result.rows = static_cast<int64_t>(rows);
   result.problems = static_cast<int64_t>(data.problems.size());
   result.shapes = next_group;
@@ -690,25 +626,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
   json objectives = json::object();
   int64_t hard_problems = 0;  // problems up-weighted by hard-example mining, over all fits
-  // The models to train: one per target, two for a blend's TFLOPS (regression, then ranker).
-  struct Member {
-    Target target;
-    bool ranking;
-    std::string key;  // names the member in the manifest, importances and progress lines
-    std::string file;
-  };
   const bool blend = options.objective == Objective::kBlend;
-  std::vector<Member> members;
-  for (Target t : options.targets) {
-    const std::string name(TargetName(t));
-    if (t == Target::kTflops && blend) {
-      members.push_back({t, false, name, ModelFileName(t)});
-      members.push_back({t, true, name + "_rank", kBlendRankerFile});
-    } else {
-      members.push_back({t, t == Target::kTflops && options.objective == Objective::kLambdarank,
-                         name, ModelFileName(t)});
-    }
-  }
+  const std::vector<Member> members = PlanMembers(options);
   std::vector<double> oof_regression;  // a blend's regression member, out of fold
   std::vector<FoldMetrics> regression_folds;
   json cv_members = json::array();
@@ -719,32 +638,9 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     const std::span<const int> queries =
         ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
     objectives[member.key] = ranking ? "lambdarank" : "regression";
-    std::vector<float> labels(rows);
-    // Top weighting (regression): rows near their problem's best weigh more, since selection
-    // only needs the top of each problem ordered right, not the slow tail fitted.
-    std::optional<std::vector<float>> weights;
-    if (!ranking && options.top_weight > 0) weights.emplace(rows, 1.0f);
-    {
-      size_t r = 0;
-      for (const ProblemCandidates& p : data.problems) {
-        double oracle = 0;
-        for (const Candidate& c : p.candidates) oracle = std::max(oracle, c.tflops);
-        for (const Candidate& c : p.candidates) {
-          if (weights) {
-            (*weights)[r] =
-                static_cast<float>(1 + options.top_weight * std::pow(c.tflops / oracle, 4));
-          }
-          const double v = TargetValue(c, target);
-          if (!(v > 0) || !std::isfinite(v)) {
-            return InvalidArgumentError("a valid row of " + p.problem_key + " has a non-positive " +
-                                        std::string(TargetName(target)) +
-                                        "; train only the targets the data has (--targets)");
-          }
-          labels[r++] = ranking ? static_cast<float>(RelevanceGrade(v, oracle))
-                                : static_cast<float>(ForwardLabel(transform, v));
-        }
-      }
-    }
+    KSELECT_ASSIGN_OR_RETURN(MemberLabels member_labels, MakeLabels(data, member, options, rows));
+    const std::vector<float>& labels = member_labels.labels;
+    const std::optional<std::vector<float>>& weights = member_labels.weights;
     // Subsets copy their metadata from the full dataset, so it carries this target's labels.
     if (LGBM_DatasetSetField(full.get(), "label", labels.data(), static_cast<int>(rows),
                              C_API_DTYPE_FLOAT32) != 0) {
@@ -816,16 +712,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
       result.folds.clear();
       const int folds = std::min(options.folds, next_group);
-      std::vector<int64_t> sizes(static_cast<size_t>(next_group), 0);
-      for (int g : group_of_row) ++sizes[static_cast<size_t>(g)];
-      const std::vector<int> fold_of_group = GroupKFold(sizes, folds);
+      fold_of_row = AssignFolds(group_of_row, next_group, folds);
       json fold_json = json::array();
       for (int f = 0; f < folds; ++f) {
         std::vector<int32_t> train, valid, inner_train, inner_valid;
         for (size_t r = 0; r < rows; ++r) {
-          const bool in_fold = fold_of_group[static_cast<size_t>(group_of_row[r])] == f;
-          (in_fold ? valid : train).push_back(static_cast<int32_t>(r));
-          if (in_fold) fold_of_row[r] = f;
+          (fold_of_row[r] == f ? valid : train).push_back(static_cast<int32_t>(r));
         }
         InnerSplit(train, group_of_row, options.inner_valid_fraction,
                    options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
@@ -1002,92 +894,15 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
 
   KSELECT_RETURN_IF_ERROR(
       SaveFeatureSpec(result.spec, (fs::path(out_dir) / "feature_spec.json").string()));
-  json rounds = json::object();
-  for (size_t i = 0; i < members.size(); ++i) rounds[members[i].key] = result.rounds[i].second;
-  json targets = json::array();
-  for (Target t : options.targets) targets.push_back(TargetName(t));
-  const LightGbmParams& p = options.params;
-  json manifest = {
-      {"format", "kselect.train_manifest"},
-      {"format_major", 1},
-      {"tool", ToolDescription()},
-      {"created_at", NowIso()},
-      {"data",
-       {{"source", options.data_sources.size() == 1 ? json(options.data_sources.front())
-                                                    : json(options.data_sources)},
-        {"sources", options.data_sources},
-        {"source_fingerprints", options.data_source_fingerprints},
-        {"fingerprint", data.fingerprint},
-        {"rows_read", data.rows_read},
-        {"rows_used", data.rows_used},
-        {"rows_skipped", data.rows_skipped},
-        {"duplicates_found", 0},
-        {"problems", result.problems},
-        {"shapes", result.shapes}}},
-      {"provider", ProviderName(data.provider)},
-      {"targets", targets},
-      {"target_transform", std::string(LabelTransformName(transform)) + " (regression models)"},
-      {"objectives", objectives},
-      {"blend", blend ? json{{"regression_weight", options.blend_regression_weight},
-                             {"regression", ModelFileName(Target::kTflops)},
-                             {"ranker", kBlendRankerFile},
-                             {"score",
-                              "regression_weight * pct(regression) + (1 - "
-                              "regression_weight) * pct(ranker), per problem"}}
-                      : json()},
-      {"trees", rounds},
-      {"options",
-       {{"folds", options.folds},
-        {"seed", options.seed},
-        {"num_threads", options.num_threads},
-        {"max_rounds", options.max_rounds},
-        {"early_stopping_rounds", options.early_stopping_rounds},
-        {"inner_valid_fraction", options.inner_valid_fraction},
-        {"top_weight", options.top_weight},
-        {"peer_rank_feature", options.peer_rank_feature},
-        {"hard_mining",
-         {{"factor", options.hard_mining_factor},
-          {"threshold", options.hard_mining_threshold},
-          {"problems_upweighted_over_all_fits", hard_problems}}},
-        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
-      {"lightgbm",
-       {{"booster", regression_params},
-        {"dataset", dataset_params},
-        {"num_leaves", p.num_leaves},
-        {"learning_rate", p.learning_rate}}},
-      {"warm_start", options.warm_start_dir.empty()
-                         ? json()
-                         : json{{"from", options.warm_start_dir},
-                                {"added_rounds_max", options.warm_start_rounds}}},
-  };
+  const json manifest = TrainManifest(data, options, result, members, objectives, hard_problems,
+                                      regression_params, dataset_params);
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "train_manifest.json", manifest.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
-  // Format 2 (model.h): config keys once, then each problem's predictions by config index. Nine
-  // significant digits: `kselect compare --oof` selects by these values, and 6 digits make ties.
-  std::ostringstream csv;
-  csv << std::setprecision(9);
-  csv << kOofFormat2Header << "\n";
-  std::map<std::string, int> config_ids;
-  for (const ProblemCandidates& pc : data.problems) {
-    for (const Candidate& c : pc.candidates) {
-      const auto [it, added] =
-          config_ids.emplace(c.config_key, static_cast<int>(config_ids.size()));
-      if (added) csv << "config," << it->second << ",\"" << c.config_key << "\"\n";
-    }
-  }
-  size_t r = 0;
-  for (const ProblemCandidates& pc : data.problems) {
-    csv << "problem,\"" << pc.problem_key << "\"," << fold_of_row[r] << "\n";
-    for (const Candidate& c : pc.candidates) {
-      csv << config_ids.at(c.config_key) << "," << oof[r] << "\n";
-      ++r;
-    }
-  }
   KSELECT_RETURN_IF_ERROR(
-      WriteGzipFile((fs::path(out_dir) / kOofPredictionsFile).string(), csv.str()));
+      WriteOofPredictions(data, oof, fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
   return result;
 }
 

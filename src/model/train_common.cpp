@@ -1,90 +1,16 @@
-// The parts of model.h that do not touch LightGBM: target names, GroupKFold, evaluation,
-// out-of-fold predictions.
+// The parts of train.h that do not touch LightGBM: relevance grades, GroupKFold, gzip writing and
+// the out-of-fold predictions file.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-
-#include <zlib.h>
 #include <numeric>
 
+#include <zlib.h>
+
 #include "core/text.h"
-#include "kselect/model.h"
+#include "kselect/train.h"
 
 namespace kselect {
-
-std::string_view TargetName(Target target) {
-  switch (target) {
-    case Target::kTflops:
-      return "tflops";
-    case Target::kLatency:
-      return "latency";
-    case Target::kBandwidth:
-      return "bandwidth";
-  }
-  return "tflops";
-}
-
-StatusOr<Target> ParseTarget(std::string_view name) {
-  for (Target t : {Target::kTflops, Target::kLatency, Target::kBandwidth}) {
-    if (TargetName(t) == name) return t;
-  }
-  return InvalidArgumentError("unknown target '" + std::string(name) +
-                              "' (expected tflops, latency or bandwidth)");
-}
-
-std::string_view ObjectiveName(Objective objective) {
-  switch (objective) {
-    case Objective::kRegression:
-      return "regression";
-    case Objective::kLambdarank:
-      return "lambdarank";
-    case Objective::kBlend:
-      return "blend";
-  }
-  return "regression";
-}
-
-StatusOr<Objective> ParseObjective(std::string_view name) {
-  for (Objective o : {Objective::kRegression, Objective::kLambdarank, Objective::kBlend}) {
-    if (ObjectiveName(o) == name) return o;
-  }
-  return InvalidArgumentError("unknown objective '" + std::string(name) +
-                              "' (expected regression, lambdarank or blend)");
-}
-
-namespace {
-
-// Rank / count of each value, ties sharing their average rank (1 = the smallest).
-std::vector<double> RankPercentiles(std::span<const double> values) {
-  std::vector<size_t> order(values.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return values[a] < values[b]; });
-  std::vector<double> pct(values.size());
-  const double n = static_cast<double>(values.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && values[order[j]] == values[order[i]]) ++j;
-    const double average_rank = 0.5 * static_cast<double>(i + 1 + j);  // ranks i+1 .. j
-    for (size_t t = i; t < j; ++t) pct[order[t]] = average_rank / n;
-    i = j;
-  }
-  return pct;
-}
-
-}  // namespace
-
-std::vector<double> BlendScores(std::span<const double> regression, std::span<const double> ranker,
-                                double regression_weight) {
-  KSELECT_CHECK(regression.size() == ranker.size());
-  const std::vector<double> a = RankPercentiles(regression);
-  const std::vector<double> b = RankPercentiles(ranker);
-  std::vector<double> out(a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    out[i] = regression_weight * a[i] + (1 - regression_weight) * b[i];
-  }
-  return out;
-}
 
 int RelevanceGrade(double value, double best) {
   const double relative = best > 0 ? std::clamp(value / best, 0.0, 1.0) : 0.0;
@@ -94,26 +20,6 @@ int RelevanceGrade(double value, double best) {
         11, kMaxRelevanceGrade - static_cast<int>(std::ceil((1 - relative) / 0.005 - 1e-9)));
   }
   return 1 + static_cast<int>(std::floor(relative * 10));  // 9 for 80-90 %, ..., 1 under 10 %
-}
-
-std::string_view LabelTransformName(LabelTransform transform) {
-  return transform == LabelTransform::kLog1p ? "log1p" : "log";
-}
-
-StatusOr<LabelTransform> ParseLabelTransform(std::string_view name) {
-  for (LabelTransform t : {LabelTransform::kLog, LabelTransform::kLog1p}) {
-    if (LabelTransformName(t) == name) return t;
-  }
-  return InvalidArgumentError("unknown label transform '" + std::string(name) +
-                              "' (expected log or log1p)");
-}
-
-double ForwardLabel(LabelTransform transform, double value) {
-  return transform == LabelTransform::kLog1p ? std::log1p(value) : std::log(value);
-}
-
-double InverseLabel(LabelTransform transform, double label) {
-  return transform == LabelTransform::kLog1p ? std::expm1(label) : std::exp(label);
 }
 
 std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
@@ -131,34 +37,6 @@ std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
     load[static_cast<size_t>(lightest)] += group_sizes[g];
   }
   return fold_of;
-}
-
-StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
-                                                               const CandidateSet& data,
-                                                               Target target) {
-  if (data.provider != model.spec().provider) {
-    return SchemaMismatchError("the model is for provider " +
-                               std::string(ProviderName(model.spec().provider)) +
-                               " but the data is " + std::string(ProviderName(data.provider)));
-  }
-  KSELECT_RETURN_IF_ERROR(model.CheckHardware(data.hardware));
-  std::vector<std::vector<double>> scores;
-  std::vector<KernelConfig> configs;
-  for (const ProblemCandidates& p : data.problems) {
-    configs.clear();
-    for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<PeerPick> peer = PeerPicksOf(p);
-    KSELECT_ASSIGN_OR_RETURN(std::vector<double> predictions,
-                             model.Predict(target, p.problem, configs, peer));
-    scores.push_back(std::move(predictions));
-  }
-  return scores;
-}
-
-StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data) {
-  KSELECT_ASSIGN_OR_RETURN(std::vector<std::vector<double>> scores,
-                           PredictCandidateSet(model, data, Target::kTflops));
-  return EvaluateScores(data, scores);
 }
 
 namespace {
@@ -192,22 +70,6 @@ StatusOr<std::vector<std::string>> SplitCsvRecord(std::string_view line) {
 }
 
 }  // namespace
-
-StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");  // reads plain files as they are
-  if (file == nullptr) return IoError(path + ": cannot open");
-  std::string contents;
-  char buffer[1 << 16];
-  int n = 0;
-  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) contents.append(buffer, n);
-  int error = Z_OK;
-  const char* message = gzerror(file, &error);
-  const bool failed = n < 0 || (error != Z_OK && error != Z_STREAM_END);
-  const std::string reason = failed ? message : "";
-  gzclose(file);
-  if (failed) return IoError(path + ": corrupt or truncated gzip data (" + reason + ")");
-  return contents;
-}
 
 Status WriteGzipFile(const std::string& path, const std::string& text) {
   // deflate with windowBits 15 + 16 writes the gzip format; level 6 as gzip's default. One call:
