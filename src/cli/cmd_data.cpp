@@ -107,7 +107,7 @@ StatusOr<Catalogue> LoadCatalogue(const std::string& rules_root, Provider provid
   if (!catalogue.rules.generator.empty()) {
     KSELECT_ASSIGN_OR_RETURN(const tile::TileRuleSet set, tile::GenerateRuleSet(catalogue.rules));
     catalogue.generated.emplace();
-    for (const TileConfig& c : set.space) catalogue.generated->insert(ConfigKey(c));
+    for (const auto& c : set.space) catalogue.generated->insert(ConfigKey(c));
   }
   return catalogue;
 }
