@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/gemm_args.h"
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/catalogue.h"
 #include "kselect/config_schema.h"
 #include "kselect/hardware.h"
@@ -37,6 +38,13 @@ struct CatalogueArgs {
 };
 
 int RunCatalogue(const CatalogueArgs& args) {
+  for (const auto& [option, path] :
+       {std::pair{"--snapshot", &args.snapshot}, std::pair{"--enumerated", &args.enumerated}}) {
+    if (path->empty()) continue;
+    if (auto s = text::CheckOutputFile(*path, option, {}); !s.ok()) {
+      return ReportError("catalogue", s);
+    }
+  }
   auto provider_id = ParseProvider(args.provider);
   if (!provider_id.ok()) return ReportError("catalogue", provider_id.status());
   auto rules = FindRuleSet(args.rules_dir, *provider_id, args.rules);

@@ -27,6 +27,7 @@ struct DataArgs {
   std::string merge_output;
   bool allow_mixed = false;
   bool across_runs = false;
+  bool allow_duplicates = false;
   // filter
   std::string filter_input;
   std::string filter_output;
@@ -59,6 +60,14 @@ int RunMerge(const DataArgs& args) {
     return ReportError("data merge",
                        InvalidArgumentError("--across-runs averages repeats of one device kind; "
                                             "it cannot be combined with --allow-mixed"));
+  }
+  if (auto s = text::CheckOutputFile(args.merge_output, "--output", args.merge_inputs); !s.ok()) {
+    return ReportError("data merge", s);
+  }
+  if (!args.allow_duplicates) {
+    if (auto s = text::CheckDistinctInputs(args.merge_inputs); !s.ok()) {
+      return ReportError("data merge", s);
+    }
   }
   std::vector<Dataset> inputs;
   nlohmann::json sources = nlohmann::json::array();
@@ -129,6 +138,10 @@ StatusOr<Dataset> KeepCatalogueRows(const Dataset& dataset, const std::string& n
 }
 
 int RunFilter(const DataArgs& args) {
+  if (auto s = text::CheckOutputFile(args.filter_output, "--output", {args.filter_input});
+      !s.ok()) {
+    return ReportError("data filter", s);
+  }
   auto dataset = ReadDatasetChecked(args.filter_input);
   if (!dataset.ok()) return ReportError("data filter", dataset.status());
   RowFilter filter;
@@ -214,6 +227,20 @@ StatusOr<Dataset> ReadReportInput(const std::string& path) {
 }
 
 int RunReport(const DataArgs& args) {
+  std::vector<std::string> all_inputs = args.report_inputs;
+  all_inputs.insert(all_inputs.end(), args.full_sample.begin(), args.full_sample.end());
+  if (!args.json_output.empty() && args.json_output != "-") {
+    if (auto s = text::CheckOutputFile(args.json_output, "--json", all_inputs); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  }
+  if (!args.markdown_output.empty()) {
+    std::vector<std::string> others = all_inputs;
+    if (!args.json_output.empty() && args.json_output != "-") others.push_back(args.json_output);
+    if (auto s = text::CheckOutputFile(args.markdown_output, "--markdown", others); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  }
   BaselineInputs inputs;
   ReportSources sources;
   for (const std::string& path : args.report_inputs) {
@@ -260,21 +287,22 @@ int RunReport(const DataArgs& args) {
   auto report = BuildBaselineReport(inputs);
   if (!report.ok()) return ReportError("data report", report.status());
   const std::string markdown = BaselineReportToMarkdown(*report, sources);
+  // Both files or neither: a report half-written would disagree with itself.
+  std::vector<text::OutputFile> files;
   if (!args.json_output.empty()) {
-    const std::string json = BaselineReportToJson(*report, sources) + "\n";
+    std::string json = BaselineReportToJson(*report, sources) + "\n";
     if (args.json_output == "-") {
       std::cout << json;
-    } else if (auto s = text::WriteFileAtomically(args.json_output, json); !s.ok()) {
-      return ReportError("data report", s);
+    } else {
+      files.push_back({args.json_output, std::move(json)});
     }
   }
   if (!args.markdown_output.empty()) {
-    if (auto s = text::WriteFileAtomically(args.markdown_output, markdown); !s.ok()) {
-      return ReportError("data report", s);
-    }
+    files.push_back({args.markdown_output, markdown});
   } else if (args.json_output != "-") {
     std::cout << markdown;
   }
+  if (auto s = text::WriteFilesAtomically(files); !s.ok()) return ReportError("data report", s);
   return kExitOk;
 }
 
@@ -303,6 +331,9 @@ Command DataCommand() {
             merge->add_flag("--across-runs", args->across_runs,
                             "also merge repeats of a (problem, config) from different runs (one "
                             "device kind's independent collections) into their median");
+            merge->add_flag("--allow-duplicates", args->allow_duplicates,
+                            "accept the same input file more than once (its rows merge with "
+                            "themselves)");
 
             CLI::App* filter = app.add_subcommand("filter", "keep rows matching every criterion");
             filter->add_option("input", args->filter_input, "dataset")
