@@ -148,6 +148,7 @@ std::string ReplaceNonFiniteLiterals(std::string_view json_text) {
 
 StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source,
                              int64_t first_line) {
+  KSELECT_RETURN_IF_ERROR(text::CheckJsonDepth(json_text, source, first_line));
   try {
     return Json::parse(json_text.begin(), json_text.end());
   } catch (const Json::parse_error& e) {
@@ -167,11 +168,12 @@ StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source
     const size_t colon = message.find(": ", message.find("parse error"));
     if (colon != std::string::npos) message = message.substr(colon + 2);
     return ParseError(text::Where(source, line) + ":" + std::to_string(offset - line_start + 1) +
-                      ": invalid JSON: " + message);
+                      ": invalid JSON: " + text::Excerpt(message));
   } catch (const Json::exception& e) {
     // Not only parse_error: a number too large for a double ("1e999") throws out_of_range.406,
     // which carries no position.
-    return ParseError(text::Where(source, first_line) + ": invalid JSON: " + e.what());
+    return ParseError(text::Where(source, first_line) +
+                      ": invalid JSON: " + text::Excerpt(e.what()));
   }
 }
 

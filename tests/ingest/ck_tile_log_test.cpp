@@ -282,5 +282,18 @@ TEST(CkTileLog, HeaderWithoutResultsIsOnlyAWarning) {
   ASSERT_EQ(result->warnings.size(), 1u);
 }
 
+TEST(CkTileLog, DeepNestingSkipsTheBlockWithABoundedWarning) {
+  const std::string text =
+      "Shape 1: M=64 N=64 K=64 dtype=fp16 layout=rcr\n{\"name\": \"x\", \"v\": " +
+      std::string(100000, '[') + std::string(100000, ']') + "}\n";
+  StatusOr<IngestResult> result = ParseCkTileLog(text, "deep.log", GfxOptions());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_TRUE(result->measurements.empty());
+  ASSERT_FALSE(result->warnings.empty());
+  EXPECT_TRUE(Contains(result->warnings[0], "deep.log:2"));
+  EXPECT_TRUE(Contains(result->warnings[0], "nested deeper than"));
+  for (const std::string& warning : result->warnings) EXPECT_LT(warning.size(), 1000u);
+}
+
 }  // namespace
 }  // namespace kselect
