@@ -131,10 +131,14 @@ Command CatalogueCommand() {
         app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
             ->capture_default_str();
         app.add_option("--rules-dir", a->rules_dir, "folder of rule sets")->capture_default_str();
-        app.add_option("-m", a->m, "rows of C")->capture_default_str();
-        app.add_option("-n", a->n, "columns of C")->capture_default_str();
-        app.add_option("-k", a->k, "reduction depth")->capture_default_str();
-        app.add_option("--batch", a->batch, "batch count")->capture_default_str();
+        app.add_option("-m", a->m, "rows of C")->capture_default_str()->check(PositiveInteger());
+        app.add_option("-n", a->n, "columns of C")->capture_default_str()->check(PositiveInteger());
+        app.add_option("-k", a->k, "reduction depth")
+            ->capture_default_str()
+            ->check(PositiveInteger());
+        app.add_option("--batch", a->batch, "batch count")
+            ->capture_default_str()
+            ->check(PositiveInteger());
         app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
         app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
         app.add_option("--device", a->device, "CUDA device")->capture_default_str();

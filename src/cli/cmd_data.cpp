@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "cli/gemm_args.h"
 #include "core/text.h"
 #include "kselect/baselines.h"
 #include "kselect/catalogue.h"
@@ -340,9 +341,9 @@ Command DataCommand() {
                 ->required()
                 ->check(CLI::ExistingFile);
             filter->add_option("-o,--output", args->filter_output, "output dataset")->required();
-            filter->add_option("--m", args->m, "GEMM m");
-            filter->add_option("--n", args->n, "GEMM n");
-            filter->add_option("--k", args->k, "GEMM k");
+            filter->add_option("--m", args->m, "GEMM m")->check(PositiveInteger());
+            filter->add_option("--n", args->n, "GEMM n")->check(PositiveInteger());
+            filter->add_option("--k", args->k, "GEMM k")->check(PositiveInteger());
             filter->add_option("--provider", args->provider, "cublaslt, tile, cudnn, ck_tile, ...");
             filter->add_option("--run-id", args->run_id, "collection run");
             filter->add_option("--dtype", args->dtype, "input dtype (bf16, fp16, fp8, ...)");

@@ -281,5 +281,28 @@ TEST_F(DatasetTest, RowsReadBackAreValidatedAgain) {
   EXPECT_NE(bad.status().message().find("column m is null"), std::string::npos);
 }
 
+TEST_F(DatasetTest, DuplicatedColumnsAndNonUtf8TextAreNamed) {
+  arrow::Int64Builder ints;
+  ASSERT_TRUE(ints.Append(4).ok());
+  std::shared_ptr<arrow::Array> int_array;
+  ASSERT_TRUE(ints.Finish(&int_array).ok());
+  WriteRaw(Path("twice.parquet"),
+           arrow::schema({arrow::field("m", arrow::int64()), arrow::field("m", arrow::int64())},
+                         arrow::key_value_metadata({"kselect.schema_version"}, {"1.0"})),
+           {int_array, int_array});
+  const Status twice = ReadDataset(Path("twice.parquet")).status();
+  EXPECT_EQ(twice.code(), StatusCode::kSchemaMismatch);
+  EXPECT_NE(twice.message().find("column 'm' is duplicated"), std::string::npos) << twice.message();
+
+  Dataset d = FromFixture("bench_small.jsonl");
+  d.rows[1].run_id = std::string("bad\xff");
+  ASSERT_TRUE(WriteDataset(d, Path("latin1.parquet")).ok());
+  const Status latin1 = ReadDataset(Path("latin1.parquet")).status();
+  EXPECT_NE(latin1.message().find("latin1.parquet: column 'run_id', row 1: text that is not "
+                                  "valid UTF-8"),
+            std::string::npos)
+      << latin1.message();
+}
+
 }  // namespace
 }  // namespace kselect
