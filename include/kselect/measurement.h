@@ -37,6 +37,13 @@ struct RunInfo {
   MeasurementMethod method;  // the run's default method; a measurement may override it
 };
 
+// Bounds no real GPU run can exceed; a figure beyond them is corrupt, not fast. The fastest
+// GPU's dense peak is about 10 PFLOPS (10,000 TFLOPS) and its memory about 10 TB/s: 100x both.
+// A single kernel timed for more than a day is no benchmark.
+inline constexpr double kMaxPlausibleTflops = 1e6;
+inline constexpr double kMaxPlausibleBandwidthGbS = 1e6;
+inline constexpr double kMaxPlausibleLatencyMs = 24.0 * 3600 * 1000;
+
 struct Measurement {
   std::string op_type;  // "gemm", "grouped_conv", "gemm_universal" (CK) ...
   Problem problem;
@@ -62,7 +69,8 @@ struct Measurement {
   std::string device_uuid;
 
   // Sets is_valid/invalid_reason from the figures: a non-positive, NaN or infinite latency or
-  // TFLOPS makes the row invalid (never silently valid). Keeps an existing invalid verdict.
+  // TFLOPS, a figure beyond the kMaxPlausible* bounds or a non-finite CV makes the row invalid
+  // (never silently valid). Keeps an existing invalid verdict.
   void Validate();
 };
 

@@ -114,11 +114,13 @@ std::vector<std::string> RuleFields(Provider provider) {
 }
 
 StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
+  KSELECT_RETURN_IF_ERROR(kselect::text::CheckJsonDepth(text, source));
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return ParseError(std::string(source) + ": not valid JSON: " + e.what());
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
+    return ParseError(std::string(source) +
+                      ": not valid JSON: " + kselect::text::Excerpt(e.what()));
   }
   if (!root.is_object()) return ParseError(std::string(source) + ": expected a JSON object");
   json_codec::ObjectReader r(root, std::string(source));

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/gemm_args.h"
+#include "core/text.h"
 #include "kselect/bench.h"
 #include "kselect/shapes.h"
 #include "providers/tile/tile_engine.h"
@@ -34,6 +35,10 @@ struct BenchArgs {
 
 int RunBenchCommand(BenchArgs& args) {
   BenchOptions& o = args.options;
+  // The records are appended to --output: it must not be the shape file being read.
+  if (auto s = text::CheckOutputFile(args.output, "--output", {args.shapes}); !s.ok()) {
+    return ReportError("bench", s);
+  }
   auto shapes = LoadShapeFile(args.shapes);
   if (!shapes.ok()) return ReportError("bench", shapes.status());
   if (args.max_shapes > 0 && static_cast<int64_t>(shapes->size()) > args.max_shapes) {

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/gemm_args.h"
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/catalogue.h"
 #include "kselect/config_schema.h"
 #include "kselect/hardware.h"
@@ -39,6 +40,13 @@ struct CatalogueArgs {
 };
 
 int RunCatalogue(const CatalogueArgs& args) {
+  for (const auto& [option, path] :
+       {std::pair{"--snapshot", &args.snapshot}, std::pair{"--enumerated", &args.enumerated}}) {
+    if (path->empty()) continue;
+    if (auto s = text::CheckOutputFile(*path, option, {}); !s.ok()) {
+      return ReportError("catalogue", s);
+    }
+  }
   auto provider_id = ParseProvider(args.provider);
   if (!provider_id.ok()) return ReportError("catalogue", provider_id.status());
   auto rules = FindRuleSet(args.rules_dir, *provider_id, args.rules);
@@ -115,33 +123,38 @@ int RunCatalogue(const CatalogueArgs& args) {
 }  // namespace
 
 Command CatalogueCommand() {
-  return {"catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
-          [](CLI::App& app) -> RunFunction {
-            auto a = std::make_shared<CatalogueArgs>();
-            app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
-            app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
-                ->capture_default_str();
-            app.add_option("--rules-dir", a->rules_dir,
-                           "folder of rule sets (<provider>/<name>.json); default "
-                           "$KSELECT_RULES_DIR, else the source tree's rules/")
-                ->capture_default_str();
-            app.add_option("-m", a->m, "rows of C")->capture_default_str();
-            app.add_option("-n", a->n, "columns of C")->capture_default_str();
-            app.add_option("-k", a->k, "reduction depth")->capture_default_str();
-            app.add_option("--batch", a->batch, "batch count")->capture_default_str();
-            app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
-            app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
-            app.add_option("--device", a->device, "CUDA device")->capture_default_str();
-            app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
-                ->capture_default_str();
-            app.add_flag("--list", a->list, "print the kept configs as JSON lines");
-            app.add_flag("--count-all", a->count_all,
-                         "enumerate the full space first (slower) to report what the rules drop");
-            app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
-            app.add_option("--enumerated", a->enumerated,
-                           "write every enumerated config (JSON lines) to FILE");
-            return [a] { return RunCatalogue(*a); };
-          }};
+  return {
+      "catalogue", "list the configs a named rule set keeps from a provider's space (GPU)",
+      [](CLI::App& app) -> RunFunction {
+        auto a = std::make_shared<CatalogueArgs>();
+        app.add_option("--provider", a->provider, "kernel provider")->capture_default_str();
+        app.add_option("--rules", a->rules, "rule set: tiny, tests, default, full")
+            ->capture_default_str();
+        app.add_option("--rules-dir", a->rules_dir,
+                       "folder of rule sets (<provider>/<name>.json); default "
+                       "$KSELECT_RULES_DIR, else the source tree's rules/")
+            ->capture_default_str();
+        app.add_option("-m", a->m, "rows of C")->capture_default_str()->check(PositiveInteger());
+        app.add_option("-n", a->n, "columns of C")->capture_default_str()->check(PositiveInteger());
+        app.add_option("-k", a->k, "reduction depth")
+            ->capture_default_str()
+            ->check(PositiveInteger());
+        app.add_option("--batch", a->batch, "batch count")
+            ->capture_default_str()
+            ->check(PositiveInteger());
+        app.add_option("--dtype", a->dtype, "bf16, fp16, fp8")->capture_default_str();
+        app.add_option("--ops", a->ops, "NN, NT, TN, TT")->capture_default_str();
+        app.add_option("--device", a->device, "CUDA device")->capture_default_str();
+        app.add_option("--max-workspace-mib", a->max_workspace_mib, "workspace limit (MiB)")
+            ->capture_default_str();
+        app.add_flag("--list", a->list, "print the kept configs as JSON lines");
+        app.add_flag("--count-all", a->count_all,
+                     "enumerate the full space first (slower) to report what the rules drop");
+        app.add_option("--snapshot", a->snapshot, "write the catalogue snapshot JSON to FILE");
+        app.add_option("--enumerated", a->enumerated,
+                       "write every enumerated config (JSON lines) to FILE");
+        return [a] { return RunCatalogue(*a); };
+      }};
 }
 
 }  // namespace kselect::cli

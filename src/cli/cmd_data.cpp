@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "cli/gemm_args.h"
 #include "core/text.h"
 #include "kselect/baselines.h"
 #include "kselect/catalogue.h"
@@ -28,6 +29,7 @@ struct DataArgs {
   std::string merge_output;
   bool allow_mixed = false;
   bool across_runs = false;
+  bool allow_duplicates = false;
   // filter
   std::string filter_input;
   std::string filter_output;
@@ -60,6 +62,14 @@ int RunMerge(const DataArgs& args) {
     return ReportError("data merge",
                        InvalidArgumentError("--across-runs averages repeats of one device kind; "
                                             "it cannot be combined with --allow-mixed"));
+  }
+  if (auto s = text::CheckOutputFile(args.merge_output, "--output", args.merge_inputs); !s.ok()) {
+    return ReportError("data merge", s);
+  }
+  if (!args.allow_duplicates) {
+    if (auto s = text::CheckDistinctInputs(args.merge_inputs); !s.ok()) {
+      return ReportError("data merge", s);
+    }
   }
   std::vector<Dataset> inputs;
   nlohmann::json sources = nlohmann::json::array();
@@ -144,6 +154,10 @@ StatusOr<Dataset> KeepCatalogueRows(const Dataset& dataset, const std::string& n
 }
 
 int RunFilter(const DataArgs& args) {
+  if (auto s = text::CheckOutputFile(args.filter_output, "--output", {args.filter_input});
+      !s.ok()) {
+    return ReportError("data filter", s);
+  }
   auto dataset = ReadDatasetChecked(args.filter_input);
   if (!dataset.ok()) return ReportError("data filter", dataset.status());
   RowFilter filter;
@@ -229,6 +243,20 @@ StatusOr<Dataset> ReadReportInput(const std::string& path) {
 }
 
 int RunReport(const DataArgs& args) {
+  std::vector<std::string> all_inputs = args.report_inputs;
+  all_inputs.insert(all_inputs.end(), args.full_sample.begin(), args.full_sample.end());
+  if (!args.json_output.empty() && args.json_output != "-") {
+    if (auto s = text::CheckOutputFile(args.json_output, "--json", all_inputs); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  }
+  if (!args.markdown_output.empty()) {
+    std::vector<std::string> others = all_inputs;
+    if (!args.json_output.empty() && args.json_output != "-") others.push_back(args.json_output);
+    if (auto s = text::CheckOutputFile(args.markdown_output, "--markdown", others); !s.ok()) {
+      return ReportError("data report", s);
+    }
+  }
   BaselineInputs inputs;
   ReportSources sources;
   for (const std::string& path : args.report_inputs) {
@@ -275,21 +303,22 @@ int RunReport(const DataArgs& args) {
   auto report = BuildBaselineReport(inputs);
   if (!report.ok()) return ReportError("data report", report.status());
   const std::string markdown = BaselineReportToMarkdown(*report, sources);
+  // Both files or neither: a report half-written would disagree with itself.
+  std::vector<text::OutputFile> files;
   if (!args.json_output.empty()) {
-    const std::string json = BaselineReportToJson(*report, sources) + "\n";
+    std::string json = BaselineReportToJson(*report, sources) + "\n";
     if (args.json_output == "-") {
       std::cout << json;
-    } else if (auto s = text::WriteFileAtomically(args.json_output, json); !s.ok()) {
-      return ReportError("data report", s);
+    } else {
+      files.push_back({args.json_output, std::move(json)});
     }
   }
   if (!args.markdown_output.empty()) {
-    if (auto s = text::WriteFileAtomically(args.markdown_output, markdown); !s.ok()) {
-      return ReportError("data report", s);
-    }
+    files.push_back({args.markdown_output, markdown});
   } else if (args.json_output != "-") {
     std::cout << markdown;
   }
+  if (auto s = text::WriteFilesAtomically(files); !s.ok()) return ReportError("data report", s);
   return kExitOk;
 }
 
@@ -318,15 +347,18 @@ Command DataCommand() {
             merge->add_flag("--across-runs", args->across_runs,
                             "also merge repeats of a (problem, config) from different runs (one "
                             "device kind's independent collections) into their median");
+            merge->add_flag("--allow-duplicates", args->allow_duplicates,
+                            "accept the same input file more than once (its rows merge with "
+                            "themselves)");
 
             CLI::App* filter = app.add_subcommand("filter", "keep rows matching every criterion");
             filter->add_option("input", args->filter_input, "dataset")
                 ->required()
                 ->check(CLI::ExistingFile);
             filter->add_option("-o,--output", args->filter_output, "output dataset")->required();
-            filter->add_option("--m", args->m, "GEMM m");
-            filter->add_option("--n", args->n, "GEMM n");
-            filter->add_option("--k", args->k, "GEMM k");
+            filter->add_option("--m", args->m, "GEMM m")->check(PositiveInteger());
+            filter->add_option("--n", args->n, "GEMM n")->check(PositiveInteger());
+            filter->add_option("--k", args->k, "GEMM k")->check(PositiveInteger());
             filter->add_option("--provider", args->provider, "cublaslt, tile, cudnn, ck_tile, ...");
             filter->add_option("--run-id", args->run_id, "collection run");
             filter->add_option("--dtype", args->dtype, "input dtype (bf16, fp16, fp8, ...)");

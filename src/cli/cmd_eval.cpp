@@ -95,6 +95,19 @@ struct EvalArgs {
 };
 
 int RunEval(const EvalArgs& args) {
+  // Checked before the (slow) evaluation, so a bad path costs nothing and writes nothing.
+  if (!args.markdown.empty()) {
+    if (auto s = text::CheckOutputFile(args.markdown, "--markdown", {args.data}); !s.ok()) {
+      return ReportError("eval", s);
+    }
+  }
+  if (!args.html.empty()) {
+    std::vector<std::string> others = {args.data};
+    if (!args.markdown.empty()) others.push_back(args.markdown);
+    if (auto s = text::CheckOutputFile(args.html, "--html", others); !s.ok()) {
+      return ReportError("eval", s);
+    }
+  }
   auto dataset = ReadDatasetChecked(args.data);
   if (!dataset.ok()) return ReportError("eval", dataset.status());
   auto evaluation = Evaluate(args.model, *dataset, args.out_of_fold);
@@ -108,10 +121,10 @@ int RunEval(const EvalArgs& args) {
     std::cerr << "kselect eval: note: this is the model's training data, so these figures are "
                  "in-sample; cv_metrics.json in the model directory holds the honest ones\n";
   }
+  // Every report or none: a folder that vanished meanwhile must not leave one of them written.
+  std::vector<text::OutputFile> reports;
   if (!args.markdown.empty()) {
-    const Status written = text::WriteFileAtomically(
-        args.markdown, EvalSummaryToMarkdown(*summary, args.model, args.data));
-    if (!written.ok()) return ReportError("eval", written);
+    reports.push_back({args.markdown, EvalSummaryToMarkdown(*summary, args.model, args.data)});
   }
   if (!args.html.empty()) {
     const HtmlReportOptions options{.model_dir = args.model,
@@ -119,10 +132,9 @@ int RunEval(const EvalArgs& args) {
                                     .worst_count = args.worst,
                                     .in_sample = evaluation->in_sample,
                                     .out_of_fold = args.out_of_fold};
-    const Status written = text::WriteFileAtomically(
-        args.html, EvalSummaryToHtml(*summary, evaluation->scatter, options));
-    if (!written.ok()) return ReportError("eval", written);
+    reports.push_back({args.html, EvalSummaryToHtml(*summary, evaluation->scatter, options)});
   }
+  if (auto s = text::WriteFilesAtomically(reports); !s.ok()) return ReportError("eval", s);
   if (args.json) {
     std::cout << EvalSummaryToJson(*summary, args.model, args.data) << "\n";
   } else {

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "core/text.h"
 #include "kselect/features.h"
 #include "kselect/version.h"
 
@@ -23,6 +24,9 @@ struct FeaturesArgs {
 };
 
 int RunFeatures(const FeaturesArgs& args) {
+  if (auto s = text::CheckOutputFile(args.out, "--out", args.data); !s.ok()) {
+    return ReportError("features", s);
+  }
   std::optional<Provider> provider;
   if (!args.provider.empty()) {
     auto parsed = ParseProvider(args.provider);

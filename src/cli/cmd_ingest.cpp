@@ -24,11 +24,18 @@ struct IngestArgs {
   bool allow_mixed = false;
   bool complete_problems_only = false;
   bool one_run_per_problem = false;
+  bool allow_duplicates = false;
   bool json = false;
 };
 
 int RunIngest(const IngestArgs& args) {
   if (auto s = RequireArrow(); !s.ok()) return ReportError("ingest", s);
+  if (auto s = text::CheckOutputFile(args.output, "--output", args.inputs); !s.ok()) {
+    return ReportError("ingest", s);
+  }
+  if (!args.allow_duplicates) {
+    if (auto s = text::CheckDistinctInputs(args.inputs); !s.ok()) return ReportError("ingest", s);
+  }
   IngestOptions options;
   options.arch = args.arch;
   options.device_kind = args.device_kind;
@@ -171,6 +178,9 @@ Command IngestCommand() {
         app.add_flag("--one-run-per-problem", args->one_run_per_problem,
                      "kselect JSONL: keep each problem from the first input run that finished "
                      "it (implies --complete-problems-only); for collections spread over calls");
+        app.add_flag("--allow-duplicates", args->allow_duplicates,
+                     "accept the same input file more than once (its records merge with "
+                     "themselves)");
         app.add_flag("--json", args->json, "print a JSON summary");
         return [args]() { return RunIngest(*args); };
       }};

@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "cli/gemm_args.h"
 #include "kselect/model.h"
 #include "kselect/provider.h"
 
@@ -337,19 +338,19 @@ Command PredictCommand() {
                        "dataset whose distinct configs are the candidates")
             ->required()
             ->check(CLI::ExistingFile);
-        app.add_option("--m", args->m, "rows of A and C")->required()->check(CLI::PositiveNumber);
-        app.add_option("--n", args->n, "columns of B and C")
-            ->required()
-            ->check(CLI::PositiveNumber);
-        app.add_option("--k", args->k, "reduction dimension")
-            ->required()
-            ->check(CLI::PositiveNumber);
-        app.add_option("--batch", args->batch, "batch count")->capture_default_str();
+        app.add_option("--m", args->m, "rows of A and C")->required()->check(PositiveInteger());
+        app.add_option("--n", args->n, "columns of B and C")->required()->check(PositiveInteger());
+        app.add_option("--k", args->k, "reduction dimension")->required()->check(PositiveInteger());
+        app.add_option("--batch", args->batch, "batch count")
+            ->capture_default_str()
+            ->check(PositiveInteger());
         app.add_option("--dtype", args->dtype, "input dtype")->capture_default_str();
         app.add_option("--dtype-c", args->dtype_c, "output dtype (default: input, bf16 for 8-bit)");
         app.add_option("--layout", args->layout, "layout of A, B, C (rcr, rcc, ...)")
             ->capture_default_str();
-        app.add_option("--top", args->top, "configs to print")->capture_default_str();
+        app.add_option("--top", args->top, "configs to print")
+            ->capture_default_str()
+            ->check(PositiveInteger());
         app.add_flag("--json", args->json, "print JSON");
         app.add_flag("--can-implement", args->can_implement,
                      "rank only the configs the provider's CanImplement accepts for this problem "

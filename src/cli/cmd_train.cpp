@@ -6,6 +6,8 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "core/text.h"
+#include "kselect/model.h"
 #include "kselect/train.h"
 
 namespace kselect::cli {
@@ -50,6 +52,9 @@ int RunTrain(TrainArgs& args) {
   // them).
   // Each file's fingerprint goes into the manifest, so `kselect eval --oof` on one of them can
   // tell whether it scores the data the folds trained on.
+  if (auto s = text::CheckOutputFolder(args.out, "--out", args.data); !s.ok()) {
+    return ReportError("train", s);
+  }
   auto candidates =
       ReadCandidateSet(args.data, args.options.provider, &args.options.data_source_fingerprints);
   if (!candidates.ok()) return ReportError("train", candidates.status());

@@ -3,10 +3,27 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
+#include "core/text.h"
 #include "kselect/problem.h"
 #include "kselect/status.h"
 
 namespace kselect::cli {
+
+// The check of every dimension and count option (--m, --n, --k, --batch, --top): a whole number
+// from 1 to 2^63-1. CLI11's PositiveNumber prints a 309-digit range for 0, and a plain int64
+// option clamps 2^64 silently; a refusal says what was wrong instead.
+inline CLI::Validator PositiveInteger() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const auto parsed = text::ParseInt64(value);
+        if (!parsed.ok()) return "'" + value + "' is not a whole number within 64 bits";
+        if (*parsed < 1) return "must be a positive whole number, got " + value;
+        return "";
+      },
+      "POSITIVE");
+}
 
 // "bf16" (A, B, C bf16), "fp16" (all fp16), "fp8" (A, B e4m3, C bf16); fp32 accumulation.
 // `ops` is the cuBLAS transpose pair ("TN": A row-major m x k, B column-major, C column-major).

@@ -2,9 +2,41 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "kselect/version.h"
+
+namespace {
+
+// CLI11 answers a misspelt subcommand with "A subcommand is required": name the word it did not
+// know and list the subcommands of the deepest command given. "" when that is not the error.
+std::string UnknownSubcommandMessage(CLI::App& app) {
+  CLI::App* deepest = &app;
+  std::string path = "kselect";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (CLI::App* sub : deepest->get_subcommands()) {
+      if (sub->parsed()) {
+        deepest = sub;
+        path += " " + sub->get_name();
+        deeper = true;
+        break;
+      }
+    }
+  }
+  const std::vector<CLI::App*> choices = deepest->get_subcommands({});
+  const std::vector<std::string> remaining = deepest->remaining();
+  if (choices.empty() || remaining.empty() || remaining.front().rfind("-", 0) == 0) return "";
+  std::string message = path + ": unknown subcommand '" + remaining.front() + "' (subcommands:";
+  for (size_t i = 0; i < choices.size(); ++i) {
+    message += (i == 0 ? " " : ", ") + choices[i]->get_name();
+  }
+  return message + "; see " + path + " --help)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace kselect::cli;
@@ -28,6 +60,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = UnknownSubcommandMessage(app); !unknown.empty()) {
+      std::cerr << unknown << "\n";
+      return kExitUsage;
+    }
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }

@@ -56,7 +56,8 @@ int64_t ObjectReader::Int(std::string_view key) {
     const double d = v->get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
   }
-  Fail(ParseError(PathOf(key) + ": expected an integer, got " + TypeName(*v) + " " + v->dump()));
+  Fail(ParseError(PathOf(key) + ": expected an integer, got " + TypeName(*v) + " " +
+                  JsonExcerpt(*v)));
   return 0;
 }
 
@@ -69,7 +70,8 @@ double ObjectReader::Number(std::string_view key) {
   if (!v) return 0;
   if (v->is_null()) return std::numeric_limits<double>::quiet_NaN();
   if (v->is_number()) return v->get<double>();
-  Fail(ParseError(PathOf(key) + ": expected a number, got " + TypeName(*v) + " " + v->dump()));
+  Fail(
+      ParseError(PathOf(key) + ": expected a number, got " + TypeName(*v) + " " + JsonExcerpt(*v)));
   return 0;
 }
 
@@ -194,7 +196,7 @@ void ReadTriple(ObjectReader& r, std::string_view key, int64_t& d, int64_t& h, i
   if (!v) return;
   if (!v->is_array() || v->size() != 3 || !(*v)[0].is_number_integer() ||
       !(*v)[1].is_number_integer() || !(*v)[2].is_number_integer()) {
-    r.Fail(ParseError(r.PathOf(key) + ": expected [d, h, w] integers, got " + v->dump()));
+    r.Fail(ParseError(r.PathOf(key) + ": expected [d, h, w] integers, got " + JsonExcerpt(*v)));
     return;
   }
   d = (*v)[0].get<int64_t>();
@@ -352,7 +354,7 @@ void ReadScalar(ObjectReader& r, const ConfigSchema& schema, const ConfigField& 
         if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
             !pair[1].is_number_integer()) {
           r.Fail(ParseError(r.PathOf(key) + ": expected [knob, value] integer pairs, got " +
-                            pair.dump()));
+                            JsonExcerpt(pair)));
           return;
         }
         list->emplace_back(pair[0].get<int32_t>(), pair[1].get<int64_t>());
@@ -377,7 +379,7 @@ void ReadArray(ObjectReader& r, std::span<const ConfigField> group, KernelConfig
   if (!ok) {
     const bool booleans = group.front().type == FieldType::kBool;
     r.Fail(ParseError(r.PathOf(key) + ": expected an array of " + std::to_string(group.size()) +
-                      (booleans ? " booleans" : " integers") + ", got " + v->dump()));
+                      (booleans ? " booleans" : " integers") + ", got " + JsonExcerpt(*v)));
     return;
   }
   for (size_t i = 0; i < group.size(); ++i) group[i].set(config, values[i]);

@@ -11,11 +11,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "kselect/kernel_config.h"
 #include "kselect/measurement.h"
 #include "kselect/problem.h"
 
 namespace kselect::json_codec {
+
+// A JSON value as bounded text for an error message (text::Excerpt), invalid UTF-8 replaced
+// rather than thrown on.
+template <typename JsonType>
+std::string JsonExcerpt(const JsonType& value) {
+  return text::Excerpt(value.dump(-1, ' ', false, JsonType::error_handler_t::replace));
+}
 
 // Reads the fields of one JSON object, remembering the first error (with its path) and which keys
 // were read, so Finish() can reject unknown keys.

@@ -1,16 +1,22 @@
 #include "kselect/measurement.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace kselect {
 namespace {
 
-// Why a figure cannot be trusted, or "" when it is a finite positive number.
-std::string FigureProblem(std::string_view name, double value) {
+// Why a figure cannot be trusted, or "" when it is a finite positive number up to `max`.
+std::string FigureProblem(std::string_view name, double value, double max) {
   if (std::isnan(value)) return std::string(name) + " is NaN";
   if (std::isinf(value)) return std::string(name) + " is infinite";
   if (value <= 0) return std::string(name) + " is not positive (" + std::to_string(value) + ")";
+  if (value > max) {
+    char text[96];
+    std::snprintf(text, sizeof(text), " is %g, above %g: no real GPU run reaches it", value, max);
+    return std::string(name) + text;
+  }
   return "";
 }
 
@@ -18,12 +24,11 @@ std::string FigureProblem(std::string_view name, double value) {
 
 void Measurement::Validate() {
   if (!is_valid && !invalid_reason.empty()) return;  // keep the recorded verdict
-  std::string reason = FigureProblem("latency_ms", latency_ms);
-  if (reason.empty()) reason = FigureProblem("tflops", tflops);
+  std::string reason = FigureProblem("latency_ms", latency_ms, kMaxPlausibleLatencyMs);
+  if (reason.empty()) reason = FigureProblem("tflops", tflops, kMaxPlausibleTflops);
   // Bandwidth may legitimately be unreported (0); it only condemns a row when it is garbage.
-  if (reason.empty() &&
-      (std::isnan(bandwidth_gb_s) || std::isinf(bandwidth_gb_s) || bandwidth_gb_s < 0)) {
-    reason = FigureProblem("bandwidth_gb_s", bandwidth_gb_s);
+  if (reason.empty() && bandwidth_gb_s != 0) {
+    reason = FigureProblem("bandwidth_gb_s", bandwidth_gb_s, kMaxPlausibleBandwidthGbS);
   }
   if (reason.empty() && (std::isnan(cv) || std::isinf(cv) || cv < 0)) {
     reason = "cv is not a finite non-negative number";

@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -11,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -152,6 +154,52 @@ std::string Where(std::string_view source, int64_t line) {
   return std::string(source) + ":" + std::to_string(line);
 }
 
+std::string Excerpt(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  size_t cut = max_chars;
+  // Do not split a UTF-8 sequence: back up over continuation bytes.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+Status CheckJsonDepth(std::string_view text, std::string_view source, int64_t first_line,
+                      int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  int64_t line = first_line;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return ParseError(Where(source, line) + ":" + std::to_string(i - line_start + 1) +
+                          ": JSON nested deeper than " + std::to_string(max_depth) +
+                          " levels (no kselect or CK file nests so deep: the file is corrupt)");
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
@@ -196,6 +244,153 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
     std::error_code ignored;
     fs::remove(temp, ignored);
     return IoError(path + ": rename from temporary file failed: " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status WriteFilesAtomically(const std::vector<OutputFile>& files) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> temps;
+  auto remove_temps = [&temps] {
+    std::error_code ignored;
+    for (const std::string& temp : temps) fs::remove(temp, ignored);
+  };
+  for (const OutputFile& file : files) {
+    const fs::path target(file.path);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      remove_temps();
+      return IoError(file.path + ": folder " + dir.string() + " does not exist (nothing written)");
+    }
+    temps.push_back(TempPathBeside(file.path));
+    std::ofstream out(temps.back(), std::ios::binary | std::ios::trunc);
+    if (out) {
+      out.write(file.contents.data(), static_cast<std::streamsize>(file.contents.size()));
+      out.flush();
+    }
+    if (!out) {
+      const std::string reason = std::strerror(errno);
+      out.close();
+      remove_temps();
+      return IoError(file.path + ": cannot write a temporary file beside it: " + reason +
+                     " (nothing written)");
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    fs::rename(temps[i], files[i].path, ec);
+    if (ec) {
+      temps.erase(temps.begin(), temps.begin() + static_cast<std::ptrdiff_t>(i));
+      remove_temps();
+      return IoError(files[i].path + ": rename from temporary file failed: " + ec.message());
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The file a path names, following symlinks; nullopt when it does not exist.
+std::optional<std::pair<dev_t, ino_t>> FileIdentity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::make_pair(info.st_dev, info.st_ino);
+}
+
+// The first of `inputs` that is the same file as `path`, or nullptr.
+const std::string* SameFileAmong(const std::string& path, const std::vector<std::string>& inputs) {
+  const auto identity = FileIdentity(path);
+  if (!identity) return nullptr;
+  for (const std::string& input : inputs) {
+    if (FileIdentity(input) == identity) return &input;
+  }
+  return nullptr;
+}
+
+Status CheckFolderWritable(const std::filesystem::path& dir, const std::string& path,
+                           std::string_view option) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return IoError(std::string(option) + " " + path + ": folder " + dir.string() +
+                   " does not exist");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return IoError(std::string(option) + " " + path + ": folder " + dir.string() +
+                   " is not writable");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckOutputFile(const std::string& output, std::string_view option,
+                       const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  if (const std::string* input = SameFileAmong(output, inputs)) {
+    return InvalidArgumentError(std::string(option) + " " + output +
+                                " is the same file as the input " + *input +
+                                ": writing it would replace the data being read; choose "
+                                "another output path");
+  }
+  std::error_code ec;
+  const fs::file_status status = fs::status(output, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    return InvalidArgumentError(std::string(option) + " " + output +
+                                (fs::is_directory(status) ? " is a folder"
+                                                          : " is not a regular file (a FIFO, "
+                                                            "device or socket)") +
+                                ": it would be replaced; give a file path");
+  }
+  const fs::path target(output);
+  return CheckFolderWritable(target.has_parent_path() ? target.parent_path() : fs::path("."),
+                             output, option);
+}
+
+Status CheckOutputFolder(const std::string& folder, std::string_view option,
+                         const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(folder, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    return InvalidArgumentError(std::string(option) + " " + folder +
+                                " exists and is not a folder: give a folder path");
+  }
+  if (fs::exists(status)) {
+    for (const std::string& input : inputs) {
+      const fs::path parent =
+          fs::path(input).has_parent_path() ? fs::path(input).parent_path() : fs::path(".");
+      if (FileIdentity(parent.string()) == FileIdentity(folder)) {
+        return InvalidArgumentError(std::string(option) + " " + folder + " holds the input " +
+                                    input +
+                                    ": the command writes its files there; choose another folder");
+      }
+    }
+    if (::access(folder.c_str(), W_OK) != 0) {
+      return IoError(std::string(option) + " " + folder + ": folder is not writable");
+    }
+    return Status::Ok();
+  }
+  // Absent: its nearest existing ancestor must be writable for the folder to be made.
+  fs::path ancestor = fs::absolute(folder, ec).parent_path();
+  while (!ancestor.empty() && !fs::exists(ancestor, ec) && ancestor != ancestor.root_path()) {
+    ancestor = ancestor.parent_path();
+  }
+  return CheckFolderWritable(ancestor, folder, option);
+}
+
+Status CheckDistinctInputs(const std::vector<std::string>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto identity = FileIdentity(inputs[i]);
+    if (!identity) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (FileIdentity(inputs[j]) == identity) {
+        return InvalidArgumentError(
+            "input " + inputs[i] + " is the same file as input " + inputs[j] +
+            ": its records would be merged with themselves (pass --allow-duplicates if that is "
+            "meant)");
+      }
+    }
   }
   return Status::Ok();
 }

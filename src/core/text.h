@@ -29,6 +29,21 @@ Status CheckUtf8(std::string_view data, std::string_view source);
 // "source:line: message" — the shape of every parser error.
 std::string Where(std::string_view source, int64_t line);
 
+// At most `max_chars` bytes of `text` for an error message, "..." marking a cut (a record or
+// value can be megabytes; the message should stay readable).
+inline constexpr size_t kExcerptChars = 200;
+std::string Excerpt(std::string_view text, size_t max_chars = kExcerptChars);
+
+// How deep JSON arrays and objects may nest. Every file kselect reads nests under 10 levels;
+// nlohmann's recursive code (destruction, dump, comparisons) overflows the stack at tens of
+// thousands, so a hostile or corrupt file is refused before it is parsed.
+inline constexpr int kMaxJsonDepth = 256;
+// OK when JSON `text` nests arrays and objects at most `max_depth` deep (brackets inside strings
+// do not count); otherwise a ParseError "source:line:column: JSON nested deeper than N levels",
+// the line counted from `first_line`.
+Status CheckJsonDepth(std::string_view text, std::string_view source, int64_t first_line = 1,
+                      int max_depth = kMaxJsonDepth);
+
 // Reads a whole file; kNotFound / kIoError with the path in the message.
 StatusOr<std::string> ReadFile(const std::string& path);
 // A fresh hidden temporary name beside `path` (same folder, so a rename onto `path` is atomic).
@@ -36,6 +51,29 @@ std::string TempPathBeside(const std::string& path);
 // Writes `path` through a temporary file in the same folder and a rename, so a failure never
 // leaves a partial file under the final name.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// One file of a multi-file output: where it goes and what it holds.
+struct OutputFile {
+  std::string path;
+  std::string contents;
+};
+// Writes every file to a temporary beside it and renames them into place only once all were
+// written, so a failure (say a missing folder for the second) leaves none of them written.
+Status WriteFilesAtomically(const std::vector<OutputFile>& files);
+
+// Checked before a command reads anything: `output` (named `option` in the error, "--output")
+// may be written only when its folder exists and is writable, it is absent or a regular file (a
+// FIFO or device node would be replaced by a regular file), and it is none of `inputs` (same
+// device and inode, so symlinks and hard links count too).
+Status CheckOutputFile(const std::string& output, std::string_view option,
+                       const std::vector<std::string>& inputs);
+// The same for an output folder (train --out): absent or a folder, and holding none of `inputs`
+// (the command writes files into it by fixed names).
+Status CheckOutputFolder(const std::string& folder, std::string_view option,
+                         const std::vector<std::string>& inputs);
+// Refuses the same file given twice among `inputs` (by device and inode): its records would be
+// merged with themselves.
+Status CheckDistinctInputs(const std::vector<std::string>& inputs);
 
 // sha256 of bytes, lowercase hex (for fingerprints and run ids).
 std::string Sha256Hex(std::string_view data);

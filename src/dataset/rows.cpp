@@ -205,8 +205,21 @@ StatusOr<Problem> ProblemFromRow(const DatasetRow& row) {
                              DataTypeColumn(row.compute_type, "compute_type", p.compute));
     return Problem(p);
   }
-  if (!row.m || !row.n || !row.k) {
-    return SchemaMismatchError("row has neither GEMM dims (m, n, k) nor a conv_direction");
+  for (const auto& [name, value] :
+       {std::pair{"m", &row.m}, std::pair{"n", &row.n}, std::pair{"k", &row.k}}) {
+    if (!*value) {
+      return SchemaMismatchError(std::string("column ") + name +
+                                 " is null and the row has no conv_direction: it is neither a "
+                                 "GEMM nor a convolution");
+    }
+    if (**value <= 0) {
+      return SchemaMismatchError(std::string("column ") + name + " is " + std::to_string(**value) +
+                                 ": a GEMM dimension must be positive");
+    }
+  }
+  if (row.batch && *row.batch <= 0) {
+    return SchemaMismatchError("column batch is " + std::to_string(*row.batch) +
+                               ": must be positive");
   }
   GemmProblem p;
   p.m = *row.m;
@@ -397,6 +410,9 @@ StatusOr<Measurement> MeasurementFromRow(const DatasetRow& row) {
   // The GPU of this row (runs over several GPUs name one per row); RowFromMeasurement writes it
   // back over the run's.
   m.device_uuid = Or<std::string>(row.device_uuid, "");
+  // A file may claim a row valid whose figures are NaN or absurd (written by another tool, or
+  // edited): apply ingest's rule again, so such a row is never used as a valid one.
+  if (m.is_valid) m.Validate();
   return m;
 }
 

@@ -127,9 +127,16 @@ StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_m
   std::vector<Measurement> measurements;
   std::unordered_map<std::string, RunInfo> runs;
   std::vector<DatasetRow> first_row_of_runs;
-  for (const Dataset& d : inputs) {
-    for (const DatasetRow& row : d.rows) {
-      KSELECT_ASSIGN_OR_RETURN(Measurement m, MeasurementFromRow(row));
+  for (size_t input = 0; input < inputs.size(); ++input) {
+    const Dataset& d = inputs[input];
+    for (size_t index = 0; index < d.rows.size(); ++index) {
+      const DatasetRow& row = d.rows[index];
+      auto read = MeasurementFromRow(row);
+      if (!read.ok()) {
+        return read.status().WithContext("input " + std::to_string(input + 1) + ", row " +
+                                         std::to_string(index));
+      }
+      Measurement m = std::move(*read);
       if (runs.try_emplace(m.run_id, RunOf(row)).second) first_row_of_runs.push_back(row);
       measurements.push_back(std::move(m));
     }

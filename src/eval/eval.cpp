@@ -112,6 +112,10 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     if (!measurement.ok()) {
       return measurement.status().WithContext("dataset row " + std::to_string(i));
     }
+    if (!measurement->is_valid && !aborted) {  // the file said valid; its figures did not
+      ++set.rows_skipped;
+      continue;
+    }
     if (aborted) {
       DeriveRates(*measurement);
       if (!(measurement->tflops > 0)) {

@@ -109,8 +109,8 @@ std::string DescribeHardwareDifference(const HardwareConstants& expected,
   const json a = HardwareToJson(expected), b = HardwareToJson(actual);
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (b.at(it.key()) != it.value()) {
-      return it.key() + " is " + b.at(it.key()).dump() + " here but " + it.value().dump() +
-             " in the model";
+      return it.key() + " is " + json_codec::JsonExcerpt(b.at(it.key())) + " here but " +
+             json_codec::JsonExcerpt(it.value()) + " in the model";
     }
   }
   return "";
@@ -186,6 +186,7 @@ std::string FeatureSpecToJson(const FeatureSpec& spec) {
 }
 
 StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_view source) {
+  KSELECT_RETURN_IF_ERROR(kselect::text::CheckJsonDepth(text, source));
   const json j = json::parse(text, nullptr, false);
   const std::string src(source);
   if (j.is_discarded()) return ParseError(src + ": not valid JSON");

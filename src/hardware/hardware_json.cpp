@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_codec.h"
 #include "core/text.h"
 #include "kselect/hardware.h"
 
@@ -72,10 +73,10 @@ Status ReadField(const Json& value, std::string_view source, std::string_view ke
     static_assert(std::is_integral_v<T>, "unsupported field type");
     if (!value.is_number_integer()) {
       // 9.5 (or 9.0) is refused like a string: these fields count things.
-      return ParseError(FieldError(
-          source, key,
-          std::string("expected an integer, got ") +
-              (value.is_number_float() ? value.dump() : std::string(value.type_name()))));
+      return ParseError(FieldError(source, key,
+                                   std::string("expected an integer, got ") +
+                                       (value.is_number_float() ? json_codec::JsonExcerpt(value)
+                                                                : std::string(value.type_name()))));
     }
     const bool in_range =
         value.is_number_unsigned()
@@ -83,7 +84,8 @@ Status ReadField(const Json& value, std::string_view source, std::string_view ke
             : value.get<int64_t>() >= std::numeric_limits<T>::min() &&
                   value.get<int64_t>() <= std::numeric_limits<T>::max();
     if (!in_range) {
-      return ParseError(FieldError(source, key, "integer " + value.dump() + " is out of range"));
+      return ParseError(FieldError(
+          source, key, "integer " + json_codec::JsonExcerpt(value) + " is out of range"));
     }
     out = value.get<T>();
   }
@@ -101,6 +103,7 @@ std::string HardwareProfileToJson(const HardwareProfile& profile, int indent) {
 }
 
 StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::string_view source) {
+  KSELECT_RETURN_IF_ERROR(kselect::text::CheckJsonDepth(text, source));
   Json json;
   try {
     json = Json::parse(text);
@@ -112,7 +115,7 @@ StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::st
         what.rfind("[json.exception", 0) == 0 && tag_end != std::string_view::npos) {
       what.remove_prefix(tag_end + 2);
     }
-    return ParseError(std::string(source) + ": " + std::string(what));
+    return ParseError(std::string(source) + ": " + kselect::text::Excerpt(what));
   }
   if (!json.is_object()) {
     return ParseError(std::string(source) + ": expected a JSON object, got " + json.type_name());
@@ -124,8 +127,8 @@ StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::st
         FieldError(source, "format", "missing (expected \"" + std::string(kFormatName) + "\")"));
   }
   if (!format->is_string() || format->get<std::string>() != kFormatName) {
-    return SchemaMismatchError(std::string(source) + ": \"format\" is " + format->dump() +
-                               ", not \"" + kFormatName + "\"");
+    return SchemaMismatchError(std::string(source) + ": \"format\" is " +
+                               json_codec::JsonExcerpt(*format) + ", not \"" + kFormatName + "\"");
   }
   const auto version = json.find("format_version");
   if (version == json.end()) return ParseError(FieldError(source, "format_version", "missing"));
@@ -135,7 +138,8 @@ StatusOr<HardwareProfile> HardwareProfileFromJson(std::string_view text, std::st
   }
   if (version->get<int64_t>() != kFormatVersion) {
     return SchemaMismatchError(std::string(source) + ": hardware profile format_version " +
-                               version->dump() + " is not supported (this kselect reads " +
+                               json_codec::JsonExcerpt(*version) +
+                               " is not supported (this kselect reads " +
                                std::to_string(kFormatVersion) + ")");
   }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_codec.h"
 #include "core/text.h"
 #include "ingest/ck_tile_common.h"
 #include "kselect/config_schema.h"
@@ -95,9 +96,9 @@ Status CheckConfigField(const Json& kernel_config, std::string_view path, std::s
                         ? value->get<double>() == expected.get<double>()
                         : *value == expected;
   if (same) return Status::Ok();
-  return ParseError(Key(path, key) + " is " +
-                    value->dump(-1, ' ', false, Json::error_handler_t::replace) +
-                    " but kernel name '" + std::string(kernel_name) + "' says " + expected.dump());
+  return ParseError(Key(path, key) + " is " + json_codec::JsonExcerpt(*value) +
+                    " but kernel name '" + text::Excerpt(kernel_name) + "' says " +
+                    json_codec::JsonExcerpt(expected));
 }
 
 // The kernel_config keys CK's JSON repeats from the kernel name (the provider's field names).
@@ -338,7 +339,8 @@ StatusOr<IngestResult> ParseCkTileJson(std::string_view text, std::string_view s
     }
   } catch (const ck::Json::exception& e) {
     // Every access above is type-checked first; this only turns a missed case into an error.
-    return InternalError(std::string(source) + ": unexpected JSON access error: " + e.what());
+    return InternalError(std::string(source) +
+                         ": unexpected JSON access error: " + text::Excerpt(e.what()));
   }
   return result;
 }

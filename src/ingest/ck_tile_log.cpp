@@ -148,6 +148,7 @@ std::string ReplaceNonFiniteLiterals(std::string_view json_text) {
 
 StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source,
                              int64_t first_line) {
+  KSELECT_RETURN_IF_ERROR(text::CheckJsonDepth(json_text, source, first_line));
   try {
     return Json::parse(json_text.begin(), json_text.end());
   } catch (const Json::parse_error& e) {
@@ -167,11 +168,12 @@ StatusOr<Json> ParseJsonText(std::string_view json_text, std::string_view source
     const size_t colon = message.find(": ", message.find("parse error"));
     if (colon != std::string::npos) message = message.substr(colon + 2);
     return ParseError(text::Where(source, line) + ":" + std::to_string(offset - line_start + 1) +
-                      ": invalid JSON: " + message);
+                      ": invalid JSON: " + text::Excerpt(message));
   } catch (const Json::exception& e) {
     // Not only parse_error: a number too large for a double ("1e999") throws out_of_range.406,
     // which carries no position.
-    return ParseError(text::Where(source, first_line) + ": invalid JSON: " + e.what());
+    return ParseError(text::Where(source, first_line) +
+                      ": invalid JSON: " + text::Excerpt(e.what()));
   }
 }
 
@@ -412,6 +414,11 @@ bool IsWordChar(char c) {
   return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+// "=====" or "-----": CK's rules between shapes.
+bool IsSeparatorLine(std::string_view trimmed) {
+  return trimmed.find_first_not_of("=-") == std::string_view::npos;
+}
+
 // A line that is meant as a shape header: "Shape" then whitespace. It must then match
 // Shape\s+\d+:\s+M=(\d+)\s+N=(\d+)\s+K=(\d+)\s+dtype=(\w+)\s+layout=(\w+) (text after it is
 // ignored, as CK's unanchored regex does).
@@ -553,6 +560,8 @@ StatusOr<IngestResult> ParseCkTileLog(std::string_view text, std::string_view so
   std::optional<Block> block;
   bool saw_header = false;
   bool saw_block = false;
+  int64_t stray_lines = 0;
+  int64_t first_stray_line = 0;
 
   auto finish_block = [&]() -> Status {
     Block done = std::move(*block);
@@ -616,9 +625,20 @@ StatusOr<IngestResult> ParseCkTileLog(std::string_view text, std::string_view so
       continue;
     }
     // Everything else ("=====", "Found N kernels", the file's own header lines) carries nothing
-    // the rows need.
+    // the rows need. Other text once the shapes began is no part of CK's format: say so (once,
+    // with a count), since it may be a block mangled beyond recognition.
+    if ((saw_header || saw_block) && !trimmed.empty() && !IsSeparatorLine(trimmed) &&
+        !text::StartsWith(trimmed, "Found ")) {
+      if (stray_lines++ == 0) first_stray_line = line_no;
+    }
   }
   if (block.has_value()) drop_truncated("the end of the file");
+  if (stray_lines > 0) {
+    result.warnings.push_back(text::Where(source, first_stray_line) + ": ignored " +
+                              std::to_string(stray_lines) +
+                              " line(s) between blocks that are neither a shape header nor JSON "
+                              "(the first is this one)");
+  }
 
   if (!saw_header && !saw_block) {
     return ParseError(std::string(source) +

@@ -82,6 +82,8 @@ Measurement MergeGroup(std::vector<Measurement*>& group) {
   out.bandwidth_gb_s = Median(bandwidth);
   out.cv = std::max(own_cv, CoefficientOfVariation(latency));
   out.samples = samples;
+  // The merged figures are new: a CV that overflowed to NaN must not pass as valid.
+  out.Validate();
   return out;
 }
 

@@ -170,6 +170,7 @@ StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view
     const std::string_view line = text::Trim(lines[i]);
     if (line.empty()) continue;
     const std::string where = text::Where(source, line_number);
+    KSELECT_RETURN_IF_ERROR(text::CheckJsonDepth(line, source, line_number));
     json record;
     try {
       record = json::parse(line);
@@ -179,7 +180,7 @@ StatusOr<IngestResult> ParseKselectJsonl(std::string_view text, std::string_view
                         (torn_tail ? "truncated final record (the run was interrupted while "
                                      "writing it; `kselect bench --resume` repairs the file): "
                                    : "malformed JSON: ") +
-                        e.what());
+                        text::Excerpt(e.what()));
     }
     if (!record.is_object()) return ParseError(where + ": a record must be a JSON object");
     const auto type = record.find("type");

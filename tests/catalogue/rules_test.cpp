@@ -318,5 +318,15 @@ TEST(RulesTest, MissingRuleSetNamesTheFolder) {
       << missing.ToString();
 }
 
+TEST(RuleSetTest, DeepNestingAndHugeNumbersAreParseErrors) {
+  const std::string deep = std::string(100000, '{');
+  auto parsed = ParseRuleSet(deep, "deep.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("nested deeper than"), std::string::npos);
+  auto huge = ParseRuleSet(R"({"format": 1e999})", "huge.json");  // out_of_range, not a throw
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kParseError);
+}
+
 }  // namespace
 }  // namespace kselect

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -64,6 +67,97 @@ TEST(TextTest, AtomicWriteLeavesNoPartialFile) {
             StatusCode::kIoError);
   EXPECT_EQ(ReadFile((dir / "nope").string()).status().code(), StatusCode::kNotFound);
   std::filesystem::remove_all(dir);
+}
+
+// A fresh folder per test, removed at the end.
+class OutputPathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kselect_output_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    input_ = Path("input.jsonl");
+    ASSERT_TRUE(WriteFileAtomically(input_, "{}\n").ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  std::string input_;
+};
+
+TEST_F(OutputPathTest, RefusesAnOutputThatIsAnInputByAnyName) {
+  EXPECT_TRUE(CheckOutputFile(Path("out.parquet"), "--output", {input_}).ok());
+  EXPECT_EQ(CheckOutputFile(input_, "--output", {input_}).code(), StatusCode::kInvalidArgument);
+  std::filesystem::create_symlink(input_, Path("link.jsonl"));
+  std::filesystem::create_hard_link(input_, Path("hard.jsonl"));
+  for (const std::string& alias :
+       {Path("link.jsonl"), Path("hard.jsonl"), (dir_ / "." / "input.jsonl").string()}) {
+    const Status s = CheckOutputFile(alias, "--output", {input_});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << alias;
+    EXPECT_NE(s.message().find("is the same file as the input " + input_), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST_F(OutputPathTest, RefusesFifosDevicesFoldersAndMissingFolders) {
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  EXPECT_NE(CheckOutputFile(Path("fifo"), "--output", {}).message().find("not a regular file"),
+            std::string::npos);
+  EXPECT_FALSE(CheckOutputFile("/dev/null", "--output", {}).ok());
+  EXPECT_NE(CheckOutputFile(dir_.string(), "--output", {}).message().find("is a folder"),
+            std::string::npos);
+  EXPECT_NE(CheckOutputFile(Path("missing/x.md"), "--md", {}).message().find("does not exist"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_fifo(Path("fifo")));  // untouched
+}
+
+TEST_F(OutputPathTest, OutputFolderMustNotHoldAnInput) {
+  EXPECT_TRUE(CheckOutputFolder(Path("model"), "--out", {input_}).ok());
+  EXPECT_TRUE(CheckOutputFolder(Path("a/b/model"), "--out", {input_}).ok());
+  EXPECT_FALSE(CheckOutputFolder(dir_.string(), "--out", {input_}).ok());
+  EXPECT_FALSE(CheckOutputFolder(input_, "--out", {}).ok());
+}
+
+TEST_F(OutputPathTest, RefusesTheSameInputTwice) {
+  EXPECT_TRUE(CheckDistinctInputs({input_}).ok());
+  std::filesystem::create_symlink(input_, Path("link.jsonl"));
+  const Status s = CheckDistinctInputs({input_, Path("link.jsonl")});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--allow-duplicates"), std::string::npos);
+  ASSERT_TRUE(WriteFileAtomically(Path("other.jsonl"), "{}\n").ok());
+  EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());  // same bytes, two files
+}
+
+TEST_F(OutputPathTest, WritesEveryFileOrNone) {
+  const Status s =
+      WriteFilesAtomically({{Path("ok.md"), "markdown"}, {Path("missing/x.html"), "html"}});
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_FALSE(std::filesystem::exists(Path("ok.md")));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 1u);  // only the input: no temporary left behind
+  ASSERT_TRUE(WriteFilesAtomically({{Path("ok.md"), "markdown"}, {Path("ok.html"), "html"}}).ok());
+  EXPECT_EQ(*ReadFile(Path("ok.html")), "html");
+}
+
+TEST(TextTest, JsonDepthCountsBracketsOutsideStringsOnly) {
+  EXPECT_TRUE(CheckJsonDepth(R"({"a": [1, {"b": "[[[[{{{{\"[["}]})", "f").ok());
+  EXPECT_TRUE(CheckJsonDepth(std::string(3, '[') + std::string(3, ']'), "f", 1, 3).ok());
+  const Status deep = CheckJsonDepth("{\n  [[[[]]]]}", "f.json", 10, 3);
+  EXPECT_EQ(deep.code(), StatusCode::kParseError);
+  EXPECT_EQ(deep.message().rfind("f.json:11:5: JSON nested deeper than 3 levels", 0), 0u)
+      << deep.message();
+}
+
+TEST(TextTest, ExcerptIsBoundedAndSaysSo) {
+  EXPECT_EQ(Excerpt("short"), "short");
+  const std::string cut = Excerpt(std::string(100000, 'x'));
+  EXPECT_LT(cut.size(), 240u);
+  EXPECT_NE(cut.find("... (100000 bytes)"), std::string::npos);
+  EXPECT_TRUE(CheckUtf8(Excerpt(std::string(199, 'x') + "\u00fc" + "tail", 200), "e").ok());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/text.h"
@@ -247,6 +248,60 @@ TEST_F(DatasetTest, FilterAndSummary) {
   EXPECT_EQ(s.shapes, 3);
   EXPECT_EQ(s.providers.at("cublaslt"), 6);
   EXPECT_EQ(s.devices.at("nvidia-h200"), 8);
+}
+
+// A Parquet file may claim rows valid that are not: MeasurementFromRow applies ingest's rule
+// again, and a row with an impossible or missing dimension is an error naming the column.
+TEST_F(DatasetTest, RowsReadBackAreValidatedAgain) {
+  const Dataset d = FromFixture("bench_small.jsonl");
+  const DatasetRow* valid = nullptr;
+  for (const DatasetRow& row : d.rows) {
+    if (row.is_valid.value_or(false) && row.m) valid = &row;
+  }
+  ASSERT_NE(valid, nullptr);
+  ASSERT_TRUE(MeasurementFromRow(*valid)->is_valid);
+  for (const double tflops : {std::nan(""), 1e308, -1.0}) {
+    DatasetRow row = *valid;
+    row.measured_tflops = tflops;
+    auto m = MeasurementFromRow(row);
+    ASSERT_TRUE(m.ok());
+    EXPECT_FALSE(m->is_valid) << tflops;
+    EXPECT_NE(m->invalid_reason.find("tflops"), std::string::npos) << m->invalid_reason;
+  }
+  DatasetRow negative = *valid;
+  negative.m = -5;
+  auto bad = MeasurementFromRow(negative);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("column m is -5"), std::string::npos)
+      << bad.status().message();
+  DatasetRow null_m = *valid;
+  null_m.m.reset();
+  bad = MeasurementFromRow(null_m);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("column m is null"), std::string::npos);
+}
+
+TEST_F(DatasetTest, DuplicatedColumnsAndNonUtf8TextAreNamed) {
+  arrow::Int64Builder ints;
+  ASSERT_TRUE(ints.Append(4).ok());
+  std::shared_ptr<arrow::Array> int_array;
+  ASSERT_TRUE(ints.Finish(&int_array).ok());
+  WriteRaw(Path("twice.parquet"),
+           arrow::schema({arrow::field("m", arrow::int64()), arrow::field("m", arrow::int64())},
+                         arrow::key_value_metadata({"kselect.schema_version"}, {"1.0"})),
+           {int_array, int_array});
+  const Status twice = ReadDataset(Path("twice.parquet")).status();
+  EXPECT_EQ(twice.code(), StatusCode::kSchemaMismatch);
+  EXPECT_NE(twice.message().find("column 'm' is duplicated"), std::string::npos) << twice.message();
+
+  Dataset d = FromFixture("bench_small.jsonl");
+  d.rows[1].run_id = std::string("bad\xff");
+  ASSERT_TRUE(WriteDataset(d, Path("latin1.parquet")).ok());
+  const Status latin1 = ReadDataset(Path("latin1.parquet")).status();
+  EXPECT_NE(latin1.message().find("latin1.parquet: column 'run_id', row 1: text that is not "
+                                  "valid UTF-8"),
+            std::string::npos)
+      << latin1.message();
 }
 
 }  // namespace

@@ -197,5 +197,13 @@ TEST_F(HardwareFileTest, LoadMissingFileIsNotFound) {
   EXPECT_NE(loaded.status().message().find("absent.json"), std::string::npos);
 }
 
+TEST(HardwareJsonTest, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const StatusOr<HardwareProfile> parsed = HardwareProfileFromJson(deep, "deep.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("deep.json:1:"), std::string::npos);
+  EXPECT_NE(parsed.status().message().find("nested deeper than"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kselect

@@ -190,5 +190,14 @@ TEST(CkTileJson, RejectsSyntaxErrorsWithLineAndColumn) {
   EXPECT_TRUE(Contains(utf8.status().message(), "invalid_utf8.json:2"));
 }
 
+TEST(CkTileJson, DeepNestingIsAnErrorNamingTheLine) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  StatusOr<IngestResult> result = ParseCkTileJson("\n" + deep, "deep.json", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(Contains(result.status().message(), "deep.json:2:"));
+  EXPECT_TRUE(Contains(result.status().message(), "nested deeper than"));
+  EXPECT_LT(result.status().message().size(), 500u);
+}
+
 }  // namespace
 }  // namespace kselect

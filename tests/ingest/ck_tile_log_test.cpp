@@ -282,5 +282,42 @@ TEST(CkTileLog, HeaderWithoutResultsIsOnlyAWarning) {
   ASSERT_EQ(result->warnings.size(), 1u);
 }
 
+TEST(CkTileLog, DeepNestingSkipsTheBlockWithABoundedWarning) {
+  const std::string text =
+      "Shape 1: M=64 N=64 K=64 dtype=fp16 layout=rcr\n{\"name\": \"x\", \"v\": " +
+      std::string(100000, '[') + std::string(100000, ']') + "}\n";
+  StatusOr<IngestResult> result = ParseCkTileLog(text, "deep.log", GfxOptions());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_TRUE(result->measurements.empty());
+  ASSERT_FALSE(result->warnings.empty());
+  EXPECT_TRUE(Contains(result->warnings[0], "deep.log:2"));
+  EXPECT_TRUE(Contains(result->warnings[0], "nested deeper than"));
+  for (const std::string& warning : result->warnings) EXPECT_LT(warning.size(), 1000u);
+}
+
+TEST(CkTileLog, StrayLinesBetweenBlocksWarnOnceWithACount) {
+  const std::string block =
+      "{\"name\": "
+      "\"gemm_universal_fp16_rcr_compv3_cshuffle_intrawave_False_False_False_False_128x128x128_"
+      "1x4x1_16x16x128\", \"perf_result\": {\"latency(ms)\": 1.0}}\n";
+  const std::string text =
+      "CK Tile batch\nGPU ID: 0\n"  // the file's own header: no warning
+      "Shape 1: M=64 N=64 K=64 dtype=fp16 layout=rcr\n=====\nFound 1 kernels\n" +
+      block + "oops, not json\n" + block + "also stray\n";
+  StatusOr<IngestResult> result = ParseCkTileLog(text, "stray.log", GfxOptions());
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  int stray_warnings = 0;
+  for (const std::string& warning : result->warnings) {
+    if (Contains(warning, "ignored")) {
+      ++stray_warnings;
+      EXPECT_TRUE(Contains(warning, "stray.log:7: ignored 2 line(s)")) << warning;
+    }
+  }
+  EXPECT_EQ(stray_warnings, 1);
+  const auto good = ParseCkTileLog(ReadFixture("tile_good.log"), "good.log", GfxOptions());
+  ASSERT_TRUE(good.ok());
+  for (const std::string& warning : good->warnings) EXPECT_FALSE(Contains(warning, "ignored"));
+}
+
 }  // namespace
 }  // namespace kselect

@@ -47,5 +47,29 @@ TEST(DedupTest, InvalidRepeatsDoNotPolluteTheMedianAndRunsStaySeparate) {
   EXPECT_EQ(all_bad[0].duplicates_merged, 2);
 }
 
+// Figures no GPU can produce are invalid with a reason, and a merge whose CV overflows (1e200 ms
+// repeats) does not leave a "valid" row with CV NaN.
+TEST(DedupTest, ImpossibleFiguresAreInvalidBeforeAndAfterMerging) {
+  Measurement fast = Make(1.0, 1);
+  fast.tflops = 1e308;
+  fast.Validate();
+  EXPECT_FALSE(fast.is_valid);
+  EXPECT_NE(fast.invalid_reason.find("tflops is 1e+308"), std::string::npos) << fast.invalid_reason;
+  EXPECT_FALSE(Make(1e200, 1).is_valid);
+  EXPECT_NE(Make(1e200, 1).invalid_reason.find("latency_ms"), std::string::npos);
+  EXPECT_FALSE(Make(kMaxPlausibleLatencyMs * 2, 1).is_valid);
+  EXPECT_TRUE(Make(kMaxPlausibleLatencyMs / 2, 1).is_valid);
+
+  Measurement slow = Make(1e150, 1), slower = Make(1e200, 1);
+  for (Measurement* m : {&slow, &slower}) {  // as a reader that skipped the bounds would have it
+    m->is_valid = true;
+    m->invalid_reason.clear();
+  }
+  const auto merged = MergeDuplicateMeasurements({slow, slower});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_FALSE(merged[0].is_valid);
+  EXPECT_FALSE(merged[0].invalid_reason.empty());
+}
+
 }  // namespace
 }  // namespace kselect

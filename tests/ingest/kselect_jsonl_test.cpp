@@ -126,5 +126,23 @@ TEST(KselectJsonlTest, FormatDetection) {
   EXPECT_FALSE(ParseInputFormat("xml").ok());
 }
 
+// A value nested 100,000 deep crashed nlohmann's recursive code; it is refused before parsing,
+// and no error prints more than a bounded excerpt of the record.
+TEST(KselectJsonlTest, DeepNestingIsAnErrorNamingTheLine) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto result = ParseKselectJsonl("\n" + deep + "\n", "deep.jsonl", {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kParseError);
+  EXPECT_NE(result.status().message().find("deep.jsonl:2:"), std::string::npos);
+  EXPECT_NE(result.status().message().find("nested deeper than"), std::string::npos);
+  EXPECT_LT(result.status().message().size(), 500u);
+
+  const std::string long_bad =
+      "{\"type\": \"run\", \"x\": \"" + std::string(50000, 'a') + "\" oops}";
+  auto bad = ParseKselectJsonl(long_bad + "\n", "long.jsonl", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_LT(bad.status().message().size(), 600u) << bad.status().message().size();
+}
+
 }  // namespace
 }  // namespace kselect
