@@ -529,6 +529,337 @@ json TrainManifest(const CandidateSet& data, const TrainOptions& options, const 
   };
 }
 
+// A warm start's model, checked against this training: same features, same labels, no blend.
+Status LoadWarmStart(const TrainOptions& options, const FeatureSpec& spec,
+                     std::optional<Model>* previous) {
+  if (options.warm_start_dir.empty()) return Status::Ok();
+  auto loaded = Model::Load(options.warm_start_dir);
+  if (!loaded.ok()) return loaded.status().WithContext("warm start");
+  if (auto s = CheckSpecCompatible(loaded->spec(), spec); !s.ok()) {
+    return s.WithContext("warm start from " + options.warm_start_dir);
+  }
+  if (loaded->label_transform() != options.label_transform) {
+    return FailedPreconditionError(
+        "warm start: " + options.warm_start_dir + " was trained on " +
+        std::string(LabelTransformName(loaded->label_transform())) + " labels, not " +
+        std::string(LabelTransformName(options.label_transform)) + " (pass --label " +
+        std::string(LabelTransformName(loaded->label_transform())) + ")");
+  }
+  if (options.objective == Objective::kBlend || loaded->Blends()) {
+    return FailedPreconditionError(
+        "warm start: blend models cannot be warm-started (the ranker's scores and the "
+        "regression's labels do not add up); retrain the blend");
+  }
+  previous->emplace(std::move(*loaded));
+  return Status::Ok();
+}
+
+// The dataset every fit takes its rows from, named by the spec's features.
+StatusOr<DatasetPtr> CreateFullDataset(const TrainingMatrix& matrix, const FeatureSpec& spec,
+                                       const std::string& dataset_params) {
+  DatasetHandle handle = nullptr;
+  if (LGBM_DatasetCreateFromMat(
+          matrix.x.data(), C_API_DTYPE_FLOAT64, static_cast<int32_t>(matrix.rows),
+          static_cast<int32_t>(matrix.cols), 1, dataset_params.c_str(), nullptr, &handle) != 0) {
+    return LgbmError("dataset");
+  }
+  DatasetPtr full(handle);
+  std::vector<std::string> names = spec.Names();
+  std::vector<const char*> ptrs;
+  for (const std::string& n : names) ptrs.push_back(n.c_str());
+  if (LGBM_DatasetSetFeatureNames(handle, ptrs.data(), static_cast<int>(ptrs.size())) != 0) {
+    return LgbmError("feature names");
+  }
+  return full;
+}
+
+// The warm-start model's prediction of every row in this member's label space: the new trees
+// start from it.
+StatusOr<std::vector<double>> WarmStartScores(const Model& previous, const Member& member,
+                                              const TrainOptions& options,
+                                              const TrainingMatrix& matrix) {
+  const std::string target_name(TargetName(member.target));
+  if (!previous.Has(member.target)) {
+    return FailedPreconditionError("warm start: " + options.warm_start_dir + " has no " +
+                                   target_name + " model");
+  }
+  if (previous.Ranks(member.target) != member.ranking) {
+    return FailedPreconditionError("warm start: the " + target_name + " model in " +
+                                   options.warm_start_dir + " was trained with another objective");
+  }
+  KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
+                           previous.PredictFeatures(member.target, matrix.x, matrix.rows));
+  if (!member.ranking) {
+    for (double& v : scores) v = ForwardLabel(options.label_transform, v);
+  }
+  return scores;
+}
+
+// What every fit of one member shares: the full dataset (carrying this member's labels), the
+// weights and warm-start scores by row, and the parameters.
+struct MemberFitter {
+  DatasetHandle full;
+  const TrainingMatrix& matrix;
+  const TrainOptions& options;
+  const std::string& dataset_params;
+  std::string booster_params;
+  std::span<const int> queries;  // a ranker's query of each row; empty for a regression
+  const std::vector<float>& labels;
+  const std::vector<float>* weights;
+  const std::vector<double>* init;  // warm-start scores
+  bool mining;                      // hard-example mining, see FitRows
+  int64_t* hard_problems;           // problems up-weighted by mining, over all fits
+
+  StatusOr<FitResult> FitRows(std::span<const int32_t> train_rows,
+                              std::span<const int32_t> valid_rows, int rounds) const;
+};
+
+// Hard-example mining (TFLOPS regression): after a first fit, the training problems whose
+// in-sample pick is under hard_mining_threshold of their best get their rows' weights multiplied
+// by hard_mining_factor, and the fit is redone on the same rows.
+StatusOr<FitResult> MemberFitter::FitRows(std::span<const int32_t> train_rows,
+                                          std::span<const int32_t> valid_rows, int rounds) const {
+  KSELECT_ASSIGN_OR_RETURN(FitResult first, Fit(full, train_rows, valid_rows, labels, init,
+                                                dataset_params, booster_params, rounds,
+                                                options.early_stopping_rounds, queries, weights));
+  if (!mining) return first;
+  KSELECT_ASSIGN_OR_RETURN(
+      std::vector<double> pred,
+      PredictRows(first.booster.get(), matrix.x, matrix.cols, train_rows, first.best_iteration));
+  const LabelTransform transform = options.label_transform;
+  const std::vector<int>& problem_of_row = matrix.problem_of_row;
+  std::vector<float> mined = weights ? *weights : std::vector<float>(matrix.rows, 1.0f);
+  // Rows of one problem are contiguous in `train_rows` (whole shapes are split off).
+  for (size_t i = 0; i < train_rows.size();) {
+    const int problem = problem_of_row[static_cast<size_t>(train_rows[i])];
+    size_t end = i, pick = i;
+    float best_label = labels[static_cast<size_t>(train_rows[i])];
+    for (;
+         end < train_rows.size() && problem_of_row[static_cast<size_t>(train_rows[end])] == problem;
+         ++end) {
+      const size_t row = static_cast<size_t>(train_rows[end]);
+      if (init) pred[end] += (*init)[row];
+      if (pred[end] > pred[pick]) pick = end;
+      best_label = std::max(best_label, labels[row]);
+    }
+    const double efficiency =
+        InverseLabel(transform, labels[static_cast<size_t>(train_rows[pick])]) /
+        InverseLabel(transform, best_label);
+    if (efficiency < options.hard_mining_threshold) {
+      ++*hard_problems;
+      for (size_t k = i; k < end; ++k) {
+        mined[static_cast<size_t>(train_rows[k])] *= static_cast<float>(options.hard_mining_factor);
+      }
+    }
+    i = end;
+  }
+  return Fit(full, train_rows, valid_rows, labels, init, dataset_params, booster_params, rounds,
+             options.early_stopping_rounds, queries, &mined);
+}
+
+// One member's cross-validation: what cv_metrics.json, oof_predictions and TrainResult report.
+struct CrossValidation {
+  std::vector<int> fold_of_row;
+  std::vector<double> oof;  // TFLOPS out of fold, or a ranker's scores
+  std::vector<FoldMetrics> folds;
+  EfficiencyStats oof_efficiency;
+  std::vector<int> best_iterations;  // each fold's early-stopped tree count
+  json metrics = json::object();
+};
+
+// GroupKFold over shapes: each fold early-stops on an inner split of its training shapes and
+// predicts its held-out rows.
+StatusOr<CrossValidation> CrossValidate(const CandidateSet& data, const MemberFitter& fitter,
+                                        const Member& member, int folds, int max_rounds) {
+  const TrainOptions& options = fitter.options;
+  const TrainingMatrix& matrix = fitter.matrix;
+  const std::vector<float>& labels = fitter.labels;
+  const LabelTransform transform = options.label_transform;
+  const bool ranking = member.ranking;
+  CrossValidation cv;
+  cv.fold_of_row = AssignFolds(matrix.group_of_row, matrix.groups, folds);
+  cv.oof.assign(matrix.rows, std::nan(""));
+  json fold_json = json::array();
+  for (int f = 0; f < folds; ++f) {
+    std::vector<int32_t> train, valid, inner_train, inner_valid;
+    for (size_t r = 0; r < matrix.rows; ++r) {
+      (cv.fold_of_row[r] == f ? valid : train).push_back(static_cast<int32_t>(r));
+    }
+    InnerSplit(train, matrix.group_of_row, options.inner_valid_fraction,
+               options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
+    const auto fold_start = std::chrono::steady_clock::now();
+    KSELECT_ASSIGN_OR_RETURN(FitResult fit, fitter.FitRows(inner_train, inner_valid, max_rounds));
+    KSELECT_ASSIGN_OR_RETURN(
+        std::vector<double> pred,
+        PredictRows(fit.booster.get(), matrix.x, matrix.cols, valid, fit.best_iteration));
+    FoldMetrics m;
+    m.fold = f;
+    m.train_rows = static_cast<int64_t>(inner_train.size());
+    m.valid_rows = static_cast<int64_t>(valid.size());
+    m.best_iteration = fit.best_iteration;
+    double sse = 0, mean = 0, sst = 0;
+    for (size_t i = 0; i < valid.size(); ++i) {
+      const size_t r = static_cast<size_t>(valid[i]);
+      if (fitter.init) pred[i] += (*fitter.init)[r];
+      sse += std::pow(pred[i] - labels[r], 2);
+      mean += labels[r];
+      // A ranker's scores stay scores.
+      cv.oof[r] = ranking ? pred[i] : InverseLabel(transform, pred[i]);
+    }
+    mean /= std::max<double>(1.0, static_cast<double>(valid.size()));
+    for (int32_t r : valid) sst += std::pow(labels[static_cast<size_t>(r)] - mean, 2);
+    m.rmse_label = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
+    m.r2_label = 1.0 - sse / std::max(sst, 1e-10);
+    if (ranking) m.rmse_label = m.r2_label = std::nan("");  // grades, not TFLOPS
+    // Efficiency of the fold's problems from the out-of-fold predictions.
+    std::vector<ProblemOutcome> outcomes;
+    std::set<int> shapes;
+    size_t r0 = 0;
+    for (const ProblemCandidates& p : data.problems) {
+      const size_t n = p.candidates.size();
+      if (cv.fold_of_row[r0] == f) {
+        outcomes.push_back(EvaluateProblem(p, std::span<const double>(cv.oof.data() + r0, n)));
+        shapes.insert(matrix.group_of_row[r0]);
+      }
+      r0 += n;
+    }
+    m.valid_shapes = static_cast<int64_t>(shapes.size());
+    m.efficiency = Summarize(std::move(outcomes)).model;
+    cv.best_iterations.push_back(fit.best_iteration);
+    if (options.progress) {
+      char line[160];
+      std::snprintf(line, sizeof(line),
+                    "%s fold %d/%d: %d trees, held-out efficiency mean %.2f%%, %.0f s",
+                    member.key.c_str(), f + 1, folds, fit.best_iteration, 100 * m.efficiency.mean,
+                    SecondsSince(fold_start));
+      options.progress(line);
+    }
+    fold_json.push_back({{"fold", m.fold},
+                         {"train_rows", m.train_rows},
+                         {"inner_valid_rows", inner_valid.size()},
+                         {"valid_rows", m.valid_rows},
+                         {"valid_shapes", m.valid_shapes},
+                         {"best_iteration", m.best_iteration},
+                         {"label", ranking ? "grade" : LabelTransformName(transform)},
+                         {"rmse_label", m.rmse_label},
+                         {"r2_label", m.r2_label},
+                         {"efficiency", StatsJson(m.efficiency)}});
+    cv.folds.push_back(m);
+  }
+  std::vector<ProblemOutcome> all;
+  size_t r0 = 0;
+  for (const ProblemCandidates& p : data.problems) {
+    all.push_back(
+        EvaluateProblem(p, std::span<const double>(cv.oof.data() + r0, p.candidates.size())));
+    r0 += p.candidates.size();
+  }
+  const EvalSummary oof_summary = Summarize(std::move(all));
+  cv.oof_efficiency = oof_summary.model;
+  cv.metrics = {{"target", "tflops"},
+                {"objective", ranking ? "lambdarank" : "regression"},
+                {"folds", fold_json},
+                {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
+                {"early_stopping", "inner split of each fold's training shapes"},
+                {"out_of_fold",
+                 {{"efficiency", StatsJson(oof_summary.model)},
+                  {"top1", oof_summary.top1},
+                  {"top5_hit", oof_summary.top5},
+                  {"ndcg_at_10", oof_summary.ndcg_at_10}}}};
+  return cv;
+}
+
+// A blend's cross-validation from its two members': each problem's out-of-fold predictions
+// blended, and the regression's fold lines with the blend's efficiency.
+CrossValidation BlendOutOfFold(const CandidateSet& data, double regression_weight,
+                               const CrossValidation& regression, CrossValidation ranker) {
+  CrossValidation blend;
+  blend.fold_of_row = std::move(ranker.fold_of_row);
+  blend.oof = std::move(ranker.oof);
+  blend.best_iterations = std::move(ranker.best_iterations);
+  std::vector<std::vector<ProblemOutcome>> fold_outcomes(ranker.folds.size());
+  std::vector<ProblemOutcome> blended;
+  size_t b0 = 0;
+  for (const ProblemCandidates& p : data.problems) {
+    const size_t n = p.candidates.size();
+    const std::vector<double> scores =
+        BlendScores(std::span<const double>(regression.oof.data() + b0, n),
+                    std::span<const double>(blend.oof.data() + b0, n), regression_weight);
+    std::copy(scores.begin(), scores.end(), blend.oof.begin() + static_cast<std::ptrdiff_t>(b0));
+    blended.push_back(EvaluateProblem(p, scores));
+    fold_outcomes[static_cast<size_t>(blend.fold_of_row[b0])].push_back(blended.back());
+    b0 += n;
+  }
+  blend.folds = regression.folds;
+  json blend_folds = json::array();
+  for (FoldMetrics& m : blend.folds) {
+    m.efficiency = Summarize(std::move(fold_outcomes[static_cast<size_t>(m.fold)])).model;
+    blend_folds.push_back({{"fold", m.fold}, {"efficiency", StatsJson(m.efficiency)}});
+  }
+  const EvalSummary blend_summary = Summarize(std::move(blended));
+  json members = json::array();
+  members.push_back(regression.metrics);
+  members.push_back(ranker.metrics);
+  blend.oof_efficiency = blend_summary.model;
+  blend.metrics = {{"target", "tflops"},
+                   {"objective", "blend"},
+                   {"regression_weight", regression_weight},
+                   {"members", members},
+                   {"folds", blend_folds},
+                   {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
+                   {"early_stopping", "inner split of each fold's training shapes"},
+                   {"out_of_fold",
+                    {{"efficiency", StatsJson(blend_summary.model)},
+                     {"top1", blend_summary.top1},
+                     {"top5_hit", blend_summary.top5},
+                     {"ndcg_at_10", blend_summary.ndcg_at_10}}}};
+  return blend;
+}
+
+// The member's model on every row with the median of the picked tree counts, then its
+// importances (of the new trees only), the warm-start model's trees put in front and the file.
+Status FitFinalModel(const MemberFitter& fitter, const Member& member,
+                     std::vector<int> best_iterations, const std::string& out_dir,
+                     json* importances, TrainResult* result) {
+  const TrainOptions& options = fitter.options;
+  const size_t rows = fitter.matrix.rows, cols = fitter.matrix.cols;
+  std::vector<int32_t> all_rows(rows);
+  std::iota(all_rows.begin(), all_rows.end(), 0);
+  std::sort(best_iterations.begin(), best_iterations.end());
+  const int final_rounds = best_iterations[best_iterations.size() / 2];
+  const auto final_start = std::chrono::steady_clock::now();
+  KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, fitter.FitRows(all_rows, {}, final_rounds));
+  if (options.progress) {
+    options.progress(member.key + " final fit: " + std::to_string(final_rounds) + " trees on " +
+                     std::to_string(rows) + " rows, " +
+                     std::to_string(std::lround(SecondsSince(final_start))) + " s");
+  }
+  for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
+    std::vector<double> imp(cols);
+    if (LGBM_BoosterFeatureImportance(final_fit.booster.get(), 0, type, imp.data()) != 0) {
+      return LgbmError("feature importance");
+    }
+    json by_name = json::object();
+    for (size_t i = 0; i < cols; ++i) by_name[result->spec.features[i].name] = imp[i];
+    (*importances)[member.key][type == C_API_FEATURE_IMPORTANCE_SPLIT ? "split" : "gain"] = by_name;
+  }
+  if (fitter.init) {
+    // The warm-start model's trees go in front of the new ones (their sum is the prediction).
+    int prev_iterations = 0;
+    const fs::path prev_path = fs::path(options.warm_start_dir) / ModelFileName(member.target);
+    KSELECT_ASSIGN_OR_RETURN(BoosterHandle prev_copy, LoadBooster(prev_path, &prev_iterations));
+    BoosterPtr prev_owner(prev_copy);
+    if (LGBM_BoosterMerge(final_fit.booster.get(), prev_copy) != 0) return LgbmError("merge");
+  }
+  int total = 0;
+  if (LGBM_BoosterGetCurrentIteration(final_fit.booster.get(), &total) != 0) {
+    return LgbmError("iteration count");
+  }
+  KSELECT_RETURN_IF_ERROR(SaveBooster(final_fit.booster.get(), fs::path(out_dir) / member.file));
+  result->rounds.emplace_back(member.target, total);
+  result->model_files.emplace_back(member.file, total);
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<TrainResult> TrainModel(const Dataset& dataset, const TrainOptions& options,
@@ -560,332 +891,82 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   }
   KSELECT_ASSIGN_OR_RETURN(const std::unique_ptr<FeatureExtractor> extractor,
                            CreateFeatureExtractor(result.spec));
-
   std::optional<Model> previous;
-  if (!options.warm_start_dir.empty()) {
-    auto loaded = Model::Load(options.warm_start_dir);
-    if (!loaded.ok()) return loaded.status().WithContext("warm start");
-    if (auto s = CheckSpecCompatible(loaded->spec(), result.spec); !s.ok()) {
-      return s.WithContext("warm start from " + options.warm_start_dir);
-    }
-    if (loaded->label_transform() != options.label_transform) {
-      return FailedPreconditionError(
-          "warm start: " + options.warm_start_dir + " was trained on " +
-          std::string(LabelTransformName(loaded->label_transform())) + " labels, not " +
-          std::string(LabelTransformName(options.label_transform)) + " (pass --label " +
-          std::string(LabelTransformName(loaded->label_transform())) + ")");
-    }
-    if (options.objective == Objective::kBlend || loaded->Blends()) {
-      return FailedPreconditionError(
-          "warm start: blend models cannot be warm-started (the ranker's scores and the "
-          "regression's labels do not add up); retrain the blend");
-    }
-    previous.emplace(std::move(*loaded));
-  }
-  const LabelTransform transform = options.label_transform;
+  KSELECT_RETURN_IF_ERROR(LoadWarmStart(options, result.spec, &previous));
 
   KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(data, *extractor));
-  const std::vector<double>& x = matrix.x;
-  const size_t rows = matrix.rows, cols = matrix.cols;
-  const std::vector<int>& group_of_row = matrix.group_of_row;
-  const std::vector<int>& problem_of_row = matrix.problem_of_row;
-  const int next_group = matrix.groups;
-  result.rows = static_cast<int64_t>(rows);
+  result.rows = static_cast<int64_t>(matrix.rows);
   result.problems = static_cast<int64_t>(data.problems.size());
-  result.shapes = next_group;
-
+  result.shapes = matrix.groups;
   const std::string dataset_params = DatasetParams(options, result.spec);
   const std::string regression_params = BoosterParams(options, false);
-  DatasetHandle full_handle = nullptr;
-  if (LGBM_DatasetCreateFromMat(x.data(), C_API_DTYPE_FLOAT64, static_cast<int32_t>(rows),
-                                static_cast<int32_t>(cols), 1, dataset_params.c_str(), nullptr,
-                                &full_handle) != 0) {
-    return LgbmError("dataset");
-  }
-  DatasetPtr full(full_handle);
-  {
-    std::vector<std::string> names = result.spec.Names();
-    std::vector<const char*> ptrs;
-    for (const std::string& n : names) ptrs.push_back(n.c_str());
-    if (LGBM_DatasetSetFeatureNames(full_handle, ptrs.data(), static_cast<int>(ptrs.size())) != 0) {
-      return LgbmError("feature names");
-    }
-  }
-
+  KSELECT_ASSIGN_OR_RETURN(DatasetPtr full, CreateFullDataset(matrix, result.spec, dataset_params));
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return IoError("cannot create " + out_dir + ": " + ec.message());
 
-  std::vector<int32_t> all_rows(rows);
-  std::iota(all_rows.begin(), all_rows.end(), 0);
   const int max_rounds = previous ? options.warm_start_rounds : options.max_rounds;
-  json importances = json::object();
-  json cv = json::object();
-  std::vector<double> oof(rows, std::nan(""));
-  std::vector<int> fold_of_row(rows, -1);
-
-  json objectives = json::object();
-  int64_t hard_problems = 0;  // problems up-weighted by hard-example mining, over all fits
   const bool blend = options.objective == Objective::kBlend;
   const std::vector<Member> members = PlanMembers(options);
-  std::vector<double> oof_regression;  // a blend's regression member, out of fold
-  std::vector<FoldMetrics> regression_folds;
-  json cv_members = json::array();
+  json objectives = json::object();
+  json importances = json::object();
+  int64_t hard_problems = 0;
+  CrossValidation cv;  // the TFLOPS member's; until it runs, no row has a fold or a prediction
+  cv.fold_of_row.assign(matrix.rows, -1);
+  cv.oof.assign(matrix.rows, std::nan(""));
+  std::optional<CrossValidation> blend_regression_cv;  // waits for the blend's ranker
   for (const Member& member : members) {
-    const Target target = member.target;
-    const bool ranking = member.ranking;
-    const std::string booster_params = BoosterParams(options, ranking);
-    const std::span<const int> queries =
-        ranking ? std::span<const int>(problem_of_row) : std::span<const int>();
-    objectives[member.key] = ranking ? "lambdarank" : "regression";
-    KSELECT_ASSIGN_OR_RETURN(MemberLabels member_labels, MakeLabels(data, member, options, rows));
-    const std::vector<float>& labels = member_labels.labels;
-    const std::optional<std::vector<float>>& weights = member_labels.weights;
-    // Subsets copy their metadata from the full dataset, so it carries this target's labels.
-    if (LGBM_DatasetSetField(full.get(), "label", labels.data(), static_cast<int>(rows),
-                             C_API_DTYPE_FLOAT32) != 0) {
+    objectives[member.key] = member.ranking ? "lambdarank" : "regression";
+    KSELECT_ASSIGN_OR_RETURN(const MemberLabels member_labels,
+                             MakeLabels(data, member, options, matrix.rows));
+    // Subsets copy their metadata from the full dataset, so it carries this member's labels.
+    if (LGBM_DatasetSetField(full.get(), "label", member_labels.labels.data(),
+                             static_cast<int>(matrix.rows), C_API_DTYPE_FLOAT32) != 0) {
       return LgbmError("label");
     }
     std::optional<std::vector<double>> init;
     if (previous) {
-      if (!previous->Has(target)) {
-        return FailedPreconditionError("warm start: " + options.warm_start_dir + " has no " +
-                                       std::string(TargetName(target)) + " model");
-      }
-      if (previous->Ranks(target) != ranking) {
-        return FailedPreconditionError("warm start: the " + std::string(TargetName(target)) +
-                                       " model in " + options.warm_start_dir +
-                                       " was trained with another objective");
-      }
-      KSELECT_ASSIGN_OR_RETURN(std::vector<double> p, previous->PredictFeatures(target, x, rows));
-      if (!ranking) {
-        for (double& v : p) v = ForwardLabel(transform, v);
-      }
-      init = std::move(p);
+      KSELECT_ASSIGN_OR_RETURN(init, WarmStartScores(*previous, member, options, matrix));
     }
-    const std::vector<double>* init_ptr = init ? &*init : nullptr;
-    // Hard-example mining (TFLOPS regression): after a first fit, the training problems whose
-    // in-sample pick is under hard_mining_threshold of their best get their rows' weights
-    // multiplied by hard_mining_factor, and the fit is redone on the same rows.
-    const bool mining = target == Target::kTflops && !ranking && options.hard_mining_factor > 1;
-    auto fit_rows = [&](std::span<const int32_t> train_rows, std::span<const int32_t> valid_rows,
-                        int rounds) -> StatusOr<FitResult> {
-      const std::vector<float>* w = weights ? &*weights : nullptr;
-      KSELECT_ASSIGN_OR_RETURN(
-          FitResult first, Fit(full.get(), train_rows, valid_rows, labels, init_ptr, dataset_params,
-                               booster_params, rounds, options.early_stopping_rounds, queries, w));
-      if (!mining) return first;
-      KSELECT_ASSIGN_OR_RETURN(
-          std::vector<double> pred,
-          PredictRows(first.booster.get(), x, cols, train_rows, first.best_iteration));
-      std::vector<float> mined = w ? *w : std::vector<float>(rows, 1.0f);
-      // Rows of one problem are contiguous in `train_rows` (whole shapes are split off).
-      for (size_t i = 0; i < train_rows.size();) {
-        const int problem = problem_of_row[static_cast<size_t>(train_rows[i])];
-        size_t end = i, pick = i;
-        float best_label = labels[static_cast<size_t>(train_rows[i])];
-        for (; end < train_rows.size() &&
-               problem_of_row[static_cast<size_t>(train_rows[end])] == problem;
-             ++end) {
-          const size_t row = static_cast<size_t>(train_rows[end]);
-          if (init_ptr) pred[end] += (*init_ptr)[row];
-          if (pred[end] > pred[pick]) pick = end;
-          best_label = std::max(best_label, labels[row]);
-        }
-        const double efficiency =
-            InverseLabel(transform, labels[static_cast<size_t>(train_rows[pick])]) /
-            InverseLabel(transform, best_label);
-        if (efficiency < options.hard_mining_threshold) {
-          ++hard_problems;
-          for (size_t k = i; k < end; ++k) {
-            mined[static_cast<size_t>(train_rows[k])] *=
-                static_cast<float>(options.hard_mining_factor);
-          }
-        }
-        i = end;
-      }
-      return Fit(full.get(), train_rows, valid_rows, labels, init_ptr, dataset_params,
-                 booster_params, rounds, options.early_stopping_rounds, queries, &mined);
-    };
+    const MemberFitter fitter{
+        full.get(),
+        matrix,
+        options,
+        dataset_params,
+        BoosterParams(options, member.ranking),
+        member.ranking ? std::span<const int>(matrix.problem_of_row) : std::span<const int>(),
+        member_labels.labels,
+        member_labels.weights ? &*member_labels.weights : nullptr,
+        init ? &*init : nullptr,
+        member.target == Target::kTflops && !member.ranking && options.hard_mining_factor > 1,
+        &hard_problems};
 
     std::vector<int> best_iterations;
-    if (target == Target::kTflops && options.folds >= 2 && next_group >= 2) {
-      result.folds.clear();
-      const int folds = std::min(options.folds, next_group);
-      fold_of_row = AssignFolds(group_of_row, next_group, folds);
-      json fold_json = json::array();
-      for (int f = 0; f < folds; ++f) {
-        std::vector<int32_t> train, valid, inner_train, inner_valid;
-        for (size_t r = 0; r < rows; ++r) {
-          (fold_of_row[r] == f ? valid : train).push_back(static_cast<int32_t>(r));
-        }
-        InnerSplit(train, group_of_row, options.inner_valid_fraction,
-                   options.seed + static_cast<uint64_t>(f), &inner_train, &inner_valid);
-        const auto fold_start = std::chrono::steady_clock::now();
-        KSELECT_ASSIGN_OR_RETURN(FitResult fit, fit_rows(inner_train, inner_valid, max_rounds));
-        KSELECT_ASSIGN_OR_RETURN(std::vector<double> pred, PredictRows(fit.booster.get(), x, cols,
-                                                                       valid, fit.best_iteration));
-        FoldMetrics m;
-        m.fold = f;
-        m.train_rows = static_cast<int64_t>(inner_train.size());
-        m.valid_rows = static_cast<int64_t>(valid.size());
-        m.best_iteration = fit.best_iteration;
-        double sse = 0, mean = 0, sst = 0;
-        for (size_t i = 0; i < valid.size(); ++i) {
-          const size_t r = static_cast<size_t>(valid[i]);
-          if (init_ptr) pred[i] += (*init_ptr)[r];
-          sse += std::pow(pred[i] - labels[r], 2);
-          mean += labels[r];
-          // A ranker's scores stay scores.
-          oof[r] = ranking ? pred[i] : InverseLabel(transform, pred[i]);
-        }
-        mean /= std::max<double>(1.0, static_cast<double>(valid.size()));
-        for (int32_t r : valid) sst += std::pow(labels[static_cast<size_t>(r)] - mean, 2);
-        m.rmse_label = std::sqrt(sse / std::max<double>(1.0, static_cast<double>(valid.size())));
-        m.r2_label = 1.0 - sse / std::max(sst, 1e-10);
-        if (ranking) m.rmse_label = m.r2_label = std::nan("");  // grades, not TFLOPS
-        // Efficiency of the fold's problems from the out-of-fold predictions.
-        std::vector<ProblemOutcome> outcomes;
-        std::set<int> shapes;
-        size_t r0 = 0;
-        for (size_t pi = 0; pi < data.problems.size(); ++pi) {
-          const size_t n = data.problems[pi].candidates.size();
-          if (fold_of_row[r0] == f) {
-            outcomes.push_back(
-                EvaluateProblem(data.problems[pi], std::span<const double>(oof.data() + r0, n)));
-            shapes.insert(group_of_row[r0]);
-          }
-          r0 += n;
-        }
-        m.valid_shapes = static_cast<int64_t>(shapes.size());
-        m.efficiency = Summarize(std::move(outcomes)).model;
-        best_iterations.push_back(fit.best_iteration);
-        if (options.progress) {
-          char line[160];
-          std::snprintf(line, sizeof(line),
-                        "%s fold %d/%d: %d trees, held-out efficiency mean %.2f%%, %.0f s",
-                        member.key.c_str(), f + 1, folds, fit.best_iteration,
-                        100 * m.efficiency.mean, SecondsSince(fold_start));
-          options.progress(line);
-        }
-        fold_json.push_back({{"fold", m.fold},
-                             {"train_rows", m.train_rows},
-                             {"inner_valid_rows", inner_valid.size()},
-                             {"valid_rows", m.valid_rows},
-                             {"valid_shapes", m.valid_shapes},
-                             {"best_iteration", m.best_iteration},
-                             {"label", ranking ? "grade" : LabelTransformName(transform)},
-                             {"rmse_label", m.rmse_label},
-                             {"r2_label", m.r2_label},
-                             {"efficiency", StatsJson(m.efficiency)}});
-        result.folds.push_back(m);
-      }
-      std::vector<ProblemOutcome> all;
-      size_t r0 = 0;
-      for (const ProblemCandidates& p : data.problems) {
-        all.push_back(
-            EvaluateProblem(p, std::span<const double>(oof.data() + r0, p.candidates.size())));
-        r0 += p.candidates.size();
-      }
-      const EvalSummary oof_summary = Summarize(std::move(all));
-      result.oof_efficiency = oof_summary.model;
-      cv = {{"target", "tflops"},
-            {"objective", ranking ? "lambdarank" : "regression"},
-            {"folds", fold_json},
-            {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
-            {"early_stopping", "inner split of each fold's training shapes"},
-            {"out_of_fold",
-             {{"efficiency", StatsJson(oof_summary.model)},
-              {"top1", oof_summary.top1},
-              {"top5_hit", oof_summary.top5},
-              {"ndcg_at_10", oof_summary.ndcg_at_10}}}};
-      if (blend) {
-        cv_members.push_back(cv);
-        if (!ranking) {
-          oof_regression = oof;
-          regression_folds = result.folds;
-          std::fill(oof.begin(), oof.end(), std::nan(""));
-        } else {
-          // The blend's out-of-fold scores: each problem's two member predictions blended.
-          std::vector<std::vector<ProblemOutcome>> fold_outcomes(static_cast<size_t>(folds));
-          std::vector<ProblemOutcome> blended;
-          size_t b0 = 0;
-          for (const ProblemCandidates& p : data.problems) {
-            const size_t n = p.candidates.size();
-            const std::vector<double> scores = BlendScores(
-                std::span<const double>(oof_regression.data() + b0, n),
-                std::span<const double>(oof.data() + b0, n), options.blend_regression_weight);
-            std::copy(scores.begin(), scores.end(), oof.begin() + static_cast<std::ptrdiff_t>(b0));
-            blended.push_back(EvaluateProblem(p, scores));
-            fold_outcomes[static_cast<size_t>(fold_of_row[b0])].push_back(blended.back());
-            b0 += n;
-          }
-          // Fold lines: the regression's fit figures with the blend's efficiency.
-          result.folds = regression_folds;
-          json blend_folds = json::array();
-          for (FoldMetrics& m : result.folds) {
-            m.efficiency = Summarize(std::move(fold_outcomes[static_cast<size_t>(m.fold)])).model;
-            blend_folds.push_back({{"fold", m.fold}, {"efficiency", StatsJson(m.efficiency)}});
-          }
-          const EvalSummary blend_summary = Summarize(std::move(blended));
-          result.oof_efficiency = blend_summary.model;
-          cv = {{"target", "tflops"},
-                {"objective", "blend"},
-                {"regression_weight", options.blend_regression_weight},
-                {"members", cv_members},
-                {"folds", blend_folds},
-                {"group_key", "m,n,k,batch (layout and dtype not in the key)"},
-                {"early_stopping", "inner split of each fold's training shapes"},
-                {"out_of_fold",
-                 {{"efficiency", StatsJson(blend_summary.model)},
-                  {"top1", blend_summary.top1},
-                  {"top5_hit", blend_summary.top5},
-                  {"ndcg_at_10", blend_summary.ndcg_at_10}}}};
-        }
+    if (member.target == Target::kTflops && options.folds >= 2 && matrix.groups >= 2) {
+      const int folds = std::min(options.folds, matrix.groups);
+      KSELECT_ASSIGN_OR_RETURN(CrossValidation member_cv,
+                               CrossValidate(data, fitter, member, folds, max_rounds));
+      best_iterations = member_cv.best_iterations;
+      if (blend && !member.ranking) {
+        blend_regression_cv = std::move(member_cv);
+      } else {
+        cv = blend ? BlendOutOfFold(data, options.blend_regression_weight, *blend_regression_cv,
+                                    std::move(member_cv))
+                   : std::move(member_cv);
       }
     } else {
-      std::vector<int32_t> inner_train, inner_valid;
-      InnerSplit(all_rows, group_of_row, options.inner_valid_fraction, options.seed, &inner_train,
-                 &inner_valid);
-      KSELECT_ASSIGN_OR_RETURN(FitResult fit, fit_rows(inner_train, inner_valid, max_rounds));
+      std::vector<int32_t> all_rows(matrix.rows), inner_train, inner_valid;
+      std::iota(all_rows.begin(), all_rows.end(), 0);
+      InnerSplit(all_rows, matrix.group_of_row, options.inner_valid_fraction, options.seed,
+                 &inner_train, &inner_valid);
+      KSELECT_ASSIGN_OR_RETURN(FitResult fit, fitter.FitRows(inner_train, inner_valid, max_rounds));
       best_iterations.push_back(fit.best_iteration);
     }
-    std::sort(best_iterations.begin(), best_iterations.end());
-    const int final_rounds = best_iterations[best_iterations.size() / 2];
-    const auto final_start = std::chrono::steady_clock::now();
-    KSELECT_ASSIGN_OR_RETURN(FitResult final_fit, fit_rows(all_rows, {}, final_rounds));
-    if (options.progress) {
-      options.progress(member.key + " final fit: " + std::to_string(final_rounds) + " trees on " +
-                       std::to_string(rows) + " rows, " +
-                       std::to_string(std::lround(SecondsSince(final_start))) + " s");
-    }
-    // Importances of the new trees, before merging in the warm-start model's.
-    for (int type : {C_API_FEATURE_IMPORTANCE_SPLIT, C_API_FEATURE_IMPORTANCE_GAIN}) {
-      std::vector<double> imp(cols);
-      if (LGBM_BoosterFeatureImportance(final_fit.booster.get(), 0, type, imp.data()) != 0) {
-        return LgbmError("feature importance");
-      }
-      json by_name = json::object();
-      for (size_t i = 0; i < cols; ++i) by_name[result.spec.features[i].name] = imp[i];
-      importances[member.key][type == C_API_FEATURE_IMPORTANCE_SPLIT ? "split" : "gain"] = by_name;
-    }
-    if (previous) {
-      // Put the previous model's trees in front of the new ones (their sum is the prediction).
-      int prev_iterations = 0;
-      const fs::path prev_path = fs::path(options.warm_start_dir) / ModelFileName(target);
-      KSELECT_ASSIGN_OR_RETURN(BoosterHandle prev_copy, LoadBooster(prev_path, &prev_iterations));
-      BoosterPtr prev_owner(prev_copy);
-      if (LGBM_BoosterMerge(final_fit.booster.get(), prev_copy) != 0) return LgbmError("merge");
-    }
-    int total = 0;
-    if (LGBM_BoosterGetCurrentIteration(final_fit.booster.get(), &total) != 0) {
-      return LgbmError("iteration count");
-    }
-    const fs::path model_path = fs::path(out_dir) / member.file;
-    KSELECT_RETURN_IF_ERROR(SaveBooster(final_fit.booster.get(), model_path));
-    result.rounds.emplace_back(target, total);
-    result.model_files.emplace_back(member.file, total);
+    KSELECT_RETURN_IF_ERROR(
+        FitFinalModel(fitter, member, std::move(best_iterations), out_dir, &importances, &result));
   }
+  result.folds = cv.folds;
+  result.oof_efficiency = cv.oof_efficiency;
   if (!blend) {
     // A directory reused for another objective must not keep a stale ranker member.
     std::error_code ignored;
@@ -898,11 +979,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                       regression_params, dataset_params);
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "train_manifest.json", manifest.dump(2) + "\n"));
-  KSELECT_RETURN_IF_ERROR(WriteText(fs::path(out_dir) / "cv_metrics.json", cv.dump(2) + "\n"));
+  KSELECT_RETURN_IF_ERROR(
+      WriteText(fs::path(out_dir) / "cv_metrics.json", cv.metrics.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
-      WriteOofPredictions(data, oof, fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
+      WriteOofPredictions(data, cv.oof, cv.fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
   return result;
 }
 
