@@ -10,6 +10,8 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KSELECT_RULES_DIR="$PWD/rules"
 export KSELECT_CACHE_DIR=/tmp/kselect-cache
+# The test binary was built with /work/main as its source root (fixtures, rules).
+[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
   --format=csv | tee "$OUT/gpu.txt"
 start=$(date +%s)
