@@ -496,24 +496,6 @@ Status GemmFeatureExtractor::CheckPeer(std::optional<std::span<const PeerPick>> 
 
 namespace {
 
-// The fields of a config the peer block compares (0 = undefined, as in the typed configs).
-struct PeerFields {
-  int64_t algo = -1;  // cuBLASLt's algo id; -1 for providers without one
-  int64_t tile_m = 0, tile_n = 0, split_k = 1, cluster_m = 0, cluster_n = 0;
-};
-
-PeerFields PeerFieldsOf(const KernelConfig& c) {
-  const GemmKernelTraits traits = GemmTraitsOf(c);
-  PeerFields f;
-  f.algo = traits.algo_id;
-  f.tile_m = traits.tile_m;
-  f.tile_n = traits.tile_n;
-  f.split_k = std::max<int64_t>(traits.split_k, 1);
-  f.cluster_m = traits.cluster_m;
-  f.cluster_n = traits.cluster_n;
-  return f;
-}
-
 double Log2RatioOrNaN(int64_t a, int64_t b) {
   return a > 0 && b > 0 ? std::log2(static_cast<double>(a) / static_cast<double>(b)) : kNaN;
 }
@@ -522,22 +504,23 @@ double Log2RatioOrNaN(int64_t a, int64_t b) {
 
 void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer,
                                      double* v) const {
-  const PeerFields c = PeerFieldsOf(config);
+  // The peer block compares GEMM traits (0 = undefined; algo_id -1 where a provider has none).
+  const GemmKernelTraits c = GemmTraitsOf(config);
   int32_t rank = 0, family_picks = 0, family_best = 0;
   const PeerPick* top = nullptr;
   for (const PeerPick& pick : peer) {
     if (!top || pick.rank < top->rank) top = &pick;
     if (pick.config == config && (rank == 0 || pick.rank < rank)) rank = pick.rank;
-    const PeerFields p = PeerFieldsOf(pick.config);
-    if (p.algo == c.algo && p.tile_m == c.tile_m && p.tile_n == c.tile_n) {
+    const GemmKernelTraits p = GemmTraitsOf(pick.config);
+    if (p.algo_id == c.algo_id && p.tile_m == c.tile_m && p.tile_n == c.tile_n) {
       ++family_picks;
       if (family_best == 0 || pick.rank < family_best) family_best = pick.rank;
     }
   }
   v[0] = rank;
   if (top) {
-    const PeerFields t = PeerFieldsOf(top->config);
-    v[1] = t.algo >= 0 ? Flag(c.algo == t.algo) : kNaN;
+    const GemmKernelTraits t = GemmTraitsOf(top->config);
+    v[1] = t.algo_id >= 0 ? Flag(c.algo_id == t.algo_id) : kNaN;
     v[2] = t.tile_m > 0 ? Flag(c.tile_m == t.tile_m && c.tile_n == t.tile_n) : kNaN;
     v[3] = Flag(c.split_k == t.split_k);
     v[4] = t.cluster_m > 0 && c.cluster_m > 0
@@ -546,7 +529,7 @@ void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const
     v[5] = Log2RatioOrNaN(c.tile_m, t.tile_m);
     v[6] = Log2RatioOrNaN(c.tile_n, t.tile_n);
     v[7] = Log2RatioOrNaN(c.split_k, t.split_k);
-    v[8] = t.algo >= 0 ? static_cast<double>(t.algo) : kNaN;
+    v[8] = t.algo_id >= 0 ? static_cast<double>(t.algo_id) : kNaN;
     v[9] = Defined(t.tile_m);
     v[10] = Defined(t.tile_n);
     v[11] = static_cast<double>(t.split_k);
