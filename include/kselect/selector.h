@@ -1,0 +1,168 @@
+// Selector: the run-time half of kselect, what an application embeds. Opened once on a model
+// directory, it answers "which kernel config for this problem?" in microseconds, and Gemm() runs
+// the answer on the caller's buffers. Nothing here reads Parquet or links LightGBM: the
+// candidates ship with the model (candidates.json.gz, written by `kselect train` or
+// `kselect model candidates`), the trees are scored by kselect's own evaluator.
+//
+// Decision order for a problem (each Selection says which stage decided, and why a stage was
+// passed over):
+//   1. the tuner's exact-size solution library (SelectorOptions::solution_library), when given;
+//   2. the decision cache: every earlier decision for the same problem (lock-free reads);
+//   3. the model, over the candidate table's configs for the problem's dtypes and layout;
+//   4. when no model fits (another device, a dtype or layout the table lacks, a model needing the
+//      heuristic's picks where none can be had): the analytical estimate over the table's
+//      configs, then the provider library's own heuristic, then the first config the provider
+//      can run. A problem some kernel can run never gets an empty answer.
+// Candidates are checked with the provider's CanImplement before they are returned, where the
+// host has the GPU to ask (Selection::can_implement_checked says whether it did).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/features.h"
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/provider.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+class Model;
+
+// The stage of the decision order that produced a selection.
+enum class DecisionPath {
+  kSolutionLibrary,     // the tuner's measured winner for exactly this problem
+  kCache,               // an earlier decision (Selection::decided_by says which stage made it)
+  kModel,               // the trained model ranked the candidate table
+  kAnalytical,          // fallback: the analytical estimate ranked the candidate table
+  kHeuristic,           // fallback: the provider library's own heuristic
+  kFirstImplementable,  // fallback: the provider's first config that runs the problem
+};
+// "solution_library", "cache", "model", "analytical", "heuristic", "first_implementable".
+std::string_view DecisionPathName(DecisionPath path);
+
+// The file of the candidate table in a model directory.
+inline constexpr const char* kCandidateTableFile = "candidates.json.gz";
+
+struct SelectorOptions {
+  // Configs returned per selection (best first); at least 1.
+  int top_k = 8;
+  // The device the selection is for, and the provider's settings (device ordinal, workspace
+  // limit, tile rule set).
+  ProviderOptions provider;
+  // The hardware to select for. Unset: the GPU provider.device when this host has one, else the
+  // hardware the model was trained for (a GPU-less host ranks for the model's device).
+  std::optional<HardwareConstants> hardware;
+  // Ask the provider's CanImplement before returning a candidate (needs the GPU for cuBLASLt;
+  // skipped, and said so, where the host has none).
+  bool check_can_implement = true;
+  // A model trained with the heuristic's picks as features needs them: when Select is given
+  // none, ask the provider library live (GPU) when true; otherwise fall back.
+  bool query_heuristic = true;
+  // First stage of the model path: at most this many candidates are scored with the whole model,
+  // picked by the heuristic's families and the analytical estimate (0 = score every candidate).
+  int first_stage_candidates = 0;
+  // Path of a solution library (format "kselect.solutions"); "" = none.
+  std::string solution_library;
+  // Record mode: every distinct problem asked for is appended to this file (format
+  // "kselect.problem_record", one JSON object per line) for offline tuning; "" = off.
+  std::string record_path;
+  // Decisions the cache holds; further decisions are made but not cached.
+  size_t cache_capacity = 1 << 16;
+};
+
+struct RankedConfig {
+  KernelConfig config;
+  // What the deciding stage ordered by (higher = better): the model's score (TFLOPS for a
+  // regression, a ranking or blend score otherwise), the estimate's TFLOPS, or -rank.
+  double score = 0;
+  std::optional<double> predicted_tflops;
+  std::optional<double> predicted_latency_ms;
+};
+
+struct Selection {
+  Problem problem;
+  DecisionPath path = DecisionPath::kModel;
+  // The stage that made the decision: equal to `path` except for cached decisions.
+  DecisionPath decided_by = DecisionPath::kModel;
+  // Why earlier stages were passed over, where the heuristic's picks came from; "" when plain.
+  std::string note;
+  bool can_implement_checked = false;
+  size_t candidates_considered = 0;  // configs in the table (or enumerated) for the problem
+  size_t candidates_scored = 0;      // of those, scored by the deciding stage
+  std::vector<RankedConfig> ranked;  // best first, at most top_k, never empty
+};
+
+class Selector {
+ public:
+  // Loads the model, its candidate table and (when given) the solution library; queries the
+  // device when the host has one. Errors name the file or field at fault.
+  static StatusOr<std::unique_ptr<Selector>> Open(const std::string& model_dir,
+                                                  const SelectorOptions& options = {});
+  ~Selector();
+  Selector(const Selector&) = delete;
+  Selector& operator=(const Selector&) = delete;
+
+  // The decision for `problem`, through the decision order above. `peer` = the provider
+  // heuristic's picks for the problem, best first, when the caller has them (a model trained
+  // with them needs them; otherwise they are asked for live, see query_heuristic). Thread-safe;
+  // the returned selection lives as long as the selector. A problem that no stage can answer is
+  // an error (kCannotImplement) saying what each stage found.
+  StatusOr<const Selection*> Select(const Problem& problem,
+                                    std::optional<std::span<const PeerPick>> peer = std::nullopt);
+
+  // The model's ranking of exactly `candidates` (no cache, no fallback, no CanImplement): what
+  // `kselect eval` scores, and `kselect predict --candidates`. All candidates are returned.
+  StatusOr<Selection> Rank(const Problem& problem, std::span<const KernelConfig> candidates,
+                           std::optional<std::span<const PeerPick>> peer = std::nullopt) const;
+
+  // The candidate table's configs for the problem's dtypes and layout (empty when it has none).
+  std::span<const KernelConfig> Candidates(const Problem& problem) const;
+
+  // The decision cache on disk: saved with the device, driver, library versions and the model's
+  // fingerprint; loading refuses (kSchemaMismatch) a file made under any other of them.
+  Status SaveCache(const std::string& path) const;
+  Status LoadCache(const std::string& path);
+  size_t CachedDecisions() const;
+
+  const Model& model() const;
+  const SelectorOptions& options() const;
+  const HardwareConstants& hardware() const;
+  // FNV-1a 64 over the model directory's model files, spec and candidate table (hex).
+  const std::string& model_fingerprint() const;
+
+  // The provider the model's configs run on (dispatch prepares kernels through it); kUnavailable
+  // in builds or on hosts without one.
+  StatusOr<KernelProvider*> provider();
+
+  struct Impl;
+
+ private:
+  explicit Selector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// What Gemm() ran.
+struct DispatchInfo {
+  KernelConfig config;
+  DecisionPath path = DecisionPath::kModel;
+  int rank = 1;      // 1-based rank of the config run in the selection
+  std::string note;  // the configs that failed to prepare or launch before it, and why
+};
+
+// C = alpha * op(A) op(B) + beta * C with the selector's choice for `problem` (alpha and beta
+// from the problem), on `stream` (a cudaStream_t; nullptr = the default stream). `workspace`
+// may be null when `workspace_bytes` is 0: configs needing more are skipped. A config that fails
+// to prepare or launch falls back to the next ranked one and says so in the info. Asynchronous
+// like any launch. Prepared kernels are kept per (problem, config) for the next call.
+StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
+                            const void* b, void* c, void* workspace, int64_t workspace_bytes,
+                            void* stream);
+
+}  // namespace kselect
