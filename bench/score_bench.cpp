@@ -35,8 +35,8 @@ constexpr size_t kProblems = 20;
 constexpr size_t kRowsPerProblem = 100;
 
 struct ScoreInput {
-  std::string text;           // the LightGBM model text
-  std::vector<double> rows;   // row-major, the model's features wide
+  std::string text;              // the LightGBM model text
+  std::vector<double> rows;      // row-major, the model's features wide
   std::vector<double> shuffled;  // the same rows in a random order
   size_t num_rows = 0;
   int num_features = 0;
@@ -63,8 +63,7 @@ StatusOr<ScoreInput> BuildScoreInput() {
     }
     std::vector<KernelConfig> configs;
     for (size_t c = 0; c < kRowsPerProblem; ++c) {
-      configs.push_back(
-          problem.candidates[c * problem.candidates.size() / kRowsPerProblem].config);
+      configs.push_back(problem.candidates[c * problem.candidates.size() / kRowsPerProblem].config);
     }
     const std::vector<PeerPick> picks = PeerPicksOf(problem);
     std::vector<double> x;
@@ -95,9 +94,9 @@ void SetCounters(benchmark::State& state, size_t rows, int trees) {
   state.counters["rows"] = static_cast<double>(rows);
   state.counters["trees"] = trees;
   // CPU seconds / (iterations x rows x trees x 1e-9): nanoseconds per (row x tree).
-  state.counters["ns_per_row_tree"] =
-      benchmark::Counter(static_cast<double>(rows) * trees * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_row_tree"] = benchmark::Counter(
+      static_cast<double>(rows) * trees * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // Runs `predict(rows, out)` per iteration over the input's rows (or their shuffled copy).
@@ -172,12 +171,12 @@ void ScoreLightGbm(benchmark::State& state) {
 #endif
 
 [[maybe_unused]] const bool kRegistered = [] {
-  benchmark::RegisterBenchmark("BM_Score/compiled",
-                               [](benchmark::State& s) { ScoreCompiled(s, false); })
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("BM_Score/compiled_shuffled",
-                               [](benchmark::State& s) { ScoreCompiled(s, true); })
-      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Score/compiled", [](benchmark::State& s) {
+    ScoreCompiled(s, false);
+  })->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Score/compiled_shuffled", [](benchmark::State& s) {
+    ScoreCompiled(s, true);
+  })->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Score/tree_ensemble", ScoreTreeEnsemble)
       ->Unit(benchmark::kMicrosecond);
 #ifdef KSELECT_WITH_LIGHTGBM

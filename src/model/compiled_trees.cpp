@@ -55,9 +55,9 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
     const bool zero_compares_left = 0.0 <= n.threshold;
     const uint64_t zero_key = zero_left == zero_compares_left ? kZeroKey : zero_left ? 0 : kAll;
     const NumericSlot slot{static_cast<uint32_t>(n.feature), nan_left ? 0 : kAll, zero_key};
-    const auto [it, added] = numeric_slot.emplace(
-        std::make_tuple(slot.feature, slot.nan_key, slot.zero_key),
-        static_cast<uint32_t>(out.numeric_slots_.size()));
+    const auto [it, added] =
+        numeric_slot.emplace(std::make_tuple(slot.feature, slot.nan_key, slot.zero_key),
+                             static_cast<uint32_t>(out.numeric_slots_.size()));
     if (added) out.numeric_slots_.push_back(slot);
     return it->second;
   };
@@ -74,7 +74,7 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
     }
   }
   uint64_t next_slot = out.numeric_slots_.size();
-  std::vector<uint32_t> bit_of(trees.nodes_.size());     // a categorical node's bit
+  std::vector<uint32_t> bit_of(trees.nodes_.size());      // a categorical node's bit
   std::vector<uint32_t> feature_of(trees.nodes_.size());  // its index in categorical_
   for (const auto& [feature, nodes] : categorical_nodes) {
     CategoricalSlots c;
@@ -226,7 +226,8 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
       for (size_t t = 0; t < trees; ++t) {
         uint32_t node = tree_root_[t];
         for (uint32_t step = 0; step < tree_depth_[t]; ++step) {
-          const uint32_t next = nodes[node].child + static_cast<uint32_t>(went_right(nodes[node], 0));
+          const uint32_t next =
+              nodes[node].child + static_cast<uint32_t>(went_right(nodes[node], 0));
           if (next == node) break;  // a leaf
           node = next;
         }

@@ -71,7 +71,7 @@ class CompiledTrees {
     uint32_t words = 0;
     uint32_t codes = 0;
     bool tabled = true;
-    size_t table_begin = 0;  // into cat_table_
+    size_t table_begin = 0;   // into cat_table_
     uint32_t node_begin = 0;  // untabled: its nodes' bitsets in cat_node_bitset_
     uint32_t nodes = 0;
   };
@@ -93,8 +93,8 @@ class CompiledTrees {
   std::vector<CatBitset> cat_node_bitset_;
   std::vector<uint32_t> cat_bits_;
 
-  std::vector<Node> nodes_;        // every tree's nodes, breadth first, siblings side by side
-  std::vector<double> value_;      // per node: a leaf's value, 0 for inner nodes
+  std::vector<Node> nodes_;    // every tree's nodes, breadth first, siblings side by side
+  std::vector<double> value_;  // per node: a leaf's value, 0 for inner nodes
   std::vector<uint32_t> tree_root_;
   std::vector<uint32_t> tree_depth_;  // steps from the root to the deepest leaf
 };
