@@ -36,6 +36,13 @@ uint64_t ThresholdKey(double threshold) {
 
 const uint64_t kZeroKey = OrderKey(0.0);
 
+template <typename Node>
+double LeafValue(const Node& leaf) {
+  double value;
+  std::memcpy(&value, &leaf.key, sizeof value);
+  return value;
+}
+
 }  // namespace
 
 StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const Options& options) {
@@ -120,12 +127,14 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
     }
     out.categorical_.push_back(c);
   }
+  // Last, a slot that stays 0 in every row: leaves read it, so they never go right.
+  const uint64_t zero_slot = next_slot++;
   if (next_slot >= kMaxSlots) {
     return InvalidArgumentError("the model needs " + std::to_string(next_slot) +
                                 " input slots to compile, more than 2^26");
   }
-  // At least one slot, which leaves read.
-  out.num_slots_ = std::max<uint32_t>(1, static_cast<uint32_t>(next_slot));
+  out.num_slots_ = static_cast<uint32_t>(next_slot);
+  const uint32_t leaf_field = static_cast<uint32_t>(zero_slot * kLanes * 8);
 
   // Trees, breadth first: a node's children are appended side by side, so right = left + 1.
   std::vector<std::pair<int32_t, uint32_t>> queue;  // (TreeEnsemble child, depth)
@@ -139,10 +148,12 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
       const uint32_t self = base + static_cast<uint32_t>(q);
       depth = std::max(depth, level);
       Node node;
-      double value = 0;
       if (child < 0) {
-        node = {kAll, 0, self};
-        value = trees.leaf_values_[static_cast<size_t>(~child)];
+        // A leaf stays put (0 << 0 is above no key), so its key is free to hold its value.
+        const double value = trees.leaf_values_[static_cast<size_t>(~child)];
+        std::memcpy(&node.key, &value, sizeof value);
+        node.field = leaf_field;
+        node.child = self;
       } else {
         const Source& n = trees.nodes_[static_cast<size_t>(child)];
         node.child = base + static_cast<uint32_t>(queue.size());
@@ -159,7 +170,6 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
         }
       }
       out.nodes_.push_back(node);
-      out.value_.push_back(value);
     }
     out.tree_depth_.push_back(depth);
   }
@@ -207,7 +217,7 @@ void CompiledTrees::FillSlots(const double* row, size_t lane, uint64_t* slots) c
 
 void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) const {
   const size_t stride = static_cast<size_t>(num_features_);
-  std::vector<uint64_t> slots(size_t{num_slots_} * kLanes);
+  std::vector<uint64_t> slots(size_t{num_slots_} * kLanes, 0);  // the zero slot stays 0
   const char* slot_bytes = reinterpret_cast<const char*>(slots.data());
   const Node* nodes = nodes_.data();
   const size_t trees = tree_root_.size();
@@ -231,7 +241,7 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
           if (next == node) break;  // a leaf
           node = next;
         }
-        sum += value_[node];
+        sum += LeafValue(nodes[node]);
       }
       out[first++] = sum;
       continue;
@@ -254,7 +264,7 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
         }
         if (moved == 0) break;  // every lane is at its leaf
       }
-      for (size_t lane = 0; lane < kLanes; ++lane) sums[lane] += value_[node[lane]];
+      for (size_t lane = 0; lane < kLanes; ++lane) sums[lane] += LeafValue(nodes[node[lane]]);
     }
     std::copy_n(sums, count, out + first);
     first += count;

@@ -53,7 +53,9 @@ class CompiledTrees {
   static constexpr size_t kLanes = 8;
 
   struct Node {
-    uint64_t key = 0;    // goes right when (slot value << shift) > key; ~0 for a leaf
+    // Goes right when (slot value << shift) > key. A leaf reads the zero slot, so it never goes
+    // right whatever its key, which holds its value (a double's bits).
+    uint64_t key = 0;
     uint32_t field = 0;  // slot * kLanes * 8 (its byte offset in the lane-major slots) | shift
     uint32_t child = 0;  // left child (right = child + 1); a leaf's own index
   };
@@ -86,7 +88,7 @@ class CompiledTrees {
   void FillSlots(const double* row, size_t lane, uint64_t* slots) const;
 
   int num_features_ = 0;
-  uint32_t num_slots_ = 0;
+  uint32_t num_slots_ = 0;                  // numerical, then categorical, then one always 0
   std::vector<NumericSlot> numeric_slots_;  // slots 0 .. numeric_slots_.size() - 1
   std::vector<CategoricalSlots> categorical_;
   std::vector<uint64_t> cat_table_;
@@ -94,7 +96,6 @@ class CompiledTrees {
   std::vector<uint32_t> cat_bits_;
 
   std::vector<Node> nodes_;    // every tree's nodes, breadth first, siblings side by side
-  std::vector<double> value_;  // per node: a leaf's value, 0 for inner nodes
   std::vector<uint32_t> tree_root_;
   std::vector<uint32_t> tree_depth_;  // steps from the root to the deepest leaf
 };
