@@ -4,7 +4,8 @@
 //                         features, n = tokens) not in the cache, heuristic picks supplied,
 //                         first stage of 64 candidates (measured not to change held-out quality:
 //                         docs/notes/selector.md)
-//   BM_Select/cold_full   the same with every candidate scored
+//   BM_Select/cold_with_times  the same plus the predicted TFLOPS and latency of the top 8
+//   BM_Select/cold_full   every candidate scored (no first stage)
 //   BM_Select/cached      a decision already in the cache; also from 8 threads at once
 // Each reports p50_us over its iterations (the live cuBLASLt heuristic query that supplies the
 // picks on a GPU host is timed on the device: scripts/device/selector_check.sh).
@@ -18,6 +19,7 @@
 
 #include "kselect/dataset.h"
 #include "kselect/eval.h"
+#include "kselect/model.h"
 #include "kselect/selector.h"
 
 namespace kselect {
@@ -58,8 +60,9 @@ const Workload& LoadWorkload() {
   return workload;
 }
 
-std::unique_ptr<Selector> OpenSelector(int first_stage) {
+std::unique_ptr<Selector> OpenSelector(int first_stage, int predicted_times = 0) {
   SelectorOptions options;
+  options.predicted_times = predicted_times;
   options.first_stage_candidates = first_stage;
   options.check_can_implement = false;  // the decision alone, as on a host whose GPU said yes
   options.query_heuristic = false;
@@ -74,9 +77,9 @@ void ReportP50(benchmark::State& state, std::vector<double>& us) {
   state.counters["p50_us"] = us[us.size() / 2];
 }
 
-void Cold(benchmark::State& state, int first_stage) {
+void Cold(benchmark::State& state, int first_stage, int predicted_times = 0) {
   const Workload& workload = LoadWorkload();
-  auto selector = OpenSelector(first_stage);
+  auto selector = OpenSelector(first_stage, predicted_times);
   if (!selector || workload.layers.empty()) {
     state.SkipWithError("cannot open the model or read the held-out data");
     return;
@@ -113,6 +116,51 @@ void BM_SelectCold(benchmark::State& state) {
 void BM_SelectColdFull(benchmark::State& state) {
   Cold(state, 0);
 }
+// With the latency model's time for the top 8 (2,998 trees a config).
+void BM_SelectColdTimes(benchmark::State& state) {
+  Cold(state, 64, 8);
+}
+
+// Where a cold decision's time goes: the 66 configs the first stage picks for a decode shape,
+// their features (the extractor) and their scores (features + the 177 trees).
+void SelectParts(benchmark::State& state, bool score) {
+  const Workload& workload = LoadWorkload();
+  auto selector = OpenSelector(64);
+  if (!selector || workload.layers.empty()) {
+    state.SkipWithError("cannot open the model or read the held-out data");
+    return;
+  }
+  GemmProblem problem = workload.layers[0];
+  problem.n = 16;
+  const auto& picks = workload.picks.at({problem.m, problem.k});
+  auto selection = selector->Select(problem, picks);
+  if (!selection.ok()) {
+    state.SkipWithError(selection.status().ToString().c_str());
+    return;
+  }
+  auto table = selector->Candidates(problem);
+  const std::vector<KernelConfig> configs(table.begin(), table.begin() + 66);
+  std::vector<double> features;
+  for (auto _ : state) {
+    if (score) {
+      auto scores = selector->model().Predict(Target::kTflops, problem, configs,
+                                              std::span<const PeerPick>(picks));
+      benchmark::DoNotOptimize(scores);
+    } else {
+      auto status = selector->model().extractor().ExtractBatch(problem, configs, &features,
+                                                               std::span<const PeerPick>(picks));
+      benchmark::DoNotOptimize(status);
+    }
+  }
+}
+void BM_SelectPartsExtract(benchmark::State& state) {
+  SelectParts(state, false);
+}
+void BM_SelectPartsScore(benchmark::State& state) {
+  SelectParts(state, true);
+}
+BENCHMARK(BM_SelectPartsExtract)->Name("BM_SelectParts/extract_66")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SelectPartsScore)->Name("BM_SelectParts/score_66")->Unit(benchmark::kMicrosecond);
 
 void BM_SelectCached(benchmark::State& state) {
   static std::unique_ptr<Selector> selector;
@@ -148,6 +196,10 @@ void BM_SelectCached(benchmark::State& state) {
 }
 
 BENCHMARK(BM_SelectCold)->Name("BM_Select/cold")->Unit(benchmark::kMicrosecond)->Iterations(400);
+BENCHMARK(BM_SelectColdTimes)
+    ->Name("BM_Select/cold_with_times")
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(200);
 BENCHMARK(BM_SelectColdFull)
     ->Name("BM_Select/cold_full")
     ->Unit(benchmark::kMicrosecond)

@@ -195,8 +195,11 @@ class GemmFeatureExtractor final : public FeatureExtractor {
   Status ExtractGemmBatch(const GemmProblem& problem, std::span<const KernelConfig> candidates,
                           std::vector<double>* out,
                           std::optional<std::span<const PeerPick>> peer) const;
-  // Fills the row's peer features (kPeerFeatures order) for `config`.
-  void PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer, double* values) const;
+  // Fills the row's peer features (kPeerFeatures order) for `config` (whose traits are
+  // `traits`), given the picks and their traits (peer_traits[i] belongs to peer[i]).
+  void PeerBlock(const KernelConfig& config, const GemmKernelTraits& traits,
+                 std::span<const PeerPick> peer, std::span<const GemmKernelTraits> peer_traits,
+                 double* values) const;
 };
 
 // The analytical estimate on its own (also a feature block): per-tile compute and memory time

@@ -68,6 +68,10 @@ struct SelectorOptions {
   // First stage of the model path: at most this many candidates are scored with the whole model,
   // picked by the heuristic's families and the analytical estimate (0 = score every candidate).
   int first_stage_candidates = 0;
+  // How many of the ranked configs get predicted TFLOPS and latency (from the regression and
+  // latency models; a ranker's scores are not times). Each costs a pass over those models' trees
+  // (2,998 latency trees for the shipped bf16 TN ranker, ~45 us a config): 0 leaves them unset.
+  int predicted_times = 8;
   // Path of a solution library (format "kselect.solutions"); "" = none.
   std::string solution_library;
   // Record mode: every distinct problem asked for is appended to this file (format

@@ -502,16 +502,23 @@ double Log2RatioOrNaN(int64_t a, int64_t b) {
 
 }  // namespace
 
-void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const PeerPick> peer,
+void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, const GemmKernelTraits& c,
+                                     std::span<const PeerPick> peer,
+                                     std::span<const GemmKernelTraits> peer_traits,
                                      double* v) const {
   // The peer block compares GEMM traits (0 = undefined; algo_id -1 where a provider has none).
-  const GemmKernelTraits c = GemmTraitsOf(config);
+  // The picks' traits come computed once per problem (they are the same for every candidate).
   int32_t rank = 0, family_picks = 0, family_best = 0;
   const PeerPick* top = nullptr;
-  for (const PeerPick& pick : peer) {
-    if (!top || pick.rank < top->rank) top = &pick;
+  const GemmKernelTraits* top_traits = nullptr;
+  for (size_t i = 0; i < peer.size(); ++i) {
+    const PeerPick& pick = peer[i];
+    if (!top || pick.rank < top->rank) {
+      top = &pick;
+      top_traits = &peer_traits[i];
+    }
     if (pick.config == config && (rank == 0 || pick.rank < rank)) rank = pick.rank;
-    const GemmKernelTraits p = GemmTraitsOf(pick.config);
+    const GemmKernelTraits& p = peer_traits[i];
     if (p.algo_id == c.algo_id && p.tile_m == c.tile_m && p.tile_n == c.tile_n) {
       ++family_picks;
       if (family_best == 0 || pick.rank < family_best) family_best = pick.rank;
@@ -519,7 +526,7 @@ void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, std::span<const
   }
   v[0] = rank;
   if (top) {
-    const GemmKernelTraits t = GemmTraitsOf(top->config);
+    const GemmKernelTraits& t = *top_traits;
     v[1] = t.algo_id >= 0 ? Flag(c.algo_id == t.algo_id) : kNaN;
     v[2] = t.tile_m > 0 ? Flag(c.tile_m == t.tile_m && c.tile_n == t.tile_n) : kNaN;
     v[3] = Flag(c.split_k == t.split_k);
@@ -560,7 +567,11 @@ Status GemmFeatureExtractor::ExtractGemm(const GemmProblem& problem, const Kerne
   EstimateBlock(problem, t, spec_.hardware, s);
   KSELECT_CHECK(s.count() == engine_width_);
   std::array<double, std::size(kPeerFeatures)> peer_values{};
-  if (UsesPeerRanks()) PeerBlock(config, *peer, peer_values.data());
+  if (UsesPeerRanks()) {
+    std::vector<GemmKernelTraits> peer_traits;
+    for (const PeerPick& pick : *peer) peer_traits.push_back(GemmTraitsOf(pick.config));
+    PeerBlock(config, traits, *peer, peer_traits, peer_values.data());
+  }
   out->resize(NumFeatures());
   for (size_t slot = 0; slot < NumFeatures(); ++slot) {
     const int column = column_of_slot_[slot];
@@ -593,6 +604,10 @@ Status GemmFeatureExtractor::ExtractGemmBatch(const GemmProblem& problem,
   const size_t per_config_width = engine_width - ps.count() - hs.count() - kEstimateWidth;
   std::vector<double> row(engine_width);
   std::array<double, std::size(kPeerFeatures)> peer_values{};
+  std::vector<GemmKernelTraits> peer_traits;
+  if (UsesPeerRanks()) {
+    for (const PeerPick& pick : *peer) peer_traits.push_back(GemmTraitsOf(pick.config));
+  }
   const size_t width = NumFeatures();
   out->assign(candidates.size() * width, 0.0);
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -606,7 +621,9 @@ Status GemmFeatureExtractor::ExtractGemmBatch(const GemmProblem& problem,
     FeatureSink es(row.data() + ps.count() + cs.count() + hs.count());
     EstimateBlock(problem, t, hw, es);
     KSELECT_CHECK(es.count() == kEstimateWidth);
-    if (UsesPeerRanks()) PeerBlock(candidates[i], *peer, peer_values.data());
+    if (UsesPeerRanks()) {
+      PeerBlock(candidates[i], traits, *peer, peer_traits, peer_values.data());
+    }
     double* dst = out->data() + i * width;
     for (size_t slot = 0; slot < width; ++slot) {
       const int column = column_of_slot_[slot];

@@ -3,6 +3,7 @@
 #include "kselect/selector.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -73,16 +74,16 @@ struct GroupIndex {
   std::vector<TileShape> shapes;                   // distinct tile shapes
   std::vector<std::vector<size_t>> shape_members;  // configs of each shape
   std::vector<Exemplar> exemplars;                 // measured problems and their fastest configs
+  std::vector<std::array<double, 4>> exemplar_shapes;  // LogShape of each exemplar
 };
 
 // Exemplars consulted by the first stage, nearest first.
 constexpr size_t kNearestExemplars = 8;
 
-double ShapeDistance(const GemmProblem& problem, const Exemplar& e) {
-  return std::abs(std::log2(static_cast<double>(problem.m) / e.m)) +
-         std::abs(std::log2(static_cast<double>(problem.n) / e.n)) +
-         std::abs(std::log2(static_cast<double>(problem.k) / e.k)) +
-         std::abs(std::log2(static_cast<double>(problem.batch) / e.batch));
+// log2 of (m, n, k, batch): shapes compare by the L1 distance of these.
+std::array<double, 4> LogShape(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  return {std::log2(static_cast<double>(m)), std::log2(static_cast<double>(n)),
+          std::log2(static_cast<double>(k)), std::log2(static_cast<double>(batch))};
 }
 
 std::tuple<int64_t, int64_t, int64_t> FamilyOf(const GemmKernelTraits& traits) {
@@ -92,6 +93,9 @@ std::tuple<int64_t, int64_t, int64_t> FamilyOf(const GemmKernelTraits& traits) {
 GroupIndex BuildGroupIndex(std::span<const KernelConfig> configs, std::vector<Exemplar> exemplars) {
   GroupIndex index;
   index.exemplars = std::move(exemplars);
+  for (const Exemplar& e : index.exemplars) {
+    index.exemplar_shapes.push_back(LogShape(e.m, e.n, e.k, e.batch));
+  }
   index.configs.assign(configs.begin(), configs.end());
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, size_t> shape_index;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -228,6 +232,9 @@ Selector::~Selector() = default;
 StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
                                                    const SelectorOptions& options) {
   if (options.top_k < 1) return InvalidArgumentError("selector: top_k must be at least 1");
+  if (options.predicted_times < 0) {
+    return InvalidArgumentError("selector: predicted_times must be >= 0");
+  }
   if (options.first_stage_candidates < 0) {
     return InvalidArgumentError("selector: first_stage_candidates must be >= 0");
   }
@@ -465,8 +472,12 @@ std::vector<size_t> Selector::Impl::FirstStage(const GroupIndex& group, const Ge
   // What won on the nearest measured shapes, round-robin: each one's fastest, then the second...
   std::vector<std::pair<double, size_t>> nearest;
   nearest.reserve(group.exemplars.size());
+  const std::array<double, 4> shape = LogShape(problem.m, problem.n, problem.k, problem.batch);
   for (size_t e = 0; e < group.exemplars.size(); ++e) {
-    nearest.emplace_back(ShapeDistance(problem, group.exemplars[e]), e);
+    const std::array<double, 4>& other = group.exemplar_shapes[e];
+    double distance = 0;
+    for (int d = 0; d < 4; ++d) distance += std::abs(shape[d] - other[d]);
+    nearest.emplace_back(distance, e);
   }
   const size_t consulted = std::min(nearest.size(), kNearestExemplars);
   std::partial_sort(nearest.begin(), nearest.begin() + consulted, nearest.end());
@@ -481,6 +492,7 @@ std::vector<size_t> Selector::Impl::FirstStage(const GroupIndex& group, const Ge
     if (it == group.family_members.end()) continue;
     for (size_t i : it->second) take(i);
   }
+  if (out.size() >= budget) return out;
   // Then whole tile shapes by their analytical estimate, best first.
   std::vector<std::pair<double, size_t>> by_estimate;
   by_estimate.reserve(group.shapes.size());
@@ -585,7 +597,8 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
   selection.candidates_scored = scored.size();
   selection.note = peer_note;
   for (size_t i : kept) selection.ranked.push_back({scored[i], (*scores)[i], {}, {}});
-  KSELECT_RETURN_IF_ERROR(FillPredictions(problem, peer, &selection.ranked, kept.size()));
+  KSELECT_RETURN_IF_ERROR(FillPredictions(problem, peer, &selection.ranked,
+                                          static_cast<size_t>(options.predicted_times)));
   return std::optional<Selection>(std::move(selection));
 }
 
@@ -733,8 +746,9 @@ StatusOr<Selection> Selector::Rank(const Problem& problem, std::span<const Kerne
   selection.path = selection.decided_by = DecisionPath::kModel;
   selection.candidates_considered = selection.candidates_scored = candidates.size();
   for (size_t i : order) selection.ranked.push_back({candidates[i], scores[i], {}, {}});
-  KSELECT_RETURN_IF_ERROR(impl_->FillPredictions(problem, peer, &selection.ranked,
-                                                 static_cast<size_t>(impl_->options.top_k)));
+  KSELECT_RETURN_IF_ERROR(impl_->FillPredictions(
+      problem, peer, &selection.ranked,
+      static_cast<size_t>(std::min(impl_->options.top_k, impl_->options.predicted_times))));
   return selection;
 }
 
