@@ -98,6 +98,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/kselectConfig.cmake
 
 # pkg-config: prefix relative to the .pc file, so a tree installed with --prefix elsewhere works.
 file(RELATIVE_PATH KSELECT_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" KSELECT_PC_TO_PREFIX "${KSELECT_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kselect.pc.in ${PROJECT_BINARY_DIR}/package/kselect.pc
                @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/package/kselect.pc
