@@ -19,12 +19,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "kselect/candidates.h"
 #include "kselect/features.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
@@ -46,9 +49,6 @@ enum class DecisionPath {
 };
 // "solution_library", "cache", "model", "analytical", "heuristic", "first_implementable".
 std::string_view DecisionPathName(DecisionPath path);
-
-// The file of the candidate table in a model directory.
-inline constexpr const char* kCandidateTableFile = "candidates.json.gz";
 
 struct SelectorOptions {
   // Configs returned per selection (best first); at least 1.
@@ -140,6 +140,9 @@ class Selector {
   // The provider the model's configs run on (dispatch prepares kernels through it); kUnavailable
   // in builds or on hosts without one.
   StatusOr<KernelProvider*> provider();
+  // Dispatch's prepared kernels per (problem, config), under their mutex.
+  std::mutex& dispatch_mutex();
+  std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
 
   struct Impl;
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kselect/candidates.h"
 #include "kselect/dataset.h"
 #include "kselect/eval.h"
 #include "kselect/features.h"
@@ -135,6 +136,12 @@ inline constexpr const char* kOofFormat2Header = "# kselect.oof_predictions 2";
 // Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
 Status WriteGzipFile(const std::string& path, const std::string& text);
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
+
+// The candidate table of a model trained on `data` (candidates.h): every distinct config of
+// each problem group, so a selector knows its candidates without the data.
+CandidateTable CandidateTableOf(const CandidateSet& data);
+// Writes CandidateTableOf(data) to `model_dir`/candidates.json.gz (atomically).
+Status WriteCandidateTable(const CandidateSet& data, const std::string& model_dir);
 // Per-candidate scores of `data` from out-of-fold predictions, shaped like PredictCandidateSet's.
 // Refuses (kFailedPrecondition) data with a (problem, config) pair the file lacks, saying how
 // many are covered and naming the first missing one: OOF predictions exist only for the rows the

@@ -1,5 +1,8 @@
 // kselect eval: selection efficiency of a model against the oracle and the peers' heuristics;
 // kselect compare: two models on the same data, judged by the acceptance rules.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +13,7 @@
 #include "cli/dataset_io.h"
 #include "core/text.h"
 #include "kselect/eval_report.h"
+#include "kselect/selector.h"
 #include "kselect/train.h"
 
 namespace kselect::cli {
@@ -85,6 +89,7 @@ StatusOr<Evaluation> Evaluate(const std::string& model_dir, const Dataset& datas
 }
 
 struct EvalArgs {
+  std::vector<int> selector_stages;  // --selector: first-stage budgets to evaluate
   std::string model;
   std::string data;
   bool json = false;
@@ -94,7 +99,76 @@ struct EvalArgs {
   bool out_of_fold = false;
 };
 
+// The selector's own decisions on measured data, once per first-stage budget: the efficiency of
+// each problem's pick (measured TFLOPS / the problem's best), how often the pick equals the
+// model's pick over the measured candidates (what the plain eval scores), how many picks the
+// data did not measure, and the CPU time of a cold decision.
+StatusOr<int> RunSelectorEval(const EvalArgs& args, const Dataset& dataset) {
+  KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
+  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, model.spec().provider));
+  KSELECT_ASSIGN_OR_RETURN(auto full_scores, PredictCandidateSet(model, data, Target::kTflops));
+  std::printf("selector on %s: %zu problems (CanImplement not checked: the data says what ran)\n",
+              args.data.c_str(), data.problems.size());
+  std::printf("%11s  %8s  %8s  %8s  %8s  %10s  %10s  %9s  %9s\n", "first_stage", "mean", "median",
+              "p10", "min", "same_pick", "unmeasured", "scored", "us/select");
+  for (const int stage : args.selector_stages) {
+    SelectorOptions options;
+    options.top_k = 1;
+    options.first_stage_candidates = stage;
+    options.check_can_implement = false;
+    options.query_heuristic = false;
+    options.hardware = data.hardware;
+    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector,
+                             Selector::Open(args.model, options));
+    std::vector<double> efficiency;
+    size_t same = 0, unmeasured = 0, scored = 0;
+    double seconds = 0;
+    for (size_t p = 0; p < data.problems.size(); ++p) {
+      const ProblemCandidates& problem = data.problems[p];
+      const std::vector<PeerPick> picks = PeerPicksOf(problem);
+      std::optional<std::span<const PeerPick>> peer;
+      if (model.UsesPeerRanks()) peer = picks;
+      const auto start = std::chrono::steady_clock::now();
+      KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector->Select(problem.problem, peer));
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      scored += selection->candidates_scored;
+      const std::string pick = ConfigKey(selection->ranked.front().config);
+      const std::vector<double>& scores = full_scores[p];
+      const size_t best =
+          static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+      if (problem.candidates[best].config_key == pick) ++same;
+      double oracle = 0;
+      std::optional<double> picked;
+      for (const Candidate& c : problem.candidates) {
+        oracle = std::max(oracle, c.tflops);
+        if (c.config_key == pick) picked = c.tflops;
+      }
+      if (!picked) {
+        ++unmeasured;
+        continue;
+      }
+      efficiency.push_back(*picked / oracle);
+    }
+    const EfficiencyStats stats = ComputeStats(efficiency);
+    const double n = static_cast<double>(data.problems.size());
+    std::printf("%11d  %7.2f%%  %7.2f%%  %7.2f%%  %7.2f%%  %9.2f%%  %10zu  %9.0f  %9.1f\n", stage,
+                100 * stats.mean, 100 * stats.median, 100 * stats.p10, 100 * stats.min,
+                100 * same / n, unmeasured, scored / n, 1e6 * seconds / n);
+  }
+  std::printf(
+      "first_stage 0 = every candidate of the table scored; same_pick = the model's pick over "
+      "the data's measured candidates (kselect eval's); unmeasured picks are left out of the "
+      "efficiency figures\n");
+  return kExitOk;
+}
+
 int RunEval(const EvalArgs& args) {
+  if (!args.selector_stages.empty()) {
+    auto dataset = ReadDatasetChecked(args.data);
+    if (!dataset.ok()) return ReportError("eval", dataset.status());
+    auto rc = RunSelectorEval(args, *dataset);
+    return rc.ok() ? *rc : ReportError("eval --selector", rc.status());
+  }
   // Checked before the (slow) evaluation, so a bad path costs nothing and writes nothing.
   if (!args.markdown.empty()) {
     if (auto s = text::CheckOutputFile(args.markdown, "--markdown", {args.data}); !s.ok()) {
@@ -212,6 +286,11 @@ Command EvalCommand() {
                          "score the model's out-of-fold predictions (oof_predictions.csv.gz, "
                          "written by kselect train) instead of predicting the data: the held-out "
                          "figures, on the training data itself");
+            app.add_option("--selector", args->selector_stages,
+                           "evaluate the selector's own decisions over the model's candidate "
+                           "table instead, once per first-stage budget given (0 = score all)")
+                ->delimiter(',')
+                ->check(CLI::NonNegativeNumber);
             return [args]() { return RunEval(*args); };
           }};
 }

@@ -1,5 +1,6 @@
-// kselect predict: rank candidate configs for one GEMM with a trained model, with the predicted
-// time of each (the latency model), optionally only the configs the GPU can run.
+// kselect predict: the selector's decision for one GEMM (selector.h), printed: the ranked configs
+// with their predicted time, and which stage decided. With --candidates, the model's ranking of
+// exactly a dataset's configs instead (what `kselect eval` scores).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "cli/gemm_args.h"
 #include "kselect/model.h"
 #include "kselect/provider.h"
+#include "kselect/selector.h"
 
 namespace kselect::cli {
 namespace {
@@ -31,6 +33,8 @@ struct PredictArgs {
   int top = 10;
   bool json = false;
   bool can_implement = false;  // drop configs the provider cannot run this problem with
+  std::string peer_data;       // a dataset whose recorded heuristic picks feed a peer model
+  int first_stage = 0;         // SelectorOptions::first_stage_candidates
 };
 
 // Drops the configs (and their keys) that the model's provider cannot run `problem` with, by the
@@ -135,13 +139,145 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
   return picks;
 }
 
-StatusOr<int> Run(const PredictArgs& args) {
-  KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
-  if (!args.hardware.empty()) {
-    KSELECT_ASSIGN_OR_RETURN(HardwareProfile profile, LoadHardwareProfile(args.hardware));
-    KSELECT_ASSIGN_OR_RETURN(HardwareConstants constants, HardwareConstantsFor(profile));
-    KSELECT_RETURN_IF_ERROR(model.CheckHardware(constants));
+// The printed or JSON form of a selection.
+void PrintSelection(const PredictArgs& args, const Selector& selector, const Selection& selection,
+                    size_t candidates, size_t not_implementable, const std::string& peer_source) {
+  const Model& model = selector.model();
+  const GemmProblem& problem = std::get<GemmProblem>(selection.problem);
+  const bool by_model = selection.decided_by == DecisionPath::kModel;
+  const bool ranker = by_model && model.Ranks(Target::kTflops);
+  const bool blend = by_model && model.Blends();
+  const bool has_latency_model = model.Has(Target::kLatency);
+  const size_t top = std::min(selection.ranked.size(), static_cast<size_t>(std::max(args.top, 1)));
+  const char* ranked_by = !by_model ? "fallback"
+                          : blend   ? "blend score"
+                          : ranker  ? "lambdarank score"
+                                    : "predicted TFLOPS";
+  const char* tflops_from = !by_model            ? "the fallback stage"
+                            : (blend || !ranker) ? "tflops model"
+                            : has_latency_model  ? "latency model"
+                                                 : nullptr;
+  const char* latency_from = !by_model            ? "the fallback stage"
+                             : has_latency_model  ? "latency model"
+                             : (blend || !ranker) ? "tflops model (flops / TFLOPS)"
+                                                  : nullptr;
+  auto or_null = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json();
+  };
+  if (args.json) {
+    nlohmann::json ranked = nlohmann::json::array();
+    for (size_t r = 0; r < top; ++r) {
+      const RankedConfig& entry = selection.ranked[r];
+      nlohmann::json row = {{"rank", r + 1},
+                            {"config", ConfigKey(entry.config)},
+                            {"name", DescribeConfig(entry.config)},
+                            {"predicted_tflops", or_null(entry.predicted_tflops)},
+                            {"predicted_latency_ms", or_null(entry.predicted_latency_ms)}};
+      if (ranker || !by_model) row["score"] = entry.score;
+      ranked.push_back(std::move(row));
+    }
+    std::cout << nlohmann::json{{"problem", problem.ToString()},
+                                {"model", args.model},
+                                {"path", DecisionPathName(selection.path)},
+                                {"decided_by", DecisionPathName(selection.decided_by)},
+                                {"note", selection.note},
+                                {"ranked_by", ranked_by},
+                                {"predicted_tflops_from",
+                                 tflops_from ? nlohmann::json(tflops_from) : nlohmann::json()},
+                                {"predicted_latency_from",
+                                 latency_from ? nlohmann::json(latency_from) : nlohmann::json()},
+                                {"candidates", candidates},
+                                {"candidates_scored", selection.candidates_scored},
+                                {"can_implement_checked", selection.can_implement_checked},
+                                {"not_implementable", not_implementable},
+                                {"peer_picks_from", peer_source.empty()
+                                                        ? nlohmann::json()
+                                                        : nlohmann::json(peer_source)},
+                                {"ranked", ranked}}
+                     .dump(2)
+              << "\n";
+    return;
   }
+  std::cout << problem.ToString() << ": " << candidates << " candidates";
+  if (args.can_implement) {
+    std::cout << " the provider can run it with (" << not_implementable << " cannot)";
+  }
+  std::cout << "\n";
+  std::cout << "decided by: " << DecisionPathName(selection.decided_by);
+  if (selection.path == DecisionPath::kCache) std::cout << " (cached)";
+  if (selection.candidates_scored != candidates) {
+    std::cout << ", " << selection.candidates_scored << " scored";
+  }
+  std::cout << (selection.can_implement_checked ? ", CanImplement checked"
+                                                : ", CanImplement not checked (no GPU to ask)")
+            << "\n";
+  if (!selection.note.empty()) std::cout << "note: " << selection.note << "\n";
+  if (!peer_source.empty()) std::cout << "peer picks from " << peer_source << "\n";
+  auto text = [](const std::optional<double>& v, const char* format) {
+    char buf[32] = "-";
+    if (v) std::snprintf(buf, sizeof(buf), format, *v);
+    return std::string(buf);
+  };
+  if (ranker) {
+    std::printf("rank  %10s  %10s  %10s  config\n", "score", "latency_ms", "TFLOPS*");
+  } else {
+    std::printf("rank  %10s  %10s  config\n", "TFLOPS", "latency_ms");
+  }
+  for (size_t r = 0; r < top; ++r) {
+    const RankedConfig& entry = selection.ranked[r];
+    const std::string order_value =
+        ranker ? text(entry.score, "%.4f") : text(entry.predicted_tflops, "%.2f");
+    std::printf("%4zu  %10s  %10s  ", r + 1, order_value.c_str(),
+                text(entry.predicted_latency_ms, "%.4g").c_str());
+    if (ranker) std::printf("%10s  ", text(entry.predicted_tflops, "%.2f").c_str());
+    std::printf("%s\n", DescribeConfig(entry.config).c_str());
+  }
+  if (blend) {
+    std::printf(
+        "score: %.1f x the regression's per-problem rank percentile + %.1f x the "
+        "ranker's; TFLOPS* = the regression member's prediction\n",
+        model.blend_regression_weight(), 1 - model.blend_regression_weight());
+  } else if (ranker) {
+    std::cout << "score: the ranker's order only, not TFLOPS; TFLOPS* = 2*m*n*k*batch / "
+                 "predicted latency"
+              << (has_latency_model ? ""
+                                    : " (this model has no latency model: retrain with "
+                                      "--targets tflops,latency)")
+              << "\n";
+  } else if (by_model && !has_latency_model) {
+    std::cout << "latency_ms = 2*m*n*k*batch / predicted TFLOPS (the model has no separate "
+                 "latency model)\n";
+  }
+}
+
+// The heuristic's picks a dataset recorded for `problem` (the rows' peer ranks), best first.
+StatusOr<std::vector<PeerPick>> RecordedPeerPicks(const Dataset& dataset, Provider provider,
+                                                  const GemmProblem& problem,
+                                                  const std::string& path) {
+  const std::string problem_key = problem.ToString();
+  const std::string provider_name(ProviderName(provider));
+  std::vector<PeerPick> picks;
+  bool measured = false;
+  for (const DatasetRow& row : dataset.rows) {
+    if (row.problem_key.value_or("") != problem_key || row.provider.value_or("") != provider_name) {
+      continue;
+    }
+    measured = true;
+    if (row.peer_rank && *row.peer_rank > 0) {
+      KSELECT_ASSIGN_OR_RETURN(Measurement meas, MeasurementFromRow(row));
+      picks.push_back({meas.config, static_cast<int32_t>(*row.peer_rank)});
+    }
+  }
+  if (!measured) {
+    return FailedPreconditionError(path + " did not measure " + problem_key +
+                                   ": it has no heuristic picks recorded for it");
+  }
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  return picks;
+}
+
+StatusOr<GemmProblem> ProblemOf(const PredictArgs& args) {
   GemmProblem problem;
   problem.m = args.m;
   problem.n = args.n;
@@ -156,7 +292,40 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(problem.dtype_c, ParseDataType(args.dtype_c));
   }
   KSELECT_RETURN_IF_ERROR(problem.Validate());
+  return problem;
+}
 
+StatusOr<int> Run(const PredictArgs& args) {
+  SelectorOptions options;
+  options.top_k = std::max(args.top, 1);
+  options.first_stage_candidates = args.first_stage;
+  if (!args.hardware.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(HardwareProfile profile, LoadHardwareProfile(args.hardware));
+    KSELECT_ASSIGN_OR_RETURN(options.hardware, HardwareConstantsFor(profile));
+  }
+  KSELECT_ASSIGN_OR_RETURN(const GemmProblem problem, ProblemOf(args));
+  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector, Selector::Open(args.model, options));
+  const Model& model = selector->model();
+
+  if (args.candidates.empty()) {
+    // The selector's own decision over the model's candidate table.
+    std::optional<std::vector<PeerPick>> peer;
+    std::string peer_source;
+    if (!args.peer_data.empty() && model.UsesPeerRanks()) {
+      KSELECT_ASSIGN_OR_RETURN(Dataset dataset, ReadDatasetChecked(args.peer_data));
+      KSELECT_ASSIGN_OR_RETURN(
+          peer, RecordedPeerPicks(dataset, model.spec().provider, problem, args.peer_data));
+      peer_source = args.peer_data + " (the heuristic's picks recorded when it was measured)";
+    }
+    const auto ranks = peer ? std::optional<std::span<const PeerPick>>(*peer)
+                            : std::optional<std::span<const PeerPick>>();
+    KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector->Select(problem, ranks));
+    PrintSelection(args, *selector, *selection, selection->candidates_considered, 0, peer_source);
+    return kExitOk;
+  }
+
+  // Ranking a dataset's configs is the model's alone: no fallback for another device.
+  if (options.hardware) KSELECT_RETURN_IF_ERROR(model.CheckHardware(*options.hardware));
   // Candidates: the distinct configs the file measured for this provider and input dtype.
   KSELECT_ASSIGN_OR_RETURN(Dataset dataset, ReadDatasetChecked(args.candidates));
   const std::string provider(ProviderName(model.spec().provider));
@@ -190,137 +359,9 @@ StatusOr<int> Run(const PredictArgs& args) {
   // The heuristic's picks stay features of the problem even when a pick cannot run it.
   const auto ranks = peer ? std::optional<std::span<const PeerPick>>(*peer)
                           : std::optional<std::span<const PeerPick>>();
-  // The TFLOPS model orders the candidates (a regression's TFLOPS or a ranker's scores).
-  KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
-                           model.Predict(Target::kTflops, problem, configs, ranks));
-  std::vector<size_t> order(configs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  const size_t top = std::min(order.size(), static_cast<size_t>(std::max(args.top, 1)));
-  // Times and rates of the configs shown only (the other members' trees are not run for the
-  // rest): the peer features depend on the heuristic's picks, not on the other candidates, so a
-  // subset predicts the same.
-  std::vector<KernelConfig> shown;
-  for (size_t r = 0; r < top; ++r) shown.push_back(configs[order[r]]);
-  auto spread = [&](const std::vector<double>& shown_values) {
-    std::vector<double> all(configs.size(), std::nan(""));
-    for (size_t r = 0; r < top; ++r) all[order[r]] = shown_values[r];
-    return all;
-  };
-  std::vector<double> latency_ms;  // the latency model's time, when there is one
-  if (model.Has(Target::kLatency)) {
-    KSELECT_ASSIGN_OR_RETURN(std::vector<double> shown_latency,
-                             model.Predict(Target::kLatency, problem, shown, ranks));
-    latency_ms = spread(shown_latency);
-  }
-  // A ranker's scores are not TFLOPS: its TFLOPS come from the latency model instead. A blend's
-  // come from its regression member.
-  const bool ranker = model.Ranks(Target::kTflops);
-  const bool blend = model.Blends();
-  std::vector<double> tflops;  // predicted TFLOPS where the model has a regression for them
-  if (blend) {
-    KSELECT_ASSIGN_OR_RETURN(std::vector<double> shown_tflops,
-                             model.PredictTflops(problem, shown, ranks));
-    tflops = spread(shown_tflops);
-  } else if (!ranker) {
-    tflops = scores;
-  }
-  auto predicted_tflops = [&](size_t i) -> std::optional<double> {
-    if (!tflops.empty()) return tflops[i];
-    if (latency_ms.empty() || !(latency_ms[i] > 0)) return std::nullopt;
-    return problem.Flops() / (latency_ms[i] * 1e-3) / 1e12;
-  };
-  // Without a latency model a regression's latency follows from its TFLOPS exactly (latency =
-  // 2*m*n*k*batch / TFLOPS): the same order, no second model to disagree with the first.
-  const bool latency_derived = latency_ms.empty() && !tflops.empty();
-  auto latency = [&](size_t i) -> std::optional<double> {
-    if (latency_derived) {
-      if (!(tflops[i] > 0)) return std::nullopt;
-      return problem.Flops() / (tflops[i] * 1e12) * 1e3;
-    }
-    if (latency_ms.empty()) return std::nullopt;
-    return latency_ms[i];
-  };
-  if (args.json) {
-    auto or_null = [](const std::optional<double>& v) {
-      return v ? nlohmann::json(*v) : nlohmann::json();
-    };
-    nlohmann::json ranked = nlohmann::json::array();
-    for (size_t r = 0; r < top; ++r) {
-      const size_t i = order[r];
-      nlohmann::json entry = {{"rank", r + 1},
-                              {"config", keys[i]},
-                              {"name", DescribeConfig(configs[i])},
-                              {"predicted_tflops", or_null(predicted_tflops(i))},
-                              {"predicted_latency_ms", or_null(latency(i))}};
-      if (ranker) entry["score"] = scores[i];
-      ranked.push_back(std::move(entry));
-    }
-    std::cout << nlohmann::json{{"problem", problem.ToString()},
-                                {"model", args.model},
-                                {"ranked_by", blend    ? "blend score"
-                                              : ranker ? "lambdarank score"
-                                                       : "predicted TFLOPS"},
-                                {"predicted_tflops_from",
-                                 !tflops.empty()      ? nlohmann::json("tflops model")
-                                 : latency_ms.empty() ? nlohmann::json()
-                                                      : nlohmann::json("latency model")},
-                                {"predicted_latency_from",
-                                 latency_derived ? nlohmann::json("tflops model (flops / TFLOPS)")
-                                 : latency_ms.empty() ? nlohmann::json()
-                                                      : nlohmann::json("latency model")},
-                                {"candidates", configs.size()},
-                                {"can_implement_checked", args.can_implement},
-                                {"not_implementable", not_implementable},
-                                {"peer_picks_from",
-                                 peer ? nlohmann::json(peer_source) : nlohmann::json()},
-                                {"ranked", ranked}}
-                     .dump(2)
-              << "\n";
-  } else {
-    std::cout << problem.ToString() << ": " << configs.size() << " candidates";
-    if (args.can_implement) {
-      std::cout << " the provider can run it with (" << not_implementable << " cannot)";
-    }
-    std::cout << "\n";
-    if (peer) std::cout << "peer picks from " << peer_source << "\n";
-    auto text = [](const std::optional<double>& v, const char* format) {
-      char buf[32] = "-";
-      if (v) std::snprintf(buf, sizeof(buf), format, *v);
-      return std::string(buf);
-    };
-    if (ranker) {
-      std::printf("rank  %10s  %10s  %10s  config\n", "score", "latency_ms", "TFLOPS*");
-    } else {
-      std::printf("rank  %10s  %10s  config\n", "TFLOPS", "latency_ms");
-    }
-    for (size_t r = 0; r < top; ++r) {
-      const size_t i = order[r];
-      const std::string order_value =
-          ranker ? text(scores[i], "%.4f") : text(predicted_tflops(i), "%.2f");
-      std::printf("%4zu  %10s  %10s  ", r + 1, order_value.c_str(),
-                  text(latency(i), "%.4g").c_str());
-      if (ranker) std::printf("%10s  ", text(predicted_tflops(i), "%.2f").c_str());
-      std::printf("%s\n", DescribeConfig(configs[i]).c_str());
-    }
-    if (blend) {
-      std::printf(
-          "score: %.1f x the regression's per-problem rank percentile + %.1f x the "
-          "ranker's; TFLOPS* = the regression member's prediction\n",
-          model.blend_regression_weight(), 1 - model.blend_regression_weight());
-    } else if (ranker) {
-      std::cout << "score: the ranker's order only, not TFLOPS; TFLOPS* = 2*m*n*k*batch / "
-                   "predicted latency"
-                << (latency_ms.empty() ? " (this model has no latency model: retrain with "
-                                         "--targets tflops,latency)"
-                                       : "")
-                << "\n";
-    } else if (latency_derived) {
-      std::cout << "latency_ms = 2*m*n*k*batch / predicted TFLOPS (the model has no separate "
-                   "latency model)\n";
-    }
-  }
+  KSELECT_ASSIGN_OR_RETURN(Selection selection, selector->Rank(problem, configs, ranks));
+  selection.can_implement_checked = args.can_implement;
+  PrintSelection(args, *selector, selection, configs.size(), not_implementable, peer_source);
   return kExitOk;
 }
 
@@ -335,9 +376,18 @@ Command PredictCommand() {
             ->required()
             ->check(CLI::ExistingDirectory);
         app.add_option("--candidates", args->candidates,
-                       "dataset whose distinct configs are the candidates")
-            ->required()
+                       "rank exactly this dataset's distinct configs (default: the selector's "
+                       "decision over the model's candidate table)")
             ->check(CLI::ExistingFile);
+        app.add_option("--peer-data", args->peer_data,
+                       "a dataset that measured the problem: its recorded heuristic picks feed a "
+                       "model trained with them (default: asked live on a GPU host)")
+            ->check(CLI::ExistingFile);
+        app.add_option("--first-stage", args->first_stage,
+                       "score at most this many candidates with the whole model, picked by the "
+                       "heuristic's families and the analytical estimate (0 = all)")
+            ->capture_default_str()
+            ->check(CLI::NonNegativeNumber);
         app.add_option("--m", args->m, "rows of A and C")->required()->check(PositiveInteger());
         app.add_option("--n", args->n, "columns of B and C")->required()->check(PositiveInteger());
         app.add_option("--k", args->k, "reduction dimension")->required()->check(PositiveInteger());

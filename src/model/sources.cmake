@@ -25,4 +25,5 @@ set(KSELECT_ML_CLI_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_features.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_train.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_eval.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_predict.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_predict.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../cli/cmd_model.cpp)

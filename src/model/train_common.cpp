@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
 #include <zlib.h>
 
 #include "core/text.h"
 #include "kselect/train.h"
+#include "kselect/version.h"
 
 namespace kselect {
 
@@ -251,6 +253,49 @@ StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
         "(honest only on data neither model was trained on)");
   }
   return scores;
+}
+
+CandidateTable CandidateTableOf(const CandidateSet& data) {
+  CandidateTable table;
+  table.provider = data.provider;
+  table.data_fingerprint = data.fingerprint;
+  table.rows = data.rows_used;
+  table.tool_version = ToolVersion();
+  std::map<std::string, std::map<std::string, const KernelConfig*>> by_group;
+  for (const ProblemCandidates& problem : data.problems) {
+    auto& group = by_group[CandidateGroupKey(problem.problem)];
+    for (const Candidate& candidate : problem.candidates) {
+      group.emplace(candidate.config_key, &candidate.config);
+    }
+  }
+  std::map<std::string, std::map<std::string, uint32_t>> index_of;
+  for (const auto& [key, configs] : by_group) {
+    std::vector<KernelConfig>& out = table.groups[key];
+    for (const auto& [config_key, config] : configs) {
+      index_of[key].emplace(config_key, static_cast<uint32_t>(out.size()));
+      out.push_back(*config);
+    }
+  }
+  for (const ProblemCandidates& problem : data.problems) {
+    const auto* gemm = std::get_if<GemmProblem>(&problem.problem);
+    if (gemm == nullptr) continue;
+    const std::string key = CandidateGroupKey(problem.problem);
+    std::vector<const Candidate*> order;
+    for (const Candidate& c : problem.candidates) order.push_back(&c);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Candidate* a, const Candidate* b) { return a->tflops > b->tflops; });
+    Exemplar exemplar{gemm->m, gemm->n, gemm->k, gemm->batch, {}};
+    for (size_t i = 0; i < order.size() && i < kExemplarConfigs; ++i) {
+      exemplar.fastest.push_back(index_of[key].at(order[i]->config_key));
+    }
+    table.exemplars[key].push_back(std::move(exemplar));
+  }
+  return table;
+}
+
+Status WriteCandidateTable(const CandidateSet& data, const std::string& model_dir) {
+  return WriteGzipFile((std::filesystem::path(model_dir) / kCandidateTableFile).string(),
+                       CandidateTableToJson(CandidateTableOf(data)));
 }
 
 }  // namespace kselect

@@ -1,0 +1,871 @@
+// The run-time selector (selector.h): the decision order, the model path with its first stage,
+// the fallbacks, the solution library, record mode and the cache on disk.
+#include "kselect/selector.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "core/text.h"
+#include "kselect/config_schema.h"
+#include "kselect/hardware.h"
+#include "kselect/model.h"
+#include "kselect/version.h"
+#include "selector/decision_cache.h"
+
+namespace kselect {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using selector_internal::CacheEntry;
+using selector_internal::DecisionCache;
+using selector_internal::HashProblem;
+
+std::string_view DecisionPathName(DecisionPath path) {
+  switch (path) {
+    case DecisionPath::kSolutionLibrary:
+      return "solution_library";
+    case DecisionPath::kCache:
+      return "cache";
+    case DecisionPath::kModel:
+      return "model";
+    case DecisionPath::kAnalytical:
+      return "analytical";
+    case DecisionPath::kHeuristic:
+      return "heuristic";
+    case DecisionPath::kFirstImplementable:
+      return "first_implementable";
+  }
+  return "unknown";
+}
+
+namespace {
+
+StatusOr<DecisionPath> ParseDecisionPath(std::string_view name) {
+  for (DecisionPath path :
+       {DecisionPath::kSolutionLibrary, DecisionPath::kCache, DecisionPath::kModel,
+        DecisionPath::kAnalytical, DecisionPath::kHeuristic, DecisionPath::kFirstImplementable}) {
+    if (DecisionPathName(path) == name) return path;
+  }
+  return ParseError("unknown decision path \"" + std::string(name) + "\"");
+}
+
+constexpr std::string_view kSolutionsFormat = "kselect.solutions";
+constexpr std::string_view kCacheFormat = "kselect.decision_cache";
+constexpr std::string_view kRecordFormat = "kselect.problem_record";
+
+// The candidates of one group, indexed for the first stage: each config's family (algo, tile m,
+// tile n: what the peer block calls a family) and tile shape, whose analytical estimate stands
+// for all its configs.
+struct GroupIndex {
+  std::vector<KernelConfig> configs;
+  std::unordered_map<std::string, size_t> index_of_key;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<size_t>> family_members;
+  std::vector<TileShape> shapes;                   // distinct tile shapes
+  std::vector<std::vector<size_t>> shape_members;  // configs of each shape
+  std::vector<Exemplar> exemplars;                 // measured problems and their fastest configs
+};
+
+// Exemplars consulted by the first stage, nearest first.
+constexpr size_t kNearestExemplars = 8;
+
+double ShapeDistance(const GemmProblem& problem, const Exemplar& e) {
+  return std::abs(std::log2(static_cast<double>(problem.m) / e.m)) +
+         std::abs(std::log2(static_cast<double>(problem.n) / e.n)) +
+         std::abs(std::log2(static_cast<double>(problem.k) / e.k)) +
+         std::abs(std::log2(static_cast<double>(problem.batch) / e.batch));
+}
+
+std::tuple<int64_t, int64_t, int64_t> FamilyOf(const GemmKernelTraits& traits) {
+  return {traits.algo_id, traits.tile_m, traits.tile_n};
+}
+
+GroupIndex BuildGroupIndex(std::span<const KernelConfig> configs, std::vector<Exemplar> exemplars) {
+  GroupIndex index;
+  index.exemplars = std::move(exemplars);
+  index.configs.assign(configs.begin(), configs.end());
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, size_t> shape_index;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    index.index_of_key.emplace(ConfigKey(configs[i]), i);
+    const GemmKernelTraits traits = GemmTraitsOf(configs[i]);
+    index.family_members[FamilyOf(traits)].push_back(i);
+    const TileShape shape = TileShapeOf(traits);
+    const auto key = std::make_tuple(shape.tile_m, shape.tile_n, shape.tile_k, shape.split_k,
+                                     shape.stages, shape.threads);
+    const auto [it, added] = shape_index.emplace(key, index.shapes.size());
+    if (added) {
+      index.shapes.push_back(shape);
+      index.shape_members.emplace_back();
+    }
+    index.shape_members[it->second].push_back(i);
+  }
+  return index;
+}
+
+}  // namespace
+
+struct Selector::Impl {
+  SelectorOptions options;
+  std::string model_dir;
+  Model model;
+  CandidateTable table;
+  std::map<std::string, GroupIndex, std::less<>> groups;
+  HardwareConstants hardware;
+  bool gpu_present = false;
+  std::string hardware_note;  // why the model does not fit this device ("" when it does)
+  HardwareProfile versions;   // driver and library versions (device fields from the GPU if any)
+  std::string fingerprint;
+  std::unique_ptr<KernelProvider> provider;
+  Status provider_status;
+  std::mutex provider_mutex;  // providers are not thread-safe; only the cold path takes it
+  std::unordered_map<std::string, KernelConfig> solutions;  // ProblemToString -> config
+  DecisionCache cache;
+  std::mutex record_mutex;
+  std::set<std::string> recorded;
+  std::ofstream record;
+  // Dispatch: prepared kernels per (problem, config).
+  std::unordered_map<std::string, std::unique_ptr<PreparedKernel>> prepared;
+
+  Impl(Model m, size_t cache_capacity) : model(std::move(m)), cache(cache_capacity) {}
+
+  StatusOr<Selection> Decide(const Problem& problem, std::optional<std::span<const PeerPick>> peer);
+  StatusOr<std::optional<Selection>> FromModel(const Problem& problem,
+                                               std::optional<std::span<const PeerPick>> peer,
+                                               std::string* note);
+  StatusOr<std::optional<Selection>> FromAnalytical(const Problem& problem, std::string* note);
+  StatusOr<std::optional<Selection>> FromHeuristic(const Problem& problem, std::string* note);
+  StatusOr<std::optional<Selection>> FromFirstImplementable(const Problem& problem,
+                                                            std::string* note);
+  // Walks `order` (indices into configs) keeping what CanImplement accepts, up to top_k.
+  StatusOr<std::vector<size_t>> KeepImplementable(const Problem& problem,
+                                                  std::span<const KernelConfig> configs,
+                                                  std::span<const size_t> order, bool* checked);
+  std::vector<size_t> FirstStage(const GroupIndex& group, const GemmProblem& problem,
+                                 std::span<const PeerPick> peer, size_t budget) const;
+  Status FillPredictions(const Problem& problem, std::optional<std::span<const PeerPick>> peer,
+                         std::vector<RankedConfig>* ranked, size_t count) const;
+  void Record(const Problem& problem);
+};
+
+namespace {
+
+StatusOr<std::string> FingerprintModelDir(const std::string& dir) {
+  uint64_t h = text::kFnv1a64Basis;
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(".lgbm.gz") || name.ends_with(".lgbm") || name == "feature_spec.json" ||
+        name == kCandidateTableFile) {
+      files.push_back(entry.path());
+    }
+  }
+  if (error) return IoError(dir + ": cannot list (" + error.message() + ")");
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) return IoError(file.string() + ": cannot read");
+    h = text::Fnv1a64(bytes, text::Fnv1a64(file.filename().string(), h));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return std::string(hex);
+}
+
+// The solution library: the tuner's measured winner per exact problem.
+StatusOr<std::unordered_map<std::string, KernelConfig>> LoadSolutions(const std::string& path,
+                                                                      Provider provider) {
+  KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(path));
+  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    return ParseError(path + ": not a JSON object (corrupt solution library)");
+  }
+  json_codec::ObjectReader reader(root, path);
+  const std::string format = reader.String("format");
+  const int64_t version = reader.Int("version");
+  const json* entries = reader.Child("solutions", true);
+  reader.Child("source", false);  // provenance, for people
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  if (format != kSolutionsFormat || version != 1) {
+    return ParseError(path + ": format " + format + " version " + std::to_string(version) +
+                      ", expected " + std::string(kSolutionsFormat) + " version 1");
+  }
+  if (!entries->is_array()) return ParseError(path + ".solutions: not an array");
+  std::unordered_map<std::string, KernelConfig> out;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string where = path + ".solutions[" + std::to_string(i) + "]";
+    json_codec::ObjectReader entry((*entries)[i], where);
+    const json* problem_json = entry.Child("problem", true);
+    const json* config_json = entry.Child("config", true);
+    entry.NumberOr("tflops", 0);
+    entry.NumberOr("speedup", 0);
+    KSELECT_RETURN_IF_ERROR(entry.Finish());
+    KSELECT_ASSIGN_OR_RETURN(Problem problem,
+                             json_codec::ProblemFromJson(*problem_json, where + ".problem"));
+    KSELECT_ASSIGN_OR_RETURN(KernelConfig config,
+                             json_codec::KernelConfigFromJson(*config_json, where + ".config"));
+    if (ProviderOf(config) != provider) continue;  // another provider's solution
+    out.insert_or_assign(ProblemToString(problem), std::move(config));
+  }
+  return out;
+}
+
+}  // namespace
+
+Selector::Selector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Selector::~Selector() = default;
+
+StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
+                                                   const SelectorOptions& options) {
+  if (options.top_k < 1) return InvalidArgumentError("selector: top_k must be at least 1");
+  if (options.first_stage_candidates < 0) {
+    return InvalidArgumentError("selector: first_stage_candidates must be >= 0");
+  }
+  if (options.cache_capacity < 1) {
+    return InvalidArgumentError("selector: cache_capacity must be at least 1");
+  }
+  if (!fs::is_directory(model_dir)) {
+    return NotFoundError(model_dir + ": no such model directory");
+  }
+  KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(model_dir));
+  auto impl = std::make_unique<Impl>(std::move(model), options.cache_capacity);
+  impl->options = options;
+  impl->model_dir = model_dir;
+  KSELECT_ASSIGN_OR_RETURN(impl->table, LoadCandidateTable(model_dir));
+  if (impl->table.provider != impl->model.spec().provider) {
+    return SchemaMismatchError(model_dir + "/" + kCandidateTableFile + ": " +
+                               std::string(ProviderName(impl->table.provider)) + " configs for a " +
+                               std::string(ProviderName(impl->model.spec().provider)) + " model");
+  }
+  for (const auto& [key, configs] : impl->table.groups) {
+    const auto exemplars = impl->table.exemplars.find(key);
+    impl->groups.emplace(key, BuildGroupIndex(configs, exemplars == impl->table.exemplars.end()
+                                                           ? std::vector<Exemplar>()
+                                                           : exemplars->second));
+  }
+  KSELECT_ASSIGN_OR_RETURN(impl->fingerprint, FingerprintModelDir(model_dir));
+
+  impl->versions = QueryLibraryVersions();
+  StatusOr<HardwareProfile> device = QueryHardwareProfile(options.provider.device);
+  impl->gpu_present = device.ok();
+  if (device.ok()) impl->versions = *device;
+  if (options.hardware) {
+    impl->hardware = *options.hardware;
+  } else if (device.ok()) {
+    KSELECT_ASSIGN_OR_RETURN(impl->hardware, HardwareConstantsFor(*device));
+  } else {
+    impl->hardware = impl->model.spec().hardware;
+  }
+  if (Status fits = impl->model.CheckHardware(impl->hardware); !fits.ok()) {
+    impl->hardware_note = "the model was trained for other hardware (" + fits.message() + ")";
+  }
+
+  auto provider = CreateProvider(impl->model.spec().provider, options.provider);
+  if (provider.ok()) {
+    impl->provider = std::move(*provider);
+  } else {
+    impl->provider_status = provider.status();
+  }
+  if (!options.solution_library.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(impl->solutions,
+                             LoadSolutions(options.solution_library, impl->model.spec().provider));
+  }
+  if (!options.record_path.empty()) {
+    // Problems recorded by earlier runs are not written twice.
+    if (std::ifstream earlier(options.record_path); earlier) {
+      std::string line;
+      while (std::getline(earlier, line)) {
+        const json row = json::parse(line, nullptr, false);
+        if (row.is_object() && row.contains("problem")) {
+          auto problem = json_codec::ProblemFromJson(row["problem"], options.record_path);
+          if (problem.ok()) impl->recorded.insert(ProblemToString(*problem));
+        }
+      }
+    }
+    impl->record.open(options.record_path, std::ios::app);
+    if (!impl->record) return IoError(options.record_path + ": cannot open for appending");
+  }
+  return std::unique_ptr<Selector>(new Selector(std::move(impl)));
+}
+
+const Model& Selector::model() const {
+  return impl_->model;
+}
+const SelectorOptions& Selector::options() const {
+  return impl_->options;
+}
+const HardwareConstants& Selector::hardware() const {
+  return impl_->hardware;
+}
+const std::string& Selector::model_fingerprint() const {
+  return impl_->fingerprint;
+}
+size_t Selector::CachedDecisions() const {
+  return impl_->cache.size();
+}
+
+std::span<const KernelConfig> Selector::Candidates(const Problem& problem) const {
+  return impl_->table.For(problem);
+}
+
+std::mutex& Selector::dispatch_mutex() {
+  return impl_->provider_mutex;
+}
+std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& Selector::prepared_kernels() {
+  return impl_->prepared;
+}
+
+StatusOr<KernelProvider*> Selector::provider() {
+  if (!impl_->provider) return impl_->provider_status;
+  return impl_->provider.get();
+}
+
+StatusOr<const Selection*> Selector::Select(const Problem& problem,
+                                            std::optional<std::span<const PeerPick>> peer) {
+  const uint64_t hash = HashProblem(problem);
+  if (const CacheEntry* hit = impl_->cache.Find(problem, hash)) return &hit->cached;
+  KSELECT_RETURN_IF_ERROR(ValidateProblem(problem));
+  impl_->Record(problem);
+  KSELECT_ASSIGN_OR_RETURN(Selection decided, impl_->Decide(problem, peer));
+  auto entry = std::make_unique<CacheEntry>();
+  entry->hash = hash;
+  entry->cached = decided;
+  entry->cached.path = DecisionPath::kCache;
+  entry->fresh = std::move(decided);
+  if (const CacheEntry* kept = impl_->cache.Insert(entry)) {
+    return entry ? &kept->cached : &kept->fresh;  // entry left = someone else's decision won
+  }
+  // The cache is full: the decision lives until this thread's next uncached Select.
+  thread_local std::unique_ptr<CacheEntry> uncached;
+  uncached = std::move(entry);
+  return &uncached->fresh;
+}
+
+void Selector::Impl::Record(const Problem& problem) {
+  if (options.record_path.empty()) return;
+  const std::string key = ProblemToString(problem);
+  std::lock_guard lock(record_mutex);
+  if (!recorded.insert(key).second) return;
+  record << json{{"format", kRecordFormat},
+                 {"problem", json_codec::ProblemToJson(problem)},
+                 {"model", model_dir}}
+                .dump()
+         << "\n";
+  record.flush();
+}
+
+StatusOr<Selection> Selector::Impl::Decide(const Problem& problem,
+                                           std::optional<std::span<const PeerPick>> peer) {
+  std::vector<std::string> passed;  // why each stage passed
+  std::optional<Selection> chosen;
+  if (!solutions.empty()) {
+    const auto it = solutions.find(ProblemToString(problem));
+    if (it != solutions.end()) {
+      Selection selection;
+      selection.problem = problem;
+      selection.path = selection.decided_by = DecisionPath::kSolutionLibrary;
+      selection.candidates_considered = selection.candidates_scored = 1;
+      selection.ranked.push_back({it->second, 1.0, std::nullopt, std::nullopt});
+      selection.note = "the tuner's measured winner (" + options.solution_library + ")";
+      // The model's ranking follows, so dispatch has somewhere to go if the solution fails.
+      std::string unused;
+      auto ranked = FromModel(problem, peer, &unused);
+      if (ranked.ok() && ranked->has_value()) {
+        for (RankedConfig& next : (*ranked)->ranked) {
+          if (ConfigKey(next.config) == ConfigKey(it->second)) continue;
+          if (selection.ranked.size() >= static_cast<size_t>(options.top_k)) break;
+          selection.ranked.push_back(std::move(next));
+        }
+      }
+      return selection;
+    }
+  }
+  using Stage = StatusOr<std::optional<Selection>> (Impl::*)(const Problem&, std::string*);
+  std::string note;
+  auto model_stage = FromModel(problem, peer, &note);
+  if (!model_stage.ok()) return model_stage.status();
+  if (model_stage->has_value()) return std::move(**model_stage);
+  passed.push_back("model: " + note);
+  for (auto [stage, path] :
+       {std::pair<Stage, DecisionPath>{&Impl::FromAnalytical, DecisionPath::kAnalytical},
+        {&Impl::FromHeuristic, DecisionPath::kHeuristic},
+        {&Impl::FromFirstImplementable, DecisionPath::kFirstImplementable}}) {
+    note.clear();
+    auto result = (this->*stage)(problem, &note);
+    if (!result.ok()) return result.status();
+    if (result->has_value()) {
+      Selection selection = std::move(**result);
+      selection.path = selection.decided_by = path;
+      std::string why;
+      for (const std::string& p : passed) why += (why.empty() ? "" : "; ") + p;
+      selection.note = why + (note.empty() ? "" : "; " + note);
+      return selection;
+    }
+    passed.push_back(std::string(DecisionPathName(path)) + ": " + note);
+  }
+  std::string why;
+  for (const std::string& p : passed) why += (why.empty() ? "" : "; ") + p;
+  return CannotImplementError("no stage can select a kernel for " + ProblemToString(problem) +
+                              ": " + why);
+}
+
+StatusOr<std::vector<size_t>> Selector::Impl::KeepImplementable(
+    const Problem& problem, std::span<const KernelConfig> configs, std::span<const size_t> order,
+    bool* checked) {
+  std::vector<size_t> kept;
+  const size_t want = static_cast<size_t>(options.top_k);
+  *checked = options.check_can_implement && gpu_present && provider != nullptr;
+  if (!*checked) {
+    for (size_t i = 0; i < order.size() && kept.size() < want; ++i) kept.push_back(order[i]);
+    return kept;
+  }
+  std::lock_guard lock(provider_mutex);
+  for (size_t i = 0; i < order.size() && kept.size() < want; ++i) {
+    const Status status = provider->CanImplement(problem, configs[order[i]]);
+    if (status.ok()) {
+      kept.push_back(order[i]);
+    } else if (status.code() == StatusCode::kUnavailable) {
+      *checked = false;  // the library cannot be asked after all: return them unchecked
+      kept.push_back(order[i]);
+    } else if (status.code() != StatusCode::kCannotImplement) {
+      return status.WithContext("CanImplement " + DescribeConfig(configs[order[i]]));
+    }
+  }
+  return kept;
+}
+
+std::vector<size_t> Selector::Impl::FirstStage(const GroupIndex& group, const GemmProblem& problem,
+                                               std::span<const PeerPick> peer,
+                                               size_t budget) const {
+  std::vector<char> taken(group.configs.size(), 0);
+  std::vector<size_t> out;
+  auto take = [&](size_t i) {
+    if (out.size() < budget && !taken[i]) {
+      taken[i] = 1;
+      out.push_back(i);
+    }
+  };
+  // The heuristic's picks and their families first: the model mostly reorders within them.
+  for (const PeerPick& pick : peer) {
+    if (const auto it = group.index_of_key.find(ConfigKey(pick.config));
+        it != group.index_of_key.end()) {
+      take(it->second);
+    }
+  }
+  // What won on the nearest measured shapes, round-robin: each one's fastest, then the second...
+  std::vector<std::pair<double, size_t>> nearest;
+  nearest.reserve(group.exemplars.size());
+  for (size_t e = 0; e < group.exemplars.size(); ++e) {
+    nearest.emplace_back(ShapeDistance(problem, group.exemplars[e]), e);
+  }
+  const size_t consulted = std::min(nearest.size(), kNearestExemplars);
+  std::partial_sort(nearest.begin(), nearest.begin() + consulted, nearest.end());
+  for (size_t place = 0; place < kExemplarConfigs && out.size() < budget; ++place) {
+    for (size_t e = 0; e < consulted; ++e) {
+      const Exemplar& exemplar = group.exemplars[nearest[e].second];
+      if (place < exemplar.fastest.size()) take(exemplar.fastest[place]);
+    }
+  }
+  for (const PeerPick& pick : peer) {
+    const auto it = group.family_members.find(FamilyOf(GemmTraitsOf(pick.config)));
+    if (it == group.family_members.end()) continue;
+    for (size_t i : it->second) take(i);
+  }
+  // Then whole tile shapes by their analytical estimate, best first.
+  std::vector<std::pair<double, size_t>> by_estimate;
+  by_estimate.reserve(group.shapes.size());
+  for (size_t s = 0; s < group.shapes.size(); ++s) {
+    const TileShape& shape = group.shapes[s];
+    const bool known = shape.tile_m > 0 && shape.tile_n > 0;
+    by_estimate.emplace_back(known ? -EstimateGemm(problem, shape, hardware).tflops : 0.0, s);
+  }
+  std::sort(by_estimate.begin(), by_estimate.end());
+  for (const auto& [negative_tflops, s] : by_estimate) {
+    if (out.size() >= budget) break;
+    for (size_t i : group.shape_members[s]) take(i);
+  }
+  return out;
+}
+
+StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
+    const Problem& problem, std::optional<std::span<const PeerPick>> peer, std::string* note) {
+  const std::string group_key = CandidateGroupKey(problem);
+  const auto group_it = groups.find(group_key);
+  if (group_it == groups.end()) {
+    *note = "the candidate table has no configs for " + group_key;
+    return std::optional<Selection>();
+  }
+  if (!hardware_note.empty()) {
+    *note = hardware_note;
+    return std::optional<Selection>();
+  }
+  const GroupIndex& group = group_it->second;
+  std::vector<KernelConfig> extra;  // heuristic picks the table lacks
+  std::vector<PeerPick> live;
+  std::string peer_note;
+  if (model.UsesPeerRanks() && !peer) {
+    if (!options.query_heuristic || provider == nullptr) {
+      *note = "the model needs the " + std::string(ProviderName(model.spec().provider)) +
+              " heuristic's picks, and none were given" +
+              (options.query_heuristic ? " (" + provider_status.message() + ")"
+                                       : " (query_heuristic is off)");
+      return std::optional<Selection>();
+    }
+    StatusOr<std::vector<KernelConfig>> listed = [&] {
+      std::lock_guard lock(provider_mutex);
+      return provider->HeuristicPicks(problem, 8);
+    }();
+    if (!listed.ok()) {
+      *note = "the model needs the heuristic's picks, and the library cannot be asked (" +
+              listed.status().message() + ")";
+      return std::optional<Selection>();
+    }
+    if (listed->empty()) {
+      *note = "the library's heuristic has no algorithm for this problem";
+      return std::optional<Selection>();
+    }
+    for (size_t r = 0; r < listed->size(); ++r) {
+      live.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
+    }
+    peer = live;
+    peer_note = "heuristic picks asked live";
+  }
+  for (const PeerPick& pick : peer.value_or(std::span<const PeerPick>())) {
+    if (!group.index_of_key.contains(ConfigKey(pick.config))) extra.push_back(pick.config);
+  }
+  // Which configs are scored: all, or the first stage's choice.
+  const size_t budget = static_cast<size_t>(options.first_stage_candidates);
+  std::vector<KernelConfig> scored;
+  const auto* gemm = std::get_if<GemmProblem>(&problem);
+  size_t considered = group.configs.size() + extra.size();
+  if (budget > 0 && gemm != nullptr && group.configs.size() > budget) {
+    for (size_t i : FirstStage(group, *gemm, peer.value_or(std::span<const PeerPick>()), budget)) {
+      scored.push_back(group.configs[i]);
+    }
+  } else {
+    scored = group.configs;
+  }
+  scored.insert(scored.end(), extra.begin(), extra.end());
+  StatusOr<std::vector<double>> scores = model.Predict(Target::kTflops, problem, scored, peer);
+  if (!scores.ok()) {
+    if (scores.status().code() == StatusCode::kInvalidArgument ||
+        scores.status().code() == StatusCode::kFailedPrecondition) {
+      *note = scores.status().message();
+      return std::optional<Selection>();
+    }
+    return scores.status();
+  }
+  std::vector<size_t> order(scored.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return (*scores)[a] > (*scores)[b]; });
+  bool checked = false;
+  KSELECT_ASSIGN_OR_RETURN(std::vector<size_t> kept,
+                           KeepImplementable(problem, scored, order, &checked));
+  if (kept.empty()) {
+    *note = "none of the " + std::to_string(scored.size()) +
+            " scored candidates can implement the problem";
+    return std::optional<Selection>();
+  }
+  Selection selection;
+  selection.problem = problem;
+  selection.path = selection.decided_by = DecisionPath::kModel;
+  selection.can_implement_checked = checked;
+  selection.candidates_considered = considered;
+  selection.candidates_scored = scored.size();
+  selection.note = peer_note;
+  for (size_t i : kept) selection.ranked.push_back({scored[i], (*scores)[i], {}, {}});
+  KSELECT_RETURN_IF_ERROR(FillPredictions(problem, peer, &selection.ranked, kept.size()));
+  return std::optional<Selection>(std::move(selection));
+}
+
+Status Selector::Impl::FillPredictions(const Problem& problem,
+                                       std::optional<std::span<const PeerPick>> peer,
+                                       std::vector<RankedConfig>* ranked, size_t count) const {
+  count = std::min(count, ranked->size());
+  if (count == 0) return Status::Ok();
+  std::vector<KernelConfig> shown;
+  for (size_t i = 0; i < count; ++i) shown.push_back((*ranked)[i].config);
+  const double flops = ProblemFlops(problem);
+  std::vector<double> tflops, latency;
+  if (model.Blends()) {
+    KSELECT_ASSIGN_OR_RETURN(tflops, model.PredictTflops(problem, shown, peer));
+  } else if (!model.Ranks(Target::kTflops)) {
+    for (size_t i = 0; i < count; ++i) tflops.push_back((*ranked)[i].score);
+  }
+  if (model.Has(Target::kLatency)) {
+    KSELECT_ASSIGN_OR_RETURN(latency, model.Predict(Target::kLatency, problem, shown, peer));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    RankedConfig& r = (*ranked)[i];
+    if (!tflops.empty() && tflops[i] > 0) r.predicted_tflops = tflops[i];
+    if (!latency.empty() && latency[i] > 0) r.predicted_latency_ms = latency[i];
+    // One figure follows from the other when the model has only one of them.
+    if (!r.predicted_tflops && r.predicted_latency_ms) {
+      r.predicted_tflops = flops / (*r.predicted_latency_ms * 1e-3) / 1e12;
+    }
+    if (!r.predicted_latency_ms && r.predicted_tflops) {
+      r.predicted_latency_ms = flops / (*r.predicted_tflops * 1e12) * 1e3;
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::optional<Selection>> Selector::Impl::FromAnalytical(const Problem& problem,
+                                                                  std::string* note) {
+  const auto* gemm = std::get_if<GemmProblem>(&problem);
+  if (gemm == nullptr) {
+    *note = "the analytical estimate covers GEMMs only";
+    return std::optional<Selection>();
+  }
+  // The table's configs for the problem, else any group's of the same layout-free kind: tile
+  // shapes transfer across dtypes better than nothing; CanImplement then decides.
+  std::span<const KernelConfig> configs = table.For(problem);
+  if (configs.empty()) {
+    *note = "the candidate table has no configs for " + CandidateGroupKey(problem);
+    return std::optional<Selection>();
+  }
+  std::vector<double> estimate(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const TileShape shape = TileShapeOf(configs[i]);
+    // A config whose tile the library picks itself (cuBLASLt's AUTO) cannot be estimated: last.
+    estimate[i] =
+        shape.tile_m > 0 && shape.tile_n > 0 ? EstimateGemm(*gemm, shape, hardware).tflops : 0;
+  }
+  std::vector<size_t> order(configs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return estimate[a] > estimate[b]; });
+  bool checked = false;
+  KSELECT_ASSIGN_OR_RETURN(std::vector<size_t> kept,
+                           KeepImplementable(problem, configs, order, &checked));
+  if (kept.empty()) {
+    *note = "none of the table's " + std::to_string(configs.size()) +
+            " configs can implement the problem";
+    return std::optional<Selection>();
+  }
+  Selection selection;
+  selection.problem = problem;
+  selection.can_implement_checked = checked;
+  selection.candidates_considered = selection.candidates_scored = configs.size();
+  for (size_t i : kept) {
+    const double tflops = estimate[i];
+    selection.ranked.push_back(
+        {configs[i], tflops, tflops > 0 ? std::optional(tflops) : std::nullopt,
+         tflops > 0 ? std::optional(ProblemFlops(problem) / (tflops * 1e9)) : std::nullopt});
+  }
+  return std::optional<Selection>(std::move(selection));
+}
+
+StatusOr<std::optional<Selection>> Selector::Impl::FromHeuristic(const Problem& problem,
+                                                                 std::string* note) {
+  if (provider == nullptr) {
+    *note = provider_status.message();
+    return std::optional<Selection>();
+  }
+  StatusOr<std::vector<KernelConfig>> picks = [&] {
+    std::lock_guard lock(provider_mutex);
+    return provider->HeuristicPicks(problem, options.top_k);
+  }();
+  if (!picks.ok() || picks->empty()) {
+    *note = picks.ok() ? "the library's heuristic has no algorithm for the problem"
+                       : picks.status().message();
+    return std::optional<Selection>();
+  }
+  Selection selection;
+  selection.problem = problem;
+  selection.can_implement_checked = true;  // the library lists only what it can run
+  selection.candidates_considered = selection.candidates_scored = picks->size();
+  for (size_t r = 0; r < picks->size(); ++r) {
+    selection.ranked.push_back({(*picks)[r], -static_cast<double>(r + 1), {}, {}});
+  }
+  return std::optional<Selection>(std::move(selection));
+}
+
+StatusOr<std::optional<Selection>> Selector::Impl::FromFirstImplementable(const Problem& problem,
+                                                                          std::string* note) {
+  if (provider == nullptr) {
+    *note = provider_status.message();
+    return std::optional<Selection>();
+  }
+  StatusOr<std::vector<KernelConfig>> configs = [&] {
+    std::lock_guard lock(provider_mutex);
+    return provider->Enumerate(problem);
+  }();
+  if (!configs.ok() || configs->empty()) {
+    *note = configs.ok() ? "the provider has no config that runs the problem"
+                         : configs.status().message();
+    return std::optional<Selection>();
+  }
+  Selection selection;
+  selection.problem = problem;
+  selection.can_implement_checked = true;  // Enumerate returns only configs passing CanImplement
+  selection.candidates_considered = configs->size();
+  selection.candidates_scored = 0;
+  for (size_t i = 0; i < configs->size() && i < static_cast<size_t>(options.top_k); ++i) {
+    selection.ranked.push_back({(*configs)[i], -static_cast<double>(i + 1), {}, {}});
+  }
+  return std::optional<Selection>(std::move(selection));
+}
+
+StatusOr<Selection> Selector::Rank(const Problem& problem, std::span<const KernelConfig> candidates,
+                                   std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_RETURN_IF_ERROR(ValidateProblem(problem));
+  if (candidates.empty()) return InvalidArgumentError("Rank: no candidates");
+  KSELECT_ASSIGN_OR_RETURN(std::vector<double> scores,
+                           impl_->model.Predict(Target::kTflops, problem, candidates, peer));
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  Selection selection;
+  selection.problem = problem;
+  selection.path = selection.decided_by = DecisionPath::kModel;
+  selection.candidates_considered = selection.candidates_scored = candidates.size();
+  for (size_t i : order) selection.ranked.push_back({candidates[i], scores[i], {}, {}});
+  KSELECT_RETURN_IF_ERROR(impl_->FillPredictions(problem, peer, &selection.ranked,
+                                                 static_cast<size_t>(impl_->options.top_k)));
+  return selection;
+}
+
+namespace {
+
+json OptionalNumber(const std::optional<double>& value) {
+  return value ? json(*value) : json();
+}
+
+std::optional<double> NumberOrNothing(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The identity a saved cache must match: device, driver and library versions, the model.
+static json CacheIdentity(const Selector::Impl& impl) {
+  return {{"arch", impl.hardware.arch},
+          {"sm_count", impl.hardware.sm_count},
+          {"sm_clock_mhz", impl.hardware.sm_clock_mhz},
+          {"mem_bandwidth_gb_s", impl.hardware.mem_bandwidth_gb_s},
+          {"device_name", impl.versions.device_name},
+          {"driver_version", impl.versions.driver_version},
+          {"cublaslt_version", impl.versions.cublaslt_version},
+          {"model_fingerprint", impl.fingerprint}};
+}
+
+Status Selector::SaveCache(const std::string& path) const {
+  json entries = json::array();
+  for (const CacheEntry* entry : impl_->cache.Entries()) {
+    const Selection& s = entry->fresh;
+    json ranked = json::array();
+    for (const RankedConfig& r : s.ranked) {
+      ranked.push_back({{"config", json_codec::KernelConfigToJson(r.config)},
+                        {"score", r.score},
+                        {"predicted_tflops", OptionalNumber(r.predicted_tflops)},
+                        {"predicted_latency_ms", OptionalNumber(r.predicted_latency_ms)}});
+    }
+    entries.push_back({{"problem", json_codec::ProblemToJson(s.problem)},
+                       {"decided_by", DecisionPathName(s.decided_by)},
+                       {"note", s.note},
+                       {"can_implement_checked", s.can_implement_checked},
+                       {"candidates_considered", s.candidates_considered},
+                       {"candidates_scored", s.candidates_scored},
+                       {"ranked", std::move(ranked)}});
+  }
+  const json root = {{"format", kCacheFormat},
+                     {"version", 1},
+                     {"tool_version", ToolVersion()},
+                     {"identity", CacheIdentity(*impl_)},
+                     {"entries", std::move(entries)}};
+  return text::WriteFileAtomically(path, root.dump(1) + "\n");
+}
+
+Status Selector::LoadCache(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    return ParseError(path + ": not a JSON object (corrupt decision cache)");
+  }
+  json_codec::ObjectReader reader(root, path);
+  const std::string format = reader.String("format");
+  const int64_t version = reader.Int("version");
+  reader.String("tool_version");
+  const json* identity = reader.Child("identity", true);
+  const json* entries = reader.Child("entries", true);
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  if (format != kCacheFormat || version != 1) {
+    return ParseError(path + ": format " + format + " version " + std::to_string(version) +
+                      ", expected " + std::string(kCacheFormat) + " version 1");
+  }
+  const json expected = CacheIdentity(*impl_);
+  for (const auto& [key, value] : expected.items()) {
+    if (!identity->contains(key) || (*identity)[key] != value) {
+      return SchemaMismatchError(
+          path + ": saved under another " + key + " (" +
+          (identity->contains(key) ? json_codec::JsonExcerpt((*identity)[key]) : "none") +
+          ", here " + json_codec::JsonExcerpt(value) +
+          "): its decisions do not hold here; delete it or let the selector rebuild it");
+    }
+  }
+  if (!entries->is_array()) return ParseError(path + ".entries: not an array");
+  // Parse everything before inserting anything, so a bad file changes nothing.
+  std::vector<std::unique_ptr<CacheEntry>> loaded;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string where = path + ".entries[" + std::to_string(i) + "]";
+    json_codec::ObjectReader entry((*entries)[i], where);
+    const json* problem_json = entry.Child("problem", true);
+    const std::string decided_by = entry.String("decided_by");
+    const std::string note = entry.String("note");
+    const bool checked = entry.Bool("can_implement_checked");
+    const int64_t considered = entry.Int("candidates_considered");
+    const int64_t scored = entry.Int("candidates_scored");
+    const json* ranked = entry.Child("ranked", true);
+    KSELECT_RETURN_IF_ERROR(entry.Finish());
+    auto selection = std::make_unique<CacheEntry>();
+    Selection& s = selection->fresh;
+    KSELECT_ASSIGN_OR_RETURN(s.problem, json_codec::ProblemFromJson(*problem_json, where));
+    KSELECT_ASSIGN_OR_RETURN(s.decided_by, ParseDecisionPath(decided_by));
+    s.path = s.decided_by;
+    s.note = note;
+    s.can_implement_checked = checked;
+    s.candidates_considered = static_cast<size_t>(std::max<int64_t>(considered, 0));
+    s.candidates_scored = static_cast<size_t>(std::max<int64_t>(scored, 0));
+    if (!ranked->is_array() || ranked->empty()) {
+      return ParseError(where + ".ranked: not a non-empty array");
+    }
+    for (size_t r = 0; r < ranked->size(); ++r) {
+      const std::string at = where + ".ranked[" + std::to_string(r) + "]";
+      json_codec::ObjectReader item((*ranked)[r], at);
+      const json* config = item.Child("config", true);
+      const double score = item.Number("score");
+      const json* tflops = item.Child("predicted_tflops", false);
+      const json* latency = item.Child("predicted_latency_ms", false);
+      KSELECT_RETURN_IF_ERROR(item.Finish());
+      KSELECT_ASSIGN_OR_RETURN(KernelConfig kernel,
+                               json_codec::KernelConfigFromJson(*config, at + ".config"));
+      s.ranked.push_back({std::move(kernel), score,
+                          tflops ? NumberOrNothing(*tflops) : std::nullopt,
+                          latency ? NumberOrNothing(*latency) : std::nullopt});
+    }
+    selection->hash = HashProblem(s.problem);
+    selection->cached = s;
+    selection->cached.path = DecisionPath::kCache;
+    loaded.push_back(std::move(selection));
+  }
+  for (auto& entry : loaded) impl_->cache.Insert(entry);
+  return Status::Ok();
+}
+
+}  // namespace kselect

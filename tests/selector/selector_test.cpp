@@ -1,0 +1,356 @@
+// The run-time selector on the shipped models, without a GPU: the decision order, the cache (in
+// memory, on disk, from many threads), record mode, the solution library, bad input, and
+// equivalence with `kselect eval`'s picks on committed data.
+#include "kselect/selector.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "kselect/dataset.h"
+#include "kselect/eval.h"
+#include "kselect/model.h"
+#include "kselect/train.h"
+#include "testing_util.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::Contains;
+using testing_util::ReadAll;
+
+std::string ModelDir(std::string_view name) {
+  return (fs::path(KSELECT_SOURCE_DIR) / "models" / name).string();
+}
+
+GemmProblem TnGemm(int64_t m, int64_t n, int64_t k) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.layout = GemmLayout{MatrixOrder::kRowMajor, MatrixOrder::kColMajor, MatrixOrder::kColMajor};
+  return p;
+}
+
+class SelectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ =
+        fs::temp_directory_path() /
+        ("kselect_selector_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(tmp_);
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  // A copy of a shipped model, to damage.
+  std::string CopyModel(std::string_view name) {
+    const fs::path to = tmp_ / name;
+    fs::copy(ModelDir(name), to, fs::copy_options::recursive);
+    return to.string();
+  }
+  fs::path tmp_;
+};
+
+TEST_F(SelectorTest, ModelDecidesThenTheCacheAnswers) {
+  SelectorOptions options;
+  options.top_k = 3;
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  auto first = (*selector)->Select(problem);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)->path, DecisionPath::kModel);
+  EXPECT_EQ((*first)->decided_by, DecisionPath::kModel);
+  ASSERT_EQ((*first)->ranked.size(), 3u);
+  EXPECT_EQ((*first)->candidates_scored, (*selector)->Candidates(problem).size());
+  EXPECT_GE((*first)->ranked[0].score, (*first)->ranked[1].score);
+  EXPECT_TRUE((*first)->ranked[0].predicted_tflops.has_value());
+  EXPECT_TRUE((*first)->ranked[0].predicted_latency_ms.has_value());
+  auto second = (*selector)->Select(problem);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ((*second)->path, DecisionPath::kCache);
+  EXPECT_EQ((*second)->decided_by, DecisionPath::kModel);
+  EXPECT_EQ(ConfigKey((*second)->ranked[0].config), ConfigKey((*first)->ranked[0].config));
+  EXPECT_EQ((*selector)->CachedDecisions(), 1u);
+}
+
+TEST_F(SelectorTest, SelectEqualsRankOverTheWholeTable) {
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  for (const GemmProblem& problem : {TnGemm(4096, 1, 4096), TnGemm(14336, 2048, 4096)}) {
+    auto selected = (*selector)->Select(problem);
+    ASSERT_TRUE(selected.ok()) << selected.status().ToString();
+    auto ranked = (*selector)->Rank(problem, (*selector)->Candidates(problem));
+    ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+    for (size_t i = 0; i < (*selected)->ranked.size(); ++i) {
+      EXPECT_EQ(ConfigKey((*selected)->ranked[i].config), ConfigKey(ranked->ranked[i].config));
+      EXPECT_EQ((*selected)->ranked[i].score, ranked->ranked[i].score);
+    }
+  }
+}
+
+// The peer ranker needs the heuristic's picks: given none on a host without a GPU, the
+// analytical estimate decides and the note says why.
+TEST_F(SelectorTest, PeerModelWithoutPicksFallsBackAndSaysWhy) {
+  auto selector = Selector::Open(ModelDir("h200_cublaslt_default_bf16_tn"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  auto selection = (*selector)->Select(TnGemm(4096, 16, 4096));
+  ASSERT_TRUE(selection.ok()) << selection.status().ToString();
+  if ((*selection)->path == DecisionPath::kModel) GTEST_SKIP() << "a GPU answered the heuristic";
+  EXPECT_EQ((*selection)->path, DecisionPath::kAnalytical);
+  EXPECT_TRUE(Contains((*selection)->note, "heuristic's picks"));
+  EXPECT_FALSE((*selection)->ranked.empty());
+}
+
+TEST_F(SelectorTest, PeerModelWithPicksUsesThem) {
+  auto selector = Selector::Open(ModelDir("h200_cublaslt_default_bf16_tn"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  auto table = (*selector)->Candidates(problem);
+  ASSERT_GE(table.size(), 3u);
+  const std::vector<PeerPick> picks = {{table[2], 1}, {table[0], 2}};
+  auto selection = (*selector)->Select(problem, picks);
+  ASSERT_TRUE(selection.ok()) << selection.status().ToString();
+  EXPECT_EQ((*selection)->path, DecisionPath::kModel);
+  auto ranked = (*selector)->Rank(problem, table, picks);
+  ASSERT_TRUE(ranked.ok());
+  EXPECT_EQ(ConfigKey((*selection)->ranked[0].config), ConfigKey(ranked->ranked[0].config));
+}
+
+// A dtype the table has no configs for: the model stage passes and says why; without a GPU no
+// later stage can answer either, so the error lists every stage.
+TEST_F(SelectorTest, UnknownGroupPassesTheModelStage) {
+  auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  GemmProblem problem = TnGemm(4096, 16, 4096);
+  problem.dtype_a = problem.dtype_b = problem.dtype_c = DataType::kF16;
+  auto selection = (*selector)->Select(problem);
+  if (selection.ok()) {
+    EXPECT_NE((*selection)->path, DecisionPath::kModel);
+    EXPECT_TRUE(Contains((*selection)->note, "no configs for gemm a=fp16"));
+  } else {
+    EXPECT_EQ(selection.status().code(), StatusCode::kCannotImplement);
+    EXPECT_TRUE(
+        Contains(selection.status().message(), "model: the candidate table has no configs"));
+    EXPECT_TRUE(Contains(selection.status().message(), "heuristic:"));
+  }
+}
+
+TEST_F(SelectorTest, ImpossibleProblemIsAnError) {
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok());
+  auto selection = (*selector)->Select(TnGemm(0, 16, 4096));
+  ASSERT_FALSE(selection.ok());
+  EXPECT_EQ(selection.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SelectorTest, BadModelDirectoriesNameTheFile) {
+  auto missing = Selector::Open((tmp_ / "nope").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), "nope"));
+
+  const std::string no_table = CopyModel("h200_tile_bf16_tn");
+  fs::remove(fs::path(no_table) / kCandidateTableFile);
+  auto without = Selector::Open(no_table);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Contains(without.status().message(), "kselect model candidates"));
+
+  std::ofstream(fs::path(no_table) / kCandidateTableFile) << "{\"format\": \"kselect.cand";
+  auto corrupt = Selector::Open(no_table);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_TRUE(Contains(corrupt.status().message(), kCandidateTableFile));
+
+  const std::string truncated = CopyModel("h200_cublaslt_bf16_tn");
+  const fs::path trees = fs::path(truncated) / "model_tflops.lgbm.gz";
+  const std::string bytes = ReadAll(trees.string());
+  std::ofstream(trees, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  auto broken = Selector::Open(truncated);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_TRUE(Contains(broken.status().message(), "model_tflops.lgbm.gz"));
+
+  SelectorOptions zero;
+  zero.top_k = 0;
+  EXPECT_EQ(Selector::Open(ModelDir("h200_tile_bf16_tn"), zero).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok());
+  const std::vector<GemmProblem> problems = {TnGemm(4096, 1, 4096), TnGemm(4096, 16, 4096),
+                                             TnGemm(14336, 2048, 4096)};
+  std::vector<std::string> picks;
+  for (const auto& p : problems) {
+    auto s = (*selector)->Select(p);
+    ASSERT_TRUE(s.ok());
+    picks.push_back(ConfigKey((*s)->ranked[0].config));
+  }
+  const std::string path = (tmp_ / "cache.json").string();
+  ASSERT_TRUE((*selector)->SaveCache(path).ok());
+
+  auto reopened = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(reopened.ok());
+  ASSERT_TRUE((*reopened)->LoadCache(path).ok());
+  EXPECT_EQ((*reopened)->CachedDecisions(), problems.size());
+  for (size_t i = 0; i < problems.size(); ++i) {
+    auto s = (*reopened)->Select(problems[i]);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ((*s)->path, DecisionPath::kCache);
+    EXPECT_EQ(ConfigKey((*s)->ranked[0].config), picks[i]);
+  }
+
+  // Another model (the same trees, another candidate table file) refuses the file.
+  const std::string other = CopyModel("h200_tile_bf16_tn");
+  auto table = LoadCandidateTable(other);
+  ASSERT_TRUE(table.ok());
+  table->tool_version = "another build";
+  ASSERT_TRUE(
+      WriteGzipFile((fs::path(other) / kCandidateTableFile).string(), CandidateTableToJson(*table))
+          .ok());
+  auto changed = Selector::Open(other);
+  ASSERT_TRUE(changed.ok());
+  const Status refused = (*changed)->LoadCache(path);
+  EXPECT_EQ(refused.code(), StatusCode::kSchemaMismatch);
+  EXPECT_TRUE(Contains(refused.message(), "model_fingerprint"));
+  EXPECT_EQ((*changed)->CachedDecisions(), 0u);
+
+  // A damaged file is refused whole: nothing of it is loaded.
+  std::string text = ReadAll(path);
+  text.replace(text.rfind("\"ranked\""), 8, "\"rankeX\"");
+  std::ofstream((tmp_ / "bad.json").string()) << text;
+  auto fresh = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE((*fresh)->LoadCache((tmp_ / "bad.json").string()).ok());
+  EXPECT_EQ((*fresh)->CachedDecisions(), 0u);
+}
+
+TEST_F(SelectorTest, RecordModeWritesEachProblemOnce) {
+  SelectorOptions options;
+  options.record_path = (tmp_ / "asked.jsonl").string();
+  {
+    auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+    ASSERT_TRUE(selector.ok());
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      ASSERT_TRUE((*selector)->Select(TnGemm(4096, 16, 4096)).ok());
+      ASSERT_TRUE((*selector)->Select(TnGemm(4096, 32, 4096)).ok());
+    }
+  }
+  {  // a second run appends only what is new
+    auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+    ASSERT_TRUE(selector.ok());
+    ASSERT_TRUE((*selector)->Select(TnGemm(4096, 16, 4096)).ok());
+    ASSERT_TRUE((*selector)->Select(TnGemm(8192, 64, 4096)).ok());
+  }
+  std::ifstream in(options.record_path);
+  std::set<std::string> seen;
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    const auto row = nlohmann::json::parse(line);
+    EXPECT_EQ(row["format"], "kselect.problem_record");
+    auto problem = json_codec::ProblemFromJson(row["problem"], "record");
+    ASSERT_TRUE(problem.ok()) << problem.status().ToString();
+    seen.insert(ProblemToString(*problem));
+  }
+  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST_F(SelectorTest, SolutionLibraryComesFirst) {
+  auto probe = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(probe.ok());
+  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  auto table = (*probe)->Candidates(problem);
+  const KernelConfig tuned = table.back();
+  const nlohmann::json library = {{"format", "kselect.solutions"},
+                                  {"version", 1},
+                                  {"solutions",
+                                   {{{"problem", json_codec::ProblemToJson(problem)},
+                                     {"config", json_codec::KernelConfigToJson(tuned)},
+                                     {"tflops", 12.5}}}}};
+  SelectorOptions options;
+  options.solution_library = (tmp_ / "solutions.json").string();
+  std::ofstream(options.solution_library) << library.dump();
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  auto selection = (*selector)->Select(problem);
+  ASSERT_TRUE(selection.ok());
+  EXPECT_EQ((*selection)->path, DecisionPath::kSolutionLibrary);
+  EXPECT_EQ(ConfigKey((*selection)->ranked[0].config), ConfigKey(tuned));
+  EXPECT_GT((*selection)->ranked.size(), 1u);  // the model's ranking follows
+  auto other = (*selector)->Select(TnGemm(4096, 32, 4096));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->path, DecisionPath::kModel);
+
+  std::ofstream(options.solution_library) << "{\"format\": \"kselect.solutions\", \"version\": 2}";
+  auto refused = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "solutions.json"));
+}
+
+// Eight threads asking for the same problems at once get one decision per problem.
+TEST_F(SelectorTest, ManyThreadsShareOneDecisionPerProblem) {
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok());
+  std::vector<GemmProblem> problems;
+  for (int64_t n : {1, 2, 4, 8, 16, 32, 64, 128}) problems.push_back(TnGemm(4096, n, 4096));
+  std::vector<std::vector<std::string>> picks(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (const GemmProblem& p : problems) {
+          auto s = (*selector)->Select(p);
+          picks[t].push_back(s.ok() ? ConfigKey((*s)->ranked[0].config) : "error");
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 1; t < 8; ++t) EXPECT_EQ(picks[t], picks[0]);
+  EXPECT_EQ((*selector)->CachedDecisions(), problems.size());
+}
+
+// The selector's ranking of a problem's measured candidates is `kselect eval`'s: the same pick
+// on every problem of the committed data (the tile model on its data).
+TEST_F(SelectorTest, RankAgreesWithEvalOnCommittedData) {
+#ifndef KSELECT_WITH_ARROW
+  GTEST_SKIP() << "needs the Parquet reader";
+#else
+  const std::string data_path =
+      (fs::path(KSELECT_SOURCE_DIR) / "data/h200/tile_bf16_tn_wide.parquet").string();
+  auto dataset = ReadDataset(data_path);
+  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
+  auto model = Model::Load(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(model.ok());
+  auto data = BuildCandidateSet(*dataset, model->spec().provider);
+  ASSERT_TRUE(data.ok());
+  auto scores = PredictCandidateSet(*model, *data, Target::kTflops);
+  ASSERT_TRUE(scores.ok());
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok());
+  size_t same = 0;
+  for (size_t p = 0; p < data->problems.size(); ++p) {
+    std::vector<KernelConfig> configs;
+    for (const Candidate& c : data->problems[p].candidates) configs.push_back(c.config);
+    auto ranked = (*selector)->Rank(data->problems[p].problem, configs);
+    ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+    const ProblemOutcome outcome = EvaluateProblem(data->problems[p], (*scores)[p]);
+    same += ConfigKey(ranked->ranked[0].config) == outcome.selected_config;
+  }
+  EXPECT_EQ(same, data->problems.size());
+#endif
+}
+
+}  // namespace
+}  // namespace kselect
