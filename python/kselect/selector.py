@@ -82,7 +82,10 @@ class Selection(List[Candidate]):
         self.problem = problem
 
     def __repr__(self) -> str:
-        return f"Selection(path={self.path!r}, decided_by={self.decided_by!r}, {list.__repr__(self)})"
+        return (
+            f"Selection(path={self.path!r}, decided_by={self.decided_by!r}, "
+            f"{list.__repr__(self)})"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +143,9 @@ class Selector:
         options.max_workspace_bytes = max_workspace_bytes
         handle = ctypes.c_void_p()
         _capi.check(
-            lib.kselect_selector_open(os.fsencode(model_dir), ctypes.byref(options), ctypes.byref(handle))
+            lib.kselect_selector_open(
+                os.fsencode(model_dir), ctypes.byref(options), ctypes.byref(handle)
+            )
         )
         self._handle = handle
         self.model_dir = os.fspath(model_dir)
@@ -173,15 +178,31 @@ class Selector:
         return self._handle
 
     # ------------------------------------------------------------------ selection
-    def select(self, m: int, n: int, k: int, dtype: str = "bf16", layout: str = "rcc", batch: int = 1, **fields) -> Selection:
-        """The ranked configs for a GEMM of this size (see GemmProblem for the fields)."""
-        return self.select_problem(GemmProblem(m, n, k, dtype=dtype, layout=layout, batch=batch, **fields))
+    def select(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        dtype: str = "bf16",
+        layout: str = "rcc",
+        batch: int = 1,
+        **fields,
+    ) -> Selection:
+        """The ranked configs for a GEMM of this size; `fields` are GemmProblem's other fields
+        (dtype_c, compute, alpha, beta, ...)."""
+        return self.select_problem(
+            GemmProblem(m, n, k, dtype=dtype, layout=layout, batch=batch, **fields)
+        )
 
     def select_problem(self, problem: GemmProblem) -> Selection:
         lib = _capi.lib()
         c_problem = problem.to_c()
         handle = ctypes.c_void_p()
-        _capi.check(lib.kselect_selector_select_gemm(self._open_handle(), ctypes.byref(c_problem), ctypes.byref(handle)))
+        _capi.check(
+            lib.kselect_selector_select_gemm(
+                self._open_handle(), ctypes.byref(c_problem), ctypes.byref(handle)
+            )
+        )
         try:
             return self._read_selection(lib, handle, problem)
         finally:
@@ -210,8 +231,12 @@ class Selector:
                 name=string(lib.kselect_selection_config_name, i),
                 provider=string(lib.kselect_selection_provider, i),
                 score=number(lib.kselect_selection_score, i),
-                predicted_tflops=_optional_number(number(lib.kselect_selection_predicted_tflops, i)),
-                predicted_latency_ms=_optional_number(number(lib.kselect_selection_predicted_latency_ms, i)),
+                predicted_tflops=_optional_number(
+                    number(lib.kselect_selection_predicted_tflops, i)
+                ),
+                predicted_latency_ms=_optional_number(
+                    number(lib.kselect_selection_predicted_latency_ms, i)
+                ),
             )
             for i in range(count.value)
         ]
@@ -225,7 +250,16 @@ class Selector:
         )
 
     # ------------------------------------------------------------------ dispatch
-    def gemm(self, problem: GemmProblem, a_ptr: int, b_ptr: int, c_ptr: int, workspace_ptr: int = 0, workspace_bytes: int = 0, stream: int = 0) -> DispatchInfo:
+    def gemm(
+        self,
+        problem: GemmProblem,
+        a_ptr: int,
+        b_ptr: int,
+        c_ptr: int,
+        workspace_ptr: int = 0,
+        workspace_bytes: int = 0,
+        stream: int = 0,
+    ) -> DispatchInfo:
         """Runs the problem with the selector's choice on raw device pointers (ints: a tensor's
         data_ptr()), laid out as the problem says, on the CUDA stream `stream` (a cudaStream_t
         as an int; 0 = the default stream). Asynchronous like any launch. The workspace may be 0
@@ -258,16 +292,22 @@ class Selector:
     def save_cache(self, path) -> None:
         """Writes the decision cache (with the device, driver, library versions and the model's
         fingerprint it is valid for)."""
-        _capi.check(_capi.lib().kselect_selector_cache_save(self._open_handle(), os.fsencode(path)))
+        _capi.check(
+            _capi.lib().kselect_selector_cache_save(self._open_handle(), os.fsencode(path))
+        )
 
     def load_cache(self, path) -> None:
         """Reads a decision cache; refused (schema_mismatch) when made under another device,
         driver, library or model."""
-        _capi.check(_capi.lib().kselect_selector_cache_load(self._open_handle(), os.fsencode(path)))
+        _capi.check(
+            _capi.lib().kselect_selector_cache_load(self._open_handle(), os.fsencode(path))
+        )
 
     @property
     def cache_size(self) -> int:
         """Decisions in the cache."""
         out = ctypes.c_size_t()
-        _capi.check(_capi.lib().kselect_selector_cache_size(self._open_handle(), ctypes.byref(out)))
+        _capi.check(
+            _capi.lib().kselect_selector_cache_size(self._open_handle(), ctypes.byref(out))
+        )
         return out.value

@@ -35,12 +35,14 @@ def linear(x, w, selector: Selector, bias=None):
     if x.device != w.device:
         raise ValueError(f"x is on {x.device}, w on {w.device}")
     if x.device.index != selector.device:
-        raise ValueError(f"the selector was opened for cuda:{selector.device}, the tensors are on {x.device}")
+        raise ValueError(
+            f"the selector was opened for cuda:{selector.device}, the tensors are on {x.device}"
+        )
     if x.dtype != w.dtype:
         raise TypeError(f"x is {x.dtype}, w is {w.dtype}: both must have one dtype")
     dtype = _DTYPES.get(str(x.dtype).replace("torch.", ""))
     if dtype is None:
-        raise TypeError(f"kselect.torch.linear supports bfloat16, float16 and float32, not {x.dtype}")
+        raise TypeError(f"kselect.torch.linear takes bfloat16, float16 or float32, not {x.dtype}")
     if w.dim() != 2 or x.dim() < 1 or x.shape[-1] != w.shape[1]:
         raise ValueError(f"shapes {tuple(x.shape)} and {tuple(w.shape)} do not make x @ w.T")
 
@@ -53,9 +55,13 @@ def linear(x, w, selector: Selector, bias=None):
         if in_features == 0:
             y.zero_()
         else:
-            problem = GemmProblem(m=out_features, n=tokens, k=in_features, dtype=dtype, layout="rcc")
+            problem = GemmProblem(
+                m=out_features, n=tokens, k=in_features, dtype=dtype, layout="rcc"
+            )
             # The caching allocator orders the workspace's reuse on this stream after the launch.
-            workspace = torch.empty(selector.max_workspace_bytes, dtype=torch.uint8, device=x.device)
+            workspace = torch.empty(
+                selector.max_workspace_bytes, dtype=torch.uint8, device=x.device
+            )
             stream = torch.cuda.current_stream(x.device).cuda_stream
             with torch.cuda.device(x.device):
                 selector.gemm(

@@ -52,7 +52,9 @@ def max_rel_error(y, ref):
 
 def check(selector, tokens, in_features, out_features, dtype, stream=None, batch_dims=()):
     generator = torch.Generator(device="cuda").manual_seed(tokens * 7919 + in_features)
-    x = torch.randn(*batch_dims, tokens, in_features, device="cuda", dtype=dtype, generator=generator)
+    x = torch.randn(
+        *batch_dims, tokens, in_features, device="cuda", dtype=dtype, generator=generator
+    )
     w = torch.randn(out_features, in_features, device="cuda", dtype=dtype, generator=generator)
     w /= in_features**0.5
     stream = stream or torch.cuda.current_stream()
@@ -69,7 +71,8 @@ def check(selector, tokens, in_features, out_features, dtype, stream=None, batch
         with torch.cuda.stream(stream):
             for _ in range(3):
                 fn()
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(20):
                 fn()
@@ -78,8 +81,9 @@ def check(selector, tokens, in_features, out_features, dtype, stream=None, batch
         times[name] = start.elapsed_time(stop) / 20
     error = max_rel_error(y, ref)
     ok = tuple(y.shape) == (*batch_dims, tokens, out_features) and error <= TOLERANCE[dtype]
-    print(f"{'PASS' if ok else 'FAIL'} tokens={tokens:5d} in={in_features:5d} out={out_features:5d} "
-          f"{str(dtype).replace('torch.', ''):8s} batch_dims={batch_dims} max rel err {error:.3e} "
+    print(f"{'PASS' if ok else 'FAIL'} tokens={tokens:5d} in={in_features:5d} "
+          f"out={out_features:5d} {str(dtype).replace('torch.', ''):8s} batch_dims={batch_dims} "
+          f"max rel err {error:.3e} "
           f"(tol {TOLERANCE[dtype]:.1e})  {selection.decided_by}: {selection[0].name}  "
           f"kselect {times['kselect']:.4f} ms, torch {times['torch']:.4f} ms")
     return ok

@@ -79,6 +79,14 @@ if(exported LESS 20)
   message(FATAL_ERROR "libkselect_c.so exports only ${exported} kselect_* symbols:\n${symbols}")
 endif()
 message(STATUS "libkselect_c.so exports ${exported} symbols, all kselect_*")
+# Like every kselect binary it must start on a host without a driver: libcuda is never linked
+# (the driver API is resolved at run time), even though the toolkit's targets offer its stub.
+find_program(READELF readelf REQUIRED)
+run_step("readelf -d libkselect_c.so" COMMAND ${READELF} -d ${prefix}/lib/libkselect_c.so
+         OUTPUT_VAR dynamic)
+if(dynamic MATCHES "libcuda\\.so")
+  message(FATAL_ERROR "libkselect_c.so needs libcuda:\n${dynamic}")
+endif()
 
 # Every installed header compiles from the prefix alone (one translation unit).
 file(GLOB headers RELATIVE ${prefix}/include ${prefix}/include/kselect/*.h)
