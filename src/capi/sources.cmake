@@ -17,5 +17,8 @@ set_target_properties(kselect_c PROPERTIES
     LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/kselect_c.map
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib
     EXPORT_NAME c
-    # Installed, it finds cuBLASLt and NVRTC where it was linked against them.
-    INSTALL_RPATH_USE_LINK_PATH ON)
+    # It finds cuBLASLt and NVRTC where it was linked against them, built or installed alike:
+    # the Python module packages the build tree's file, so no install step rewrites its RPATH
+    # (nor strips the empty, current-directory entry CMake pads a build RPATH with).
+    INSTALL_RPATH_USE_LINK_PATH ON
+    BUILD_WITH_INSTALL_RPATH ON)

@@ -87,6 +87,10 @@ run_step("readelf -d libkselect_c.so" COMMAND ${READELF} -d ${prefix}/lib/libkse
 if(dynamic MATCHES "libcuda\\.so")
   message(FATAL_ERROR "libkselect_c.so needs libcuda:\n${dynamic}")
 endif()
+# An empty RUNPATH entry would search the current directory (the Python module ships this file).
+if(dynamic MATCHES "R(UN)?PATH[^\n]*(\\[:|::|:\\])")
+  message(FATAL_ERROR "libkselect_c.so's RUNPATH has an empty entry:\n${dynamic}")
+endif()
 
 # Every installed header compiles from the prefix alone (one translation unit).
 file(GLOB headers RELATIVE ${prefix}/include ${prefix}/include/kselect/*.h)
