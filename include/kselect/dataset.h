@@ -247,6 +247,9 @@ struct RowFilter {
   std::optional<int64_t> m, n, k;
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
+  // Only the rows the provider's heuristic listed (peer_rank > 0): its picks per problem, what a
+  // peer model needs on a host without the GPU to ask.
+  bool peer_picks_only = false;
 };
 Dataset FilterDataset(const Dataset& dataset, const RowFilter& filter);
 

@@ -36,6 +36,7 @@ struct DataArgs {
   std::optional<int64_t> m, n, k;
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
+  bool peer_picks_only = false;
   std::string catalogue;  // keep rows in this rule set's catalogue (and the heuristic's picks)
   // schema
   bool markdown = false;
@@ -172,9 +173,12 @@ int RunFilter(const DataArgs& args) {
   filter.device_kind = args.device_kind;
   filter.arch = args.arch;
   filter.valid_only = args.valid_only;
+  filter.peer_picks_only = args.peer_picks_only;
   Dataset out = FilterDataset(*dataset, filter);
-  nlohmann::json options = {
-      {"command", "data filter"}, {"input", args.filter_input}, {"valid_only", args.valid_only}};
+  nlohmann::json options = {{"command", "data filter"},
+                            {"input", args.filter_input},
+                            {"valid_only", args.valid_only},
+                            {"peer_picks_only", args.peer_picks_only}};
   if (!args.catalogue.empty()) {
     const std::string rules_root = RulesRoot(args.rules_dir);
     nlohmann::json fingerprints = nlohmann::json::object();
@@ -367,6 +371,8 @@ Command DataCommand() {
             filter->add_option("--device-kind", args->device_kind, "device kind (nvidia-h200)");
             filter->add_option("--arch", args->arch, "architecture (sm_90, gfx950)");
             filter->add_flag("--valid-only", args->valid_only, "drop invalid rows");
+            filter->add_flag("--peer-picks-only", args->peer_picks_only,
+                             "keep only the heuristic's picks (rows with a peer rank)");
             filter->add_option("--catalogue", args->catalogue,
                                "keep rows whose config the named rule set keeps for the row's "
                                "problem (rules/<provider>/<name>.json), and the heuristic's picks");

@@ -1,6 +1,7 @@
-// Model inference (model.h): a model directory's LightGBM text models scored by TreeEnsemble,
+// Model inference (model.h): a model directory's LightGBM text models read by TreeEnsemble,
 // kselect's own evaluator (bit-identical to LightGBM's predictions, tests/model/
-// tree_ensemble_test.cpp), so the runtime links without LightGBM.
+// tree_ensemble_test.cpp), and scored by its compiled form, CompiledTrees (identical to
+// TreeEnsemble, tests/model/compiled_trees_test.cpp), so the runtime links without LightGBM.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kselect/model.h"
+#include "model/compiled_trees.h"
 #include "model/tree_ensemble.h"
 
 namespace kselect {
@@ -199,15 +201,22 @@ bool IsRanker(const TreeEnsemble& trees) {
   return trees.objective().starts_with("lambdarank");
 }
 
+// The trees compiled for scoring (TreeEnsemble stays the parser and the reference).
+StatusOr<CompiledTrees> Compiled(const TreeEnsemble& trees, const fs::path& path) {
+  StatusOr<CompiledTrees> compiled = CompiledTrees::Compile(trees);
+  if (!compiled.ok()) return compiled.status().WithContext(path.string());
+  return compiled;
+}
+
 }  // namespace
 
 struct Model::Impl {
   FeatureSpec spec;
   std::unique_ptr<FeatureExtractor> extractor;
-  std::map<Target, TreeEnsemble> models;
+  std::map<Target, CompiledTrees> models;
   std::set<Target> rankers;
   LabelTransform label_transform = LabelTransform::kLog1p;
-  std::optional<TreeEnsemble> blend_ranker;  // a blend's ranker (its regression: models[kTflops])
+  std::optional<CompiledTrees> blend_ranker;  // a blend's ranker (its regression: models[kTflops])
   double blend_regression_weight = kBlendRegressionWeight;
 };
 
@@ -255,9 +264,10 @@ StatusOr<Model> Model::Load(const std::string& dir) {
         return NotFoundError(path.string() + ": the TFLOPS model is missing");
       continue;
     }
-    KSELECT_ASSIGN_OR_RETURN(TreeEnsemble trees, LoadCheckedTrees(path, impl->spec));
+    KSELECT_ASSIGN_OR_RETURN(const TreeEnsemble trees, LoadCheckedTrees(path, impl->spec));
     if (IsRanker(trees)) impl->rankers.insert(t);
-    impl->models.emplace(t, std::move(trees));
+    KSELECT_ASSIGN_OR_RETURN(CompiledTrees compiled, Compiled(trees, path));
+    impl->models.emplace(t, std::move(compiled));
   }
   // A blend: the manifest says so and the ranker member lies beside the regression.
   const fs::path ranker_path = fs::path(dir) / kBlendRankerFile;
@@ -273,11 +283,12 @@ StatusOr<Model> Model::Load(const std::string& dir) {
     if (impl->rankers.count(Target::kTflops)) {
       return SchemaMismatchError(dir + ": a blend's TFLOPS model must be a regression");
     }
-    KSELECT_ASSIGN_OR_RETURN(TreeEnsemble ranker, LoadCheckedTrees(ranker_path, impl->spec));
+    KSELECT_ASSIGN_OR_RETURN(const TreeEnsemble ranker, LoadCheckedTrees(ranker_path, impl->spec));
     if (!IsRanker(ranker)) {
       return SchemaMismatchError(ranker_path.string() + ": not a lambdarank model");
     }
-    impl->blend_ranker.emplace(std::move(ranker));
+    KSELECT_ASSIGN_OR_RETURN(CompiledTrees compiled, Compiled(ranker, ranker_path));
+    impl->blend_ranker.emplace(std::move(compiled));
     impl->blend_regression_weight = *facts.blend_regression_weight;
   }
   return Model(std::move(impl));

@@ -5,6 +5,7 @@ set(KSELECT_ML_RUNTIME_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/gemm_features.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/compiled_trees.cpp
     ${CMAKE_CURRENT_LIST_DIR}/model.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tree_ensemble.cpp)
 # Training and evaluation (kselect_offline): evaluation against the oracle, baselines, reports,

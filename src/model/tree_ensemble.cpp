@@ -13,11 +13,6 @@
 namespace kselect {
 namespace {
 
-// LightGBM's kZeroThreshold (meta.h): inputs within it are zero. The dense-matrix reader of
-// LGBM_BoosterPredictForMat drops them (they read back as 0), and "missing type Zero" splits send
-// them the default way.
-constexpr double kZeroThreshold = 1e-35f;
-
 // decision_type bits (tree.h).
 constexpr int kCategoricalMask = 1;
 constexpr int kDefaultLeftMask = 2;
@@ -426,7 +421,7 @@ inline int32_t TreeEnsemble::LeafOf(const double* row, int32_t node) const {
         const uint32_t word = code / 32;
         left = word < range.words && ((cat_bits_[range.begin + word] >> (code % 32)) & 1u) != 0;
       }
-    } else if (std::fabs(value) > kZeroThreshold) {
+    } else if (std::fabs(value) > kLightGbmZeroThreshold) {
       left = value <= n.threshold;
     } else if (std::isnan(value)) {
       left = (n.meta & kNanLeft) != 0;

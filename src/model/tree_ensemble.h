@@ -18,6 +18,13 @@
 
 namespace kselect {
 
+// LightGBM's kZeroThreshold (meta.h): inputs within it are zero. The dense-matrix reader of
+// LGBM_BoosterPredictForMat drops them (they read back as 0), and "missing type Zero" splits send
+// them the default way.
+inline constexpr double kLightGbmZeroThreshold = 1e-35f;
+
+class CompiledTrees;
+
 class TreeEnsemble {
  public:
   // Parses a LightGBM text model (the contents of a model_*.lgbm file, already gunzipped).
@@ -39,6 +46,9 @@ class TreeEnsemble {
   void Predict(const double* rows, size_t num_rows, double* out) const;
 
  private:
+  // CompiledTrees (compiled_trees.h) reads the parsed trees to lay them out for batch scoring.
+  friend class CompiledTrees;
+
   // One internal node, packed so a visit touches one cache line: the fields every decision reads.
   struct Node {
     double threshold = 0;  // numerical: go left when value <= threshold
