@@ -17,9 +17,9 @@
 #   kselect_dep::parquet        libparquet.so, links kselect_dep::arrow
 #   kselect_dep::lightgbm       lib_lightgbm.so (LightGBM 4.7.0 C API, <LightGBM/c_api.h>)
 #   nlohmann_json::nlohmann_json  (Debian nlohmann-json3-dev, 3.11.2)
-#   CLI11::CLI11                  (Debian libcli11-dev, 2.1.2; header-only)
-#   GTest::gtest GTest::gtest_main GTest::gmock GTest::gmock_main
-#   benchmark::benchmark benchmark::benchmark_main
+#   CLI11::CLI11                  (Debian libcli11-dev, 2.1.2; header-only; with KSELECT_BUILD_CLI)
+#   GTest::gtest GTest::gtest_main GTest::gmock GTest::gmock_main   (with KSELECT_BUILD_TESTS)
+#   benchmark::benchmark benchmark::benchmark_main                  (with KSELECT_BUILD_BENCHMARKS)
 #   CUDA::cudart_static CUDA::cublasLt CUDA::nvrtc (and the rest of FindCUDAToolkit's CUDA::*)
 #
 # Run-time search path:
@@ -131,8 +131,12 @@ if(NOT TARGET nlohmann_json::nlohmann_json)
   _kselect_deps_fail("nlohmann_json (>= 3.11) not found (apt package nlohmann-json3-dev).")
 endif()
 
+# CLI11, GoogleTest and Google Benchmark only where the CLI, the tests and the benchmarks are
+# built: a runtime-only build (pip install .) needs none of them.
+if(KSELECT_BUILD_CLI)
 find_package(CLI11 CONFIG QUIET)           # Debian libcli11-dev: /usr/share/cmake/CLI11, target CLI11::CLI11
-if(NOT TARGET CLI11::CLI11)
+endif()
+if(KSELECT_BUILD_CLI AND NOT TARGET CLI11::CLI11)
   find_path(KSELECT_CLI11_INCLUDE_DIR CLI/CLI.hpp)
   if(NOT KSELECT_CLI11_INCLUDE_DIR)
     _kselect_deps_fail("CLI11 not found (apt package libcli11-dev).")
@@ -141,13 +145,17 @@ if(NOT TARGET CLI11::CLI11)
   set_target_properties(CLI11::CLI11 PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${KSELECT_CLI11_INCLUDE_DIR}")
 endif()
 
-find_package(GTest QUIET)
-if(NOT TARGET GTest::gtest OR NOT TARGET GTest::gmock)
+if(KSELECT_BUILD_TESTS)
+  find_package(GTest QUIET)
+endif()
+if(KSELECT_BUILD_TESTS AND (NOT TARGET GTest::gtest OR NOT TARGET GTest::gmock))
   _kselect_deps_fail("GoogleTest/GoogleMock not found (apt packages googletest libgtest-dev libgmock-dev).")
 endif()
 
-find_package(benchmark QUIET)
-if(NOT TARGET benchmark::benchmark)
+if(KSELECT_BUILD_BENCHMARKS)
+  find_package(benchmark QUIET)
+endif()
+if(KSELECT_BUILD_BENCHMARKS AND NOT TARGET benchmark::benchmark)
   _kselect_deps_fail("Google benchmark not found (apt package libbenchmark-dev).")
 endif()
 

@@ -1,0 +1,313 @@
+"""The run-time selector from Python: kselect.Selector over the C API."""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import math
+import os
+from typing import List, Optional
+
+from . import _capi
+from ._capi import KselectError
+
+# The selector's default workspace limit (kselect::ProviderOptions::max_workspace_bytes).
+DEFAULT_MAX_WORKSPACE_BYTES = 32 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmProblem:
+    """C = alpha * op(A) op(B) + beta * C; A m x k, B k x n, C m x n (element counts).
+
+    `dtype` names A's, B's and C's type unless dtype_a/dtype_b/dtype_c say otherwise ("bf16",
+    "fp16", "fp32", "fp8", "bf8", ...). `layout` gives the memory orders of A, B and C, 'r' or
+    'c': cuBLAS's TN, what PyTorch's nn.Linear reaches (m = out features, n = tokens, k = in
+    features), is "rcc".
+    """
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "bf16"
+    layout: str = "rcc"
+    batch: int = 1
+    dtype_a: Optional[str] = None
+    dtype_b: Optional[str] = None
+    dtype_c: Optional[str] = None
+    compute: str = "fp32"
+    alpha: float = 1.0
+    beta: float = 0.0
+
+    def to_c(self) -> _capi.GemmProblem:
+        # The struct keeps the bytes objects alive (ctypes holds them in _objects).
+        problem = _capi.GemmProblem()
+        _capi.check(_capi.lib().kselect_gemm_problem_init(ctypes.byref(problem)))
+        problem.m, problem.n, problem.k, problem.batch = self.m, self.n, self.k, self.batch
+        problem.layout = self.layout.encode()
+        problem.dtype_a = (self.dtype_a or self.dtype).encode()
+        problem.dtype_b = (self.dtype_b or self.dtype).encode()
+        problem.dtype_c = (self.dtype_c or self.dtype).encode()
+        problem.compute = self.compute.encode()
+        problem.alpha, problem.beta = float(self.alpha), float(self.beta)
+        return problem
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One ranked kernel config. `config_key` is its stable identity, `name` a short description,
+    `score` what the deciding stage ordered by (higher is better); the predictions are None where
+    the stage made none (a ranking model, the library heuristic)."""
+
+    rank: int
+    config_key: str
+    name: str
+    provider: str
+    score: float
+    predicted_tflops: Optional[float]
+    predicted_latency_ms: Optional[float]
+
+
+class Selection(List[Candidate]):
+    """The ranked candidates for a problem, best first (never empty), with the stage that answered
+    (`path`: "solution_library", "cache", "model", "analytical", "heuristic",
+    "first_implementable"), the stage that made the decision (`decided_by`, which differs from
+    `path` for cached decisions), and `note`: why earlier stages were passed over."""
+
+    def __init__(self, candidates, path, decided_by, note, can_implement_checked, problem):
+        super().__init__(candidates)
+        self.path = path
+        self.decided_by = decided_by
+        self.note = note
+        self.can_implement_checked = can_implement_checked
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return (
+            f"Selection(path={self.path!r}, decided_by={self.decided_by!r}, "
+            f"{list.__repr__(self)})"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class DispatchInfo:
+    """What Selector.gemm ran: the config, the stage that chose it, its 1-based rank in the
+    selection, and the configs that failed to prepare or launch before it (`note`)."""
+
+    config_key: str
+    config_name: str
+    path: str
+    rank: int
+    note: str
+
+
+def _optional_number(value: float) -> Optional[float]:
+    return None if math.isnan(value) else value
+
+
+class Selector:
+    """An open model directory (made by `kselect train`): selects kernel configs for GEMMs and
+    runs them. Thread-safe. Close it (or use it as a context manager) to free it early.
+
+    Options mirror kselect::SelectorOptions: top_k configs per selection; the CUDA `device`;
+    check_can_implement (ask the provider on the GPU before returning a config); query_heuristic
+    (ask the library heuristic live for models trained on its picks); first_stage_candidates (0 =
+    score every candidate); solution_library and record_path (files, or None);
+    max_workspace_bytes (0 = 32 MiB).
+    """
+
+    def __init__(
+        self,
+        model_dir,
+        top_k: int = 8,
+        device: int = 0,
+        check_can_implement: bool = True,
+        query_heuristic: bool = True,
+        first_stage_candidates: int = 0,
+        solution_library=None,
+        record_path=None,
+        max_workspace_bytes: int = 0,
+    ):
+        self._handle = None
+        lib = _capi.lib()
+        options = _capi.SelectorOptions()
+        _capi.check(lib.kselect_selector_options_init(ctypes.byref(options)))
+        options.top_k = top_k
+        options.device = device
+        options.check_can_implement = 1 if check_can_implement else 0
+        options.query_heuristic = 1 if query_heuristic else 0
+        options.first_stage_candidates = first_stage_candidates
+        if solution_library:
+            options.solution_library = os.fsencode(solution_library)
+        if record_path:
+            options.record_path = os.fsencode(record_path)
+        options.max_workspace_bytes = max_workspace_bytes
+        handle = ctypes.c_void_p()
+        _capi.check(
+            lib.kselect_selector_open(
+                os.fsencode(model_dir), ctypes.byref(options), ctypes.byref(handle)
+            )
+        )
+        self._handle = handle
+        self.model_dir = os.fspath(model_dir)
+        self.top_k = top_k
+        self.device = device
+        self.max_workspace_bytes = max_workspace_bytes or DEFAULT_MAX_WORKSPACE_BYTES
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Frees the selector; later calls raise KselectError."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _capi.check(_capi.lib().kselect_selector_close(handle))
+
+    def __enter__(self) -> "Selector":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _open_handle(self):
+        if self._handle is None:
+            raise KselectError("the selector is closed", code=8)
+        return self._handle
+
+    # ------------------------------------------------------------------ selection
+    def select(
+        self,
+        m: int,
+        n: int,
+        k: int,
+        dtype: str = "bf16",
+        layout: str = "rcc",
+        batch: int = 1,
+        **fields,
+    ) -> Selection:
+        """The ranked configs for a GEMM of this size; `fields` are GemmProblem's other fields
+        (dtype_c, compute, alpha, beta, ...)."""
+        return self.select_problem(
+            GemmProblem(m, n, k, dtype=dtype, layout=layout, batch=batch, **fields)
+        )
+
+    def select_problem(self, problem: GemmProblem) -> Selection:
+        lib = _capi.lib()
+        c_problem = problem.to_c()
+        handle = ctypes.c_void_p()
+        _capi.check(
+            lib.kselect_selector_select_gemm(
+                self._open_handle(), ctypes.byref(c_problem), ctypes.byref(handle)
+            )
+        )
+        try:
+            return self._read_selection(lib, handle, problem)
+        finally:
+            lib.kselect_selection_free(handle)
+
+    @staticmethod
+    def _read_selection(lib, handle, problem: GemmProblem) -> Selection:
+        def string(getter, *args) -> str:
+            out = ctypes.c_char_p()
+            _capi.check(getter(handle, *args, ctypes.byref(out)))
+            return _capi.text(out.value)
+
+        def number(getter, index) -> float:
+            out = ctypes.c_double()
+            _capi.check(getter(handle, index, ctypes.byref(out)))
+            return out.value
+
+        count = ctypes.c_size_t()
+        _capi.check(lib.kselect_selection_count(handle, ctypes.byref(count)))
+        checked = ctypes.c_int()
+        _capi.check(lib.kselect_selection_can_implement_checked(handle, ctypes.byref(checked)))
+        candidates = [
+            Candidate(
+                rank=i + 1,
+                config_key=string(lib.kselect_selection_config_key, i),
+                name=string(lib.kselect_selection_config_name, i),
+                provider=string(lib.kselect_selection_provider, i),
+                score=number(lib.kselect_selection_score, i),
+                predicted_tflops=_optional_number(
+                    number(lib.kselect_selection_predicted_tflops, i)
+                ),
+                predicted_latency_ms=_optional_number(
+                    number(lib.kselect_selection_predicted_latency_ms, i)
+                ),
+            )
+            for i in range(count.value)
+        ]
+        return Selection(
+            candidates,
+            path=string(lib.kselect_selection_path),
+            decided_by=string(lib.kselect_selection_decided_by),
+            note=string(lib.kselect_selection_note),
+            can_implement_checked=bool(checked.value),
+            problem=problem,
+        )
+
+    # ------------------------------------------------------------------ dispatch
+    def gemm(
+        self,
+        problem: GemmProblem,
+        a_ptr: int,
+        b_ptr: int,
+        c_ptr: int,
+        workspace_ptr: int = 0,
+        workspace_bytes: int = 0,
+        stream: int = 0,
+    ) -> DispatchInfo:
+        """Runs the problem with the selector's choice on raw device pointers (ints: a tensor's
+        data_ptr()), laid out as the problem says, on the CUDA stream `stream` (a cudaStream_t
+        as an int; 0 = the default stream). Asynchronous like any launch. The workspace may be 0
+        when workspace_bytes is 0 (configs needing more are skipped)."""
+        lib = _capi.lib()
+        c_problem = problem.to_c()
+        info = _capi.DispatchInfo()
+        _capi.check(
+            lib.kselect_gemm_run(
+                self._open_handle(),
+                ctypes.byref(c_problem),
+                ctypes.c_void_p(a_ptr),
+                ctypes.c_void_p(b_ptr),
+                ctypes.c_void_p(c_ptr),
+                ctypes.c_void_p(workspace_ptr),
+                workspace_bytes,
+                ctypes.c_void_p(stream),
+                ctypes.byref(info),
+            )
+        )
+        return DispatchInfo(
+            config_key=_capi.text(info.config_key),
+            config_name=_capi.text(info.config_name),
+            path=_capi.text(info.path),
+            rank=info.rank,
+            note=_capi.text(info.note),
+        )
+
+    # ------------------------------------------------------------------ decision cache
+    def save_cache(self, path) -> None:
+        """Writes the decision cache (with the device, driver, library versions and the model's
+        fingerprint it is valid for)."""
+        _capi.check(
+            _capi.lib().kselect_selector_cache_save(self._open_handle(), os.fsencode(path))
+        )
+
+    def load_cache(self, path) -> None:
+        """Reads a decision cache; refused (schema_mismatch) when made under another device,
+        driver, library or model."""
+        _capi.check(
+            _capi.lib().kselect_selector_cache_load(self._open_handle(), os.fsencode(path))
+        )
+
+    @property
+    def cache_size(self) -> int:
+        """Decisions in the cache."""
+        out = ctypes.c_size_t()
+        _capi.check(
+            _capi.lib().kselect_selector_cache_size(self._open_handle(), ctypes.byref(out))
+        )
+        return out.value

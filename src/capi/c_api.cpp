@@ -1,0 +1,434 @@
+// The C API (include/kselect/c_api.h) over kselect::Selector and kselect::Gemm. Every entry point
+// runs its body through Guard, which turns a Status or any C++ exception into a status code and
+// the thread's last-error message: nothing may unwind into C.
+#include "kselect/c_api.h"
+
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/selector.h"
+#include "kselect/status.h"
+#include "kselect/version.h"
+
+// The C codes are kselect::StatusCode's values; a reordered enum must fail here, not in a caller.
+#define KSELECT_SAME_CODE(c_code, cpp_code) \
+  static_assert((c_code) == static_cast<int>(kselect::StatusCode::cpp_code), #c_code)
+KSELECT_SAME_CODE(KSELECT_OK, kOk);
+KSELECT_SAME_CODE(KSELECT_INVALID_ARGUMENT, kInvalidArgument);
+KSELECT_SAME_CODE(KSELECT_PARSE_ERROR, kParseError);
+KSELECT_SAME_CODE(KSELECT_SCHEMA_MISMATCH, kSchemaMismatch);
+KSELECT_SAME_CODE(KSELECT_NOT_FOUND, kNotFound);
+KSELECT_SAME_CODE(KSELECT_IO_ERROR, kIoError);
+KSELECT_SAME_CODE(KSELECT_UNAVAILABLE, kUnavailable);
+KSELECT_SAME_CODE(KSELECT_CANNOT_IMPLEMENT, kCannotImplement);
+KSELECT_SAME_CODE(KSELECT_FAILED_PRECONDITION, kFailedPrecondition);
+KSELECT_SAME_CODE(KSELECT_TIMEOUT, kTimeout);
+KSELECT_SAME_CODE(KSELECT_INTERNAL, kInternal);
+KSELECT_SAME_CODE(KSELECT_UNIMPLEMENTED, kUnimplemented);
+#undef KSELECT_SAME_CODE
+
+struct kselect_selector {
+  std::unique_ptr<kselect::Selector> selector;
+};
+
+// Wraps a Selection the selector owns (its cache keeps it alive as long as the selector): the
+// handle holds only the strings the accessors hand out, made once here.
+struct kselect_selection {
+  const kselect::Selection* selection = nullptr;
+  std::string path;
+  std::string decided_by;
+  std::vector<std::string> keys;
+  std::vector<std::string> names;
+  std::vector<std::string> providers;
+};
+
+namespace {
+
+using kselect::Status;
+using kselect::StatusCode;
+
+thread_local std::string last_error;
+
+int Fail(const char* function, const Status& status) {
+  try {
+    last_error = std::string(function) + ": " + status.ToString();
+  } catch (...) {
+    // Out of memory for the message itself: the code still says what happened.
+  }
+  return static_cast<int>(status.code());
+}
+
+// Runs `body` (returning Status) and maps its result, or any exception, to a status code.
+template <typename Body>
+int Guard(const char* function, Body&& body) noexcept {
+  try {
+    const Status status = body();
+    return status.ok() ? KSELECT_OK : Fail(function, status);
+  } catch (const std::bad_alloc&) {
+    return Fail(function, kselect::InternalError("out of memory"));
+  } catch (const std::exception& e) {
+    return Fail(function, kselect::InternalError(e.what()));
+  } catch (...) {
+    return Fail(function, kselect::InternalError("unknown C++ exception"));
+  }
+}
+
+Status NullArgument(const char* name) {
+  return kselect::InvalidArgumentError(std::string(name) + " is NULL");
+}
+
+// A C string option: NULL and "" both mean unset.
+std::string OptionalString(const char* text) {
+  return text == nullptr ? std::string() : text;
+}
+
+kselect::StatusOr<kselect::DataType> ParseTypeField(const char* field, const char* text) {
+  if (text == nullptr) return NullArgument(field);
+  auto type = kselect::ParseDataType(text);
+  if (!type.ok()) return type.status().WithContext(field);
+  return type;
+}
+
+kselect::StatusOr<kselect::GemmProblem> ToGemmProblem(const kselect_gemm_problem& in) {
+  kselect::GemmProblem problem;
+  problem.m = in.m;
+  problem.n = in.n;
+  problem.k = in.k;
+  problem.batch = in.batch;
+  if (in.layout == nullptr) return NullArgument("problem->layout");
+  auto layout = kselect::ParseGemmLayout(in.layout);
+  if (!layout.ok()) return layout.status().WithContext("problem->layout");
+  problem.layout = *layout;
+  KSELECT_ASSIGN_OR_RETURN(problem.dtype_a, ParseTypeField("problem->dtype_a", in.dtype_a));
+  KSELECT_ASSIGN_OR_RETURN(problem.dtype_b, ParseTypeField("problem->dtype_b", in.dtype_b));
+  KSELECT_ASSIGN_OR_RETURN(problem.dtype_c, ParseTypeField("problem->dtype_c", in.dtype_c));
+  KSELECT_ASSIGN_OR_RETURN(problem.compute, ParseTypeField("problem->compute", in.compute));
+  problem.alpha = in.alpha;
+  problem.beta = in.beta;
+  KSELECT_RETURN_IF_ERROR(problem.Validate().WithContext("problem"));
+  return problem;
+}
+
+kselect::SelectorOptions ToSelectorOptions(const kselect_selector_options& in) {
+  kselect::SelectorOptions options;
+  options.top_k = in.top_k;
+  options.provider.device = in.device;
+  if (in.max_workspace_bytes > 0) options.provider.max_workspace_bytes = in.max_workspace_bytes;
+  options.check_can_implement = in.check_can_implement != 0;
+  options.query_heuristic = in.query_heuristic != 0;
+  options.first_stage_candidates = in.first_stage_candidates;
+  options.solution_library = OptionalString(in.solution_library);
+  options.record_path = OptionalString(in.record_path);
+  return options;
+}
+
+Status CheckIndex(const kselect_selection* selection, size_t index) {
+  if (selection == nullptr) return NullArgument("selection");
+  const size_t count = selection->selection->ranked.size();
+  if (index >= count) {
+    return kselect::InvalidArgumentError("index " + std::to_string(index) +
+                                         " is past the selection's " + std::to_string(count) +
+                                         " configs");
+  }
+  return Status::Ok();
+}
+
+double OrNan(const std::optional<double>& value) {
+  return value ? *value : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Storage behind kselect_dispatch_info's strings: one per thread, valid until its next run.
+struct DispatchStrings {
+  std::string key;
+  std::string name;
+  std::string path;
+  std::string note;
+};
+thread_local DispatchStrings dispatch_strings;
+
+}  // namespace
+
+// Refuses a NULL argument, naming it.
+#define KSELECT_REQUIRE(pointer) \
+  if ((pointer) == nullptr) return NullArgument(#pointer)
+
+extern "C" {
+
+const char* kselect_last_error(void) {
+  return last_error.c_str();
+}
+
+const char* kselect_version(void) {
+  return kselect::ToolVersion();
+}
+
+int kselect_selector_options_init(kselect_selector_options* options) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(options);
+    const kselect::SelectorOptions defaults;
+    options->top_k = defaults.top_k;
+    options->device = defaults.provider.device;
+    options->check_can_implement = defaults.check_can_implement ? 1 : 0;
+    options->query_heuristic = defaults.query_heuristic ? 1 : 0;
+    options->first_stage_candidates = defaults.first_stage_candidates;
+    options->solution_library = nullptr;
+    options->record_path = nullptr;
+    options->max_workspace_bytes = 0;
+    return Status::Ok();
+  });
+}
+
+int kselect_selector_open(const char* model_dir, const kselect_selector_options* options,
+                          kselect_selector** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    *out = nullptr;
+    KSELECT_REQUIRE(model_dir);
+    kselect_selector_options defaults;
+    if (options == nullptr) {
+      kselect_selector_options_init(&defaults);
+      options = &defaults;
+    }
+    if (options->top_k < 1) {
+      return kselect::InvalidArgumentError("options->top_k is " + std::to_string(options->top_k) +
+                                           " (at least 1)");
+    }
+    if (options->first_stage_candidates < 0) {
+      return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
+    }
+    auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
+    if (!selector.ok()) return selector.status();
+    auto handle = std::make_unique<kselect_selector>();
+    handle->selector = std::move(*selector);
+    *out = handle.release();
+    return Status::Ok();
+  });
+}
+
+int kselect_selector_close(kselect_selector* selector) {
+  return Guard(__func__, [&] {
+    delete selector;
+    return Status::Ok();
+  });
+}
+
+int kselect_gemm_problem_init(kselect_gemm_problem* problem) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(problem);
+    problem->m = 0;
+    problem->n = 0;
+    problem->k = 0;
+    problem->batch = 1;
+    problem->layout = "rcc";
+    problem->dtype_a = "bf16";
+    problem->dtype_b = "bf16";
+    problem->dtype_c = "bf16";
+    problem->compute = "fp32";
+    problem->alpha = 1.0;
+    problem->beta = 0.0;
+    return Status::Ok();
+  });
+}
+
+int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_problem* problem,
+                                 kselect_selection** out) {
+  return Guard(__func__, [&]() -> Status {
+    KSELECT_REQUIRE(out);
+    *out = nullptr;
+    KSELECT_REQUIRE(selector);
+    KSELECT_REQUIRE(problem);
+    KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
+    KSELECT_ASSIGN_OR_RETURN(const kselect::Selection* selection,
+                             selector->selector->Select(kselect::Problem(gemm)));
+    auto handle = std::make_unique<kselect_selection>();
+    handle->selection = selection;
+    handle->path = kselect::DecisionPathName(selection->path);
+    handle->decided_by = kselect::DecisionPathName(selection->decided_by);
+    for (const kselect::RankedConfig& ranked : selection->ranked) {
+      handle->keys.push_back(kselect::ConfigKey(ranked.config));
+      handle->names.push_back(kselect::DescribeConfig(ranked.config));
+      handle->providers.emplace_back(kselect::ProviderName(kselect::ProviderOf(ranked.config)));
+    }
+    *out = handle.release();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_free(kselect_selection* selection) {
+  return Guard(__func__, [&] {
+    delete selection;
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_count(const kselect_selection* selection, size_t* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selection);
+    KSELECT_REQUIRE(out);
+    *out = selection->selection->ranked.size();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_path(const kselect_selection* selection, const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selection);
+    KSELECT_REQUIRE(out);
+    *out = selection->path.c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_decided_by(const kselect_selection* selection, const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selection);
+    KSELECT_REQUIRE(out);
+    *out = selection->decided_by.c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_note(const kselect_selection* selection, const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selection);
+    KSELECT_REQUIRE(out);
+    *out = selection->selection->note.c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_can_implement_checked(const kselect_selection* selection, int* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selection);
+    KSELECT_REQUIRE(out);
+    *out = selection->selection->can_implement_checked ? 1 : 0;
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_config_key(const kselect_selection* selection, size_t index,
+                                 const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = selection->keys[index].c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_config_name(const kselect_selection* selection, size_t index,
+                                  const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = selection->names[index].c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_provider(const kselect_selection* selection, size_t index, const char** out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = selection->providers[index].c_str();
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_score(const kselect_selection* selection, size_t index, double* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = selection->selection->ranked[index].score;
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_predicted_tflops(const kselect_selection* selection, size_t index,
+                                       double* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = OrNan(selection->selection->ranked[index].predicted_tflops);
+    return Status::Ok();
+  });
+}
+
+int kselect_selection_predicted_latency_ms(const kselect_selection* selection, size_t index,
+                                           double* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(out);
+    KSELECT_RETURN_IF_ERROR(CheckIndex(selection, index));
+    *out = OrNan(selection->selection->ranked[index].predicted_latency_ms);
+    return Status::Ok();
+  });
+}
+
+int kselect_selector_cache_save(const kselect_selector* selector, const char* path) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selector);
+    KSELECT_REQUIRE(path);
+    return selector->selector->SaveCache(path);
+  });
+}
+
+int kselect_selector_cache_load(kselect_selector* selector, const char* path) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selector);
+    KSELECT_REQUIRE(path);
+    return selector->selector->LoadCache(path);
+  });
+}
+
+int kselect_selector_cache_size(const kselect_selector* selector, size_t* out) {
+  return Guard(__func__, [&] {
+    KSELECT_REQUIRE(selector);
+    KSELECT_REQUIRE(out);
+    *out = selector->selector->CachedDecisions();
+    return Status::Ok();
+  });
+}
+
+int kselect_gemm_run(kselect_selector* selector, const kselect_gemm_problem* problem, const void* a,
+                     const void* b, void* c, void* workspace, int64_t workspace_bytes, void* stream,
+                     kselect_dispatch_info* info) {
+  return Guard(__func__, [&]() -> Status {
+    KSELECT_REQUIRE(selector);
+    KSELECT_REQUIRE(problem);
+    KSELECT_REQUIRE(a);
+    KSELECT_REQUIRE(b);
+    KSELECT_REQUIRE(c);
+    if (workspace_bytes < 0) return kselect::InvalidArgumentError("workspace_bytes is negative");
+    if (workspace == nullptr && workspace_bytes > 0) {
+      return kselect::InvalidArgumentError("workspace is NULL but workspace_bytes is " +
+                                           std::to_string(workspace_bytes));
+    }
+    KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
+    KSELECT_ASSIGN_OR_RETURN(
+        const kselect::DispatchInfo dispatched,
+        kselect::Gemm(*selector->selector, gemm, a, b, c, workspace, workspace_bytes, stream));
+    if (info != nullptr) {
+      DispatchStrings& strings = dispatch_strings;
+      strings.key = kselect::ConfigKey(dispatched.config);
+      strings.name = kselect::DescribeConfig(dispatched.config);
+      strings.path = kselect::DecisionPathName(dispatched.path);
+      strings.note = dispatched.note;
+      info->config_key = strings.key.c_str();
+      info->config_name = strings.name.c_str();
+      info->path = strings.path.c_str();
+      info->rank = dispatched.rank;
+      info->note = strings.note.c_str();
+    }
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"
