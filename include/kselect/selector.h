@@ -37,6 +37,7 @@
 namespace kselect {
 
 class Model;
+struct DispatchInfo;
 
 // The stage of the decision order that produced a selection.
 enum class DecisionPath {
@@ -144,13 +145,16 @@ class Selector {
   // The provider the model's configs run on (dispatch prepares kernels through it); kUnavailable
   // in builds or on hosts without one.
   StatusOr<KernelProvider*> provider();
-  // Dispatch's prepared kernels per (problem, config), under their mutex.
-  std::mutex& dispatch_mutex();
-  std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
-
   struct Impl;
 
  private:
+  friend StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
+                                     const void* b, void* c, void* workspace,
+                                     int64_t workspace_bytes, void* stream);
+  // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
+  std::mutex& dispatch_mutex();
+  std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
+
   explicit Selector(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
