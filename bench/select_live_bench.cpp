@@ -4,6 +4,7 @@
 //                                cublasLtMatmulAlgoGetHeuristic, 8 algos), through the provider
 //   BM_Select/cold_live          a new shape through the selector: the live heuristic query, the
 //                                first stage (64), the model, CanImplement on the returned configs
+//   BM_Select/cold_live_with_times  the same plus the predicted times of the top 8
 //   BM_Select/cold_live_unchecked  the same without CanImplement
 //   BM_Select/cached_live        a decision already in the cache
 // Shapes: LLM layers in framework orientation (PyTorch nn.Linear: m = out features, n = tokens),
@@ -78,9 +79,10 @@ void BM_Heuristic(benchmark::State& state) {
   ReportP50(state, us);
 }
 
-void SelectLive(benchmark::State& state, bool check, bool cached) {
+void SelectLive(benchmark::State& state, bool check, bool cached, int predicted_times = 0) {
   SelectorOptions options;
   options.first_stage_candidates = 64;
+  options.predicted_times = predicted_times;
   options.check_can_implement = check;
   auto selector = Selector::Open(kModel, options);
   if (!selector.ok()) {
@@ -118,6 +120,10 @@ void BM_SelectColdLive(benchmark::State& state) {
 void BM_SelectColdLiveUnchecked(benchmark::State& state) {
   SelectLive(state, false, false);
 }
+// Plus the predicted TFLOPS and latency of the top 8 (the ranker's 2,998-tree latency model).
+void BM_SelectColdLiveTimes(benchmark::State& state) {
+  SelectLive(state, true, false, 8);
+}
 void BM_SelectCachedLive(benchmark::State& state) {
   SelectLive(state, true, true);
 }
@@ -128,6 +134,10 @@ BENCHMARK(BM_Heuristic)
     ->Iterations(200);
 BENCHMARK(BM_SelectColdLive)
     ->Name("BM_Select/cold_live")
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(200);
+BENCHMARK(BM_SelectColdLiveTimes)
+    ->Name("BM_Select/cold_live_with_times")
     ->Unit(benchmark::kMicrosecond)
     ->Iterations(200);
 BENCHMARK(BM_SelectColdLiveUnchecked)
