@@ -23,6 +23,7 @@ const std::vector<Command>& Commands() {
       TrainCommand(),
       EvalCommand(),
       PredictCommand(),
+      ModelCommand(),
       CompareCommand(),
       // clang-format on
   };

@@ -75,6 +75,7 @@ Command FeaturesCommand();
 Command TrainCommand();
 Command EvalCommand();
 Command PredictCommand();
+Command ModelCommand();
 Command CompareCommand();
 
 }  // namespace kselect::cli
