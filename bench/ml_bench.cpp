@@ -6,8 +6,8 @@
 //   kselect_bench_ml --benchmark_filter='Train/1000000'  the 1 M-row training target
 //   kselect_bench_ml --benchmark_filter=Rank   ranking latency per problem with the shipped
 //                                              model (KSELECT_BENCH_MODEL=DIR picks another)
-//   kselect_bench_ml --benchmark_filter=Trees  tree scoring alone, time per (row x tree):
-//                                              TreeEnsemble vs LightGBM's C API predictor
+// Tree scoring alone (time per row x tree, kselect's scorers against LightGBM's predictor):
+// kselect_bench_select --benchmark_filter=BM_Score.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,13 +15,8 @@
 
 #include <benchmark/benchmark.h>
 
-#ifdef KSELECT_WITH_LIGHTGBM
-#include <LightGBM/c_api.h>
-#endif
-
 #include "kselect/train.h"
 #include "model/synthetic_gemm_data.h"
-#include "model/tree_ensemble.h"
 
 namespace kselect {
 namespace {
@@ -206,93 +201,6 @@ void BM_RankShippedModel(benchmark::State& state) {
   state.counters["candidates"] = static_cast<double>(state.range(0));
 }
 BENCHMARK(BM_RankShippedModel)->Arg(64)->Arg(512)->Arg(1700)->Unit(benchmark::kMillisecond);
-
-// Tree scoring alone on one problem's 1,700 candidate feature rows (extracted as
-// BM_RankShippedModel does) with the shipped bf16 TN ranker: the native TreeEnsemble against
-// LightGBM's own predictor (LGBM_BoosterPredictForMat, one thread, as Model calls it). The
-// counter per_row_tree is the figure to compare.
-struct TreeBenchInput {
-  std::string text;              // the LightGBM model text
-  std::vector<double> features;  // rows x the model's features, row-major
-  size_t rows = 0;
-};
-
-StatusOr<TreeBenchInput> LoadTreeBenchInput(size_t rows) {
-  const std::string dir = std::string(KSELECT_SOURCE_DIR) + "/models/h200_cublaslt_default_bf16_tn";
-  TreeBenchInput in;
-  in.rows = rows;
-  KSELECT_ASSIGN_OR_RETURN(in.text, ReadMaybeGzipFile(dir + "/model_tflops.lgbm.gz"));
-  KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(dir));
-  const std::vector<KernelConfig> configs = BenchCublasLtConfigs(static_cast<int>(rows));
-  std::vector<PeerPick> picks;
-  for (size_t i = 0; i < 8; ++i) picks.push_back({configs[i], static_cast<int32_t>(i + 1)});
-  GemmProblem p = BenchProblem();
-  p.m = 16;
-  KSELECT_RETURN_IF_ERROR(model.extractor().ExtractBatch(
-      p, configs, &in.features,
-      model.UsesPeerRanks() ? std::optional<std::span<const PeerPick>>(picks) : std::nullopt));
-  return in;
-}
-
-void SetRowTreeCounters(benchmark::State& state, size_t rows, int trees) {
-  state.counters["rows"] = static_cast<double>(rows);
-  state.counters["trees"] = trees;
-  // CPU time per row x tree (printed with its unit, e.g. "35.4ns").
-  state.counters["per_row_tree"] = benchmark::Counter(
-      static_cast<double>(rows) * trees,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-}
-
-void BM_TreesNative(benchmark::State& state) {
-  auto in = LoadTreeBenchInput(static_cast<size_t>(state.range(0)));
-  if (!in.ok()) {
-    state.SkipWithError(in.status().ToString().c_str());
-    return;
-  }
-  auto trees = TreeEnsemble::FromLightGbmText(in->text, "model_tflops.lgbm.gz");
-  if (!trees.ok()) {
-    state.SkipWithError(trees.status().ToString().c_str());
-    return;
-  }
-  std::vector<double> out(in->rows);
-  for (auto _ : state) {
-    trees->Predict(in->features.data(), in->rows, out.data());
-    benchmark::DoNotOptimize(out.data());
-  }
-  SetRowTreeCounters(state, in->rows, trees->num_trees());
-}
-BENCHMARK(BM_TreesNative)->Arg(1700)->Unit(benchmark::kMicrosecond);
-
-#ifdef KSELECT_WITH_LIGHTGBM
-void BM_TreesLightGbm(benchmark::State& state) {
-  auto in = LoadTreeBenchInput(static_cast<size_t>(state.range(0)));
-  if (!in.ok()) {
-    state.SkipWithError(in.status().ToString().c_str());
-    return;
-  }
-  BoosterHandle booster = nullptr;
-  int trees = 0;
-  if (LGBM_BoosterLoadModelFromString(in->text.c_str(), &trees, &booster) != 0) {
-    state.SkipWithError(LGBM_GetLastError());
-    return;
-  }
-  const int32_t cols = static_cast<int32_t>(in->features.size() / in->rows);
-  std::vector<double> out(in->rows);
-  for (auto _ : state) {
-    int64_t len = 0;
-    if (LGBM_BoosterPredictForMat(booster, in->features.data(), C_API_DTYPE_FLOAT64,
-                                  static_cast<int32_t>(in->rows), cols, 1, C_API_PREDICT_NORMAL, 0,
-                                  -1, "num_threads=1", &len, out.data()) != 0) {
-      state.SkipWithError(LGBM_GetLastError());
-      break;
-    }
-    benchmark::DoNotOptimize(out.data());
-  }
-  LGBM_BoosterFree(booster);
-  SetRowTreeCounters(state, in->rows, trees);
-}
-BENCHMARK(BM_TreesLightGbm)->Arg(1700)->Unit(benchmark::kMicrosecond);
-#endif
 
 }  // namespace
 }  // namespace kselect

@@ -28,10 +28,11 @@ declare -A target_seeds=(
   [fuzz_ck_kernel_name]="${seeds}/ck_kernel_name"
   [fuzz_kselect_jsonl]="${fixtures}/kselect ${seeds}/json_regressions"
   [fuzz_hardware_json]="${seeds}/hardware_json ${fixtures}/hardware ${seeds}/json_regressions"
-  [fuzz_tree_ensemble]="${seeds}/tree_ensemble"
+  [fuzz_tree_ensemble]="${seeds}/tree_ensemble ${fixtures}/ck_model"
+  [fuzz_model_specs]="${seeds}/model_specs ${seeds}/json_regressions"
 )
 targets=(fuzz_ck_tile_log fuzz_ck_tile_json fuzz_ck_conv_csv fuzz_ck_kernel_name
-         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble)
+         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble fuzz_model_specs)
 
 mkdir -p "${build}/artifacts"
 failed=()

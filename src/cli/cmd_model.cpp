@@ -1,6 +1,9 @@
-// kselect model: what a trained model directory ships besides its trees. `candidates` writes the
-// candidate table a selector chooses among (candidates.json.gz) from the model's training data,
-// for models trained before `kselect train` wrote it.
+// kselect model: work with model directories directly. `candidates` writes the candidate table a
+// selector chooses among (candidates.json.gz) from the model's training data, for models trained
+// before `kselect train` wrote it; `score` predicts with a model trained outside kselect (CK
+// Tile's train.py directory) for a table of feature rows, one prediction per row.
+#include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,6 +12,8 @@
 
 #include "cli/command.h"
 #include "cli/dataset_io.h"
+#include "core/text.h"
+#include "kselect/foreign_model.h"
 #include "kselect/model.h"
 #include "kselect/train.h"
 
@@ -60,12 +65,39 @@ StatusOr<int> RunCandidates(const ModelArgs& args) {
   return kExitOk;
 }
 
+struct ScoreArgs {
+  std::string ck_model;
+  std::string rows;
+  std::string target = "tflops";
+};
+
+StatusOr<int> RunScore(const ScoreArgs& args) {
+  KSELECT_ASSIGN_OR_RETURN(const Target target, ParseTarget(args.target));
+  KSELECT_ASSIGN_OR_RETURN(const ForeignModel model, LoadCkTileModel(args.ck_model));
+  KSELECT_ASSIGN_OR_RETURN(const std::string csv, text::ReadFile(args.rows));
+  size_t num_rows = 0;
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<double> rows,
+                           model.RowsFromCsv(csv, args.rows, &num_rows));
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<double> predictions,
+                           model.Predict(target, rows, num_rows));
+  // The shortest text that reads back as the same double.
+  for (const double p : predictions) {
+    char buffer[32];
+    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, p);
+    std::cout << std::string_view(buffer, static_cast<size_t>(end - buffer)) << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 Command ModelCommand() {
-  return {"model", "what a model directory ships: its candidate table",
+  return {"model",
+          "model directories: write a model's candidate table; score rows with a model trained "
+          "outside kselect (CK Tile's train.py)",
           [](CLI::App& app) -> RunFunction {
             auto args = std::make_shared<ModelArgs>();
+            auto score_args = std::make_shared<ScoreArgs>();
             app.require_subcommand(1);
             CLI::App* candidates = app.add_subcommand(
                 "candidates",
@@ -78,12 +110,28 @@ Command ModelCommand() {
                 ->check(CLI::ExistingFile);
             candidates->add_flag("--allow-other-data", args->allow_other_data,
                                  "take candidates from data other than the training data");
-            return [args, candidates]() {
+            CLI::App* score = app.add_subcommand(
+                "score",
+                "predict one value per row of a CSV table whose header names the model's "
+                "features (other columns are ignored); prints them in the target's units");
+            score
+                ->add_option("--ck-model", score_args->ck_model,
+                             "CK Tile model directory (feature_spec.json, model_<target>.lgbm or "
+                             ".lgbm.gz)")
+                ->required()
+                ->check(CLI::ExistingDirectory);
+            score->add_option("--rows", score_args->rows, "CSV of feature rows")
+                ->required()
+                ->check(CLI::ExistingFile);
+            score->add_option("--target", score_args->target, "tflops, latency or bandwidth")
+                ->capture_default_str();
+            return [args, score_args, candidates]() {
               if (candidates->parsed()) {
                 auto rc = RunCandidates(*args);
                 return rc.ok() ? *rc : ReportError("model candidates", rc.status());
               }
-              return kExitUsage;
+              auto rc = RunScore(*score_args);
+              return rc.ok() ? *rc : ReportError("model score", rc.status());
             };
           }};
 }

@@ -16,7 +16,8 @@ namespace {
 constexpr uint64_t kAll = ~uint64_t{0};
 // A categorical node reads its bit shifted to the top: set (goes right) is above this key.
 constexpr uint64_t kTopBitKey = kAll >> 1;
-constexpr uint64_t kMaxSlots = uint64_t{1} << 26;  // slot * 64 | shift fits 32 bits
+constexpr uint64_t kMaxSlots = uint64_t{1} << 26;  // slot * 64 fits 32 bits
+constexpr size_t kMaxNodes = size_t{1} << 26;      // child << 6 | shift fits 32 bits
 
 // Doubles (other than NaN) in order as unsigned integers: -inf < ... < -0 < +0 < ... < +inf map to
 // 0x000F.. < ... < 0x7FFF.. < 0x8000.. < ... < 0xFFF0.., so 0 and ~0 stay free for the rows whose
@@ -36,10 +37,9 @@ uint64_t ThresholdKey(double threshold) {
 
 const uint64_t kZeroKey = OrderKey(0.0);
 
-template <typename Node>
-double LeafValue(const Node& leaf) {
+double LeafValue(uint64_t key) {
   double value;
-  std::memcpy(&value, &leaf.key, sizeof value);
+  std::memcpy(&value, &key, sizeof value);
   return value;
 }
 
@@ -49,8 +49,10 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
   using Source = TreeEnsemble::Node;
   CompiledTrees out;
   out.num_features_ = trees.num_features();
-  if (trees.nodes_.size() + trees.leaf_values_.size() >= (size_t{1} << 31)) {
-    return InvalidArgumentError("the model has too many nodes to compile");
+  if (trees.nodes_.size() + trees.leaf_values_.size() >= kMaxNodes) {
+    return InvalidArgumentError("the model has " +
+                                std::to_string(trees.nodes_.size() + trees.leaf_values_.size()) +
+                                " nodes and leaves, more than the 2^26 CompiledTrees lays out");
   }
 
   // Numerical slots: one per (feature, NaN key, zero key) some node reads.
@@ -139,7 +141,7 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
   // Trees, breadth first: a node's children are appended side by side, so right = left + 1.
   std::vector<std::pair<int32_t, uint32_t>> queue;  // (TreeEnsemble child, depth)
   for (const int32_t root : trees.tree_roots_) {
-    const uint32_t base = static_cast<uint32_t>(out.nodes_.size());
+    const uint32_t base = static_cast<uint32_t>(out.key_.size());
     out.tree_root_.push_back(base);
     queue.assign(1, {root, 0});
     uint32_t depth = 0;
@@ -147,29 +149,32 @@ StatusOr<CompiledTrees> CompiledTrees::Compile(const TreeEnsemble& trees, const 
       const auto [child, level] = queue[q];
       const uint32_t self = base + static_cast<uint32_t>(q);
       depth = std::max(depth, level);
-      Node node;
+      uint64_t key = 0;
+      Link link;
       if (child < 0) {
         // A leaf stays put (0 << 0 is above no key), so its key is free to hold its value.
         const double value = trees.leaf_values_[static_cast<size_t>(~child)];
-        std::memcpy(&node.key, &value, sizeof value);
-        node.field = leaf_field;
-        node.child = self;
+        std::memcpy(&key, &value, sizeof value);
+        link.field = leaf_field;
+        link.child_shift = self << 6;
       } else {
         const Source& n = trees.nodes_[static_cast<size_t>(child)];
-        node.child = base + static_cast<uint32_t>(queue.size());
+        link.child_shift = (base + static_cast<uint32_t>(queue.size())) << 6;
         queue.push_back({n.left, level + 1});
         queue.push_back({n.right, level + 1});
         if (n.meta & TreeEnsemble::kCategorical) {
           const CategoricalSlots& c = out.categorical_[feature_of[static_cast<size_t>(child)]];
           const uint32_t bit = bit_of[static_cast<size_t>(child)];
-          node.key = kTopBitKey;
-          node.field = (c.slot + bit / 64) * static_cast<uint32_t>(kLanes * 8) | (63 - bit % 64);
+          key = kTopBitKey;
+          link.field = (c.slot + bit / 64) * static_cast<uint32_t>(kLanes * 8);
+          link.child_shift |= 63 - bit % 64;
         } else {
-          node.key = ThresholdKey(n.threshold);
-          node.field = slot_of(n) * static_cast<uint32_t>(kLanes * 8);
+          key = ThresholdKey(n.threshold);
+          link.field = slot_of(n) * static_cast<uint32_t>(kLanes * 8);
         }
       }
-      out.nodes_.push_back(node);
+      out.key_.push_back(key);
+      out.link_.push_back(link);
     }
     out.tree_depth_.push_back(depth);
   }
@@ -219,13 +224,16 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
   const size_t stride = static_cast<size_t>(num_features_);
   std::vector<uint64_t> slots(size_t{num_slots_} * kLanes, 0);  // the zero slot stays 0
   const char* slot_bytes = reinterpret_cast<const char*>(slots.data());
-  const Node* nodes = nodes_.data();
+  const uint64_t* keys = key_.data();
+  const Link* links = link_.data();
   const size_t trees = tree_root_.size();
-  // The value a walk reads: lane `lane`'s slot of the node.
-  const auto went_right = [&](const Node& n, size_t lane) {
+  // Where node `node` goes from lane `lane`: its left child, or the right one (+ 1).
+  const auto next = [&](uint32_t node, size_t lane) {
+    const Link link = links[node];
     uint64_t value;
-    std::memcpy(&value, slot_bytes + (n.field & ~63u) + 8 * lane, sizeof value);
-    return (value << (n.field & 63)) > n.key;
+    std::memcpy(&value, slot_bytes + link.field + 8 * lane, sizeof value);
+    return (link.child_shift >> 6) +
+           static_cast<uint32_t>((value << (link.child_shift & 63)) > keys[node]);
   };
   for (size_t first = 0; first < num_rows;) {
     const size_t count = std::min(kLanes, num_rows - first);
@@ -236,12 +244,11 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
       for (size_t t = 0; t < trees; ++t) {
         uint32_t node = tree_root_[t];
         for (uint32_t step = 0; step < tree_depth_[t]; ++step) {
-          const uint32_t next =
-              nodes[node].child + static_cast<uint32_t>(went_right(nodes[node], 0));
-          if (next == node) break;  // a leaf
-          node = next;
+          const uint32_t to = next(node, 0);
+          if (to == node) break;  // a leaf
+          node = to;
         }
-        sum += LeafValue(nodes[node]);
+        sum += LeafValue(keys[node]);
       }
       out[first++] = sum;
       continue;
@@ -257,14 +264,13 @@ void CompiledTrees::Predict(const double* rows, size_t num_rows, double* out) co
       for (uint32_t step = 0; step < tree_depth_[t]; ++step) {
         uint32_t moved = 0;
         for (size_t lane = 0; lane < kLanes; ++lane) {
-          const Node& n = nodes[node[lane]];
-          const uint32_t next = n.child + static_cast<uint32_t>(went_right(n, lane));
-          moved |= next ^ node[lane];
-          node[lane] = next;
+          const uint32_t to = next(node[lane], lane);
+          moved |= to ^ node[lane];
+          node[lane] = to;
         }
         if (moved == 0) break;  // every lane is at its leaf
       }
-      for (size_t lane = 0; lane < kLanes; ++lane) sums[lane] += LeafValue(nodes[node[lane]]);
+      for (size_t lane = 0; lane < kLanes; ++lane) sums[lane] += LeafValue(keys[node[lane]]);
     }
     std::copy_n(sums, count, out + first);
     first += count;

@@ -34,7 +34,7 @@ class CompiledTrees {
   };
 
   // Lays out `trees`. Fails (kInvalidArgument) only for models past the layout's limits (2^26 input
-  // slots, 2^31 nodes), far beyond any LightGBM model that fits in memory.
+  // slots, 2^26 nodes and leaves: a model text of gigabytes).
   static StatusOr<CompiledTrees> Compile(const TreeEnsemble& trees, const Options& options);
   static StatusOr<CompiledTrees> Compile(const TreeEnsemble& trees) {
     return Compile(trees, Options());
@@ -52,12 +52,12 @@ class CompiledTrees {
   // the slowest of them (every walk takes as many steps as the deepest) wastes little.
   static constexpr size_t kLanes = 8;
 
-  struct Node {
-    // Goes right when (slot value << shift) > key. A leaf reads the zero slot, so it never goes
-    // right whatever its key, which holds its value (a double's bits).
-    uint64_t key = 0;
-    uint32_t field = 0;  // slot * kLanes * 8 (its byte offset in the lane-major slots) | shift
-    uint32_t child = 0;  // left child (right = child + 1); a leaf's own index
+  // A node is its key (key_) and where it reads and goes (link_), both indexed by node. It goes
+  // right when (slot value << shift) > key. A leaf reads the zero slot, so it never goes right
+  // whatever its key, which holds its value (a double's bits).
+  struct Link {
+    uint32_t field = 0;        // slot * kLanes * 8: the slot's byte offset in the lane-major block
+    uint32_t child_shift = 0;  // left child << 6 | shift (right = left + 1; a leaf: itself)
   };
   // A numerical feature's slot variant: the keys of NaN and of zero (|x| <= 1e-35).
   struct NumericSlot {
@@ -95,7 +95,10 @@ class CompiledTrees {
   std::vector<CatBitset> cat_node_bitset_;
   std::vector<uint32_t> cat_bits_;
 
-  std::vector<Node> nodes_;    // every tree's nodes, breadth first, siblings side by side
+  // Every tree's nodes, breadth first, siblings side by side; apart, so that a node's two halves
+  // are addressed by its index alone.
+  std::vector<uint64_t> key_;
+  std::vector<Link> link_;
   std::vector<uint32_t> tree_root_;
   std::vector<uint32_t> tree_depth_;  // steps from the root to the deepest leaf
 };

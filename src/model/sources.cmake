@@ -1,11 +1,14 @@
 # The ML core, in two halves.
 # Inference (kselect_runtime): the feature engine and model scoring with kselect's own evaluator of
-# LightGBM text models, so selection links without LightGBM.
+# LightGBM text models (kselect's and foreign ones, such as CK Tile's), so selection links without
+# LightGBM.
 set(KSELECT_ML_RUNTIME_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/gemm_features.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/ck_tile_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/compiled_trees.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/foreign_model.cpp
     ${CMAKE_CURRENT_LIST_DIR}/model.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tree_ensemble.cpp)
 # Training and evaluation (kselect_offline): evaluation against the oracle, baselines, reports,

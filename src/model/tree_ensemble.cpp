@@ -406,6 +406,16 @@ StatusOr<TreeEnsemble> TreeEnsemble::FromLightGbmText(std::string_view text,
   return Parser(text, source).Parse();
 }
 
+std::vector<int> TreeEnsemble::CategoricalSplitFeatures() const {
+  std::vector<int> features;
+  for (const Node& n : nodes_) {
+    if (n.meta & kCategorical) features.push_back(n.feature);
+  }
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  return features;
+}
+
 inline int32_t TreeEnsemble::LeafOf(const double* row, int32_t node) const {
   while (node >= 0) {
     const Node& n = nodes_[static_cast<size_t>(node)];

@@ -40,6 +40,8 @@ class TreeEnsemble {
   const std::vector<std::string>& feature_names() const { return feature_names_; }
   // The header's objective line ("regression", "lambdarank", ...; empty when absent).
   std::string_view objective() const { return objective_; }
+  // The features some node splits as a category, ascending.
+  std::vector<int> CategoricalSplitFeatures() const;
 
   // Scores `num_rows` row-major rows of num_features() doubles into out[0..num_rows): the sum of
   // every tree's leaf value, as LightGBM predicts it.
