@@ -21,11 +21,14 @@
 #include "kselect/eval.h"
 #include "kselect/model.h"
 #include "kselect/selector.h"
+#include "p50_timer.h"
 
 namespace kselect {
 namespace {
 
 namespace fs = std::filesystem;
+using bench::MicrosSince;
+using bench::ReportP50;
 
 const std::string kModel =
     (fs::path(KSELECT_SOURCE_DIR) / "models/h200_cublaslt_default_bf16_tn").string();
@@ -71,12 +74,6 @@ std::unique_ptr<Selector> OpenSelector(int first_stage, int predicted_times = 0)
   return selector.ok() ? std::move(*selector) : nullptr;
 }
 
-void ReportP50(benchmark::State& state, std::vector<double>& us) {
-  if (us.empty()) return;
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  state.counters["p50_us"] = us[us.size() / 2];
-}
-
 void Cold(benchmark::State& state, int first_stage, int predicted_times = 0) {
   const Workload& workload = LoadWorkload();
   auto selector = OpenSelector(first_stage, predicted_times);
@@ -93,8 +90,7 @@ void Cold(benchmark::State& state, int first_stage, int predicted_times = 0) {
     const auto& picks = workload.picks.at({problem.m, problem.k});
     const auto start = std::chrono::steady_clock::now();
     auto selection = selector->Select(problem, picks);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                     .count());
+    us.push_back(MicrosSince(start));
     if (!selection.ok() || (*selection)->path != DecisionPath::kModel) {
       state.SkipWithError("the model did not decide");
       return;
@@ -187,8 +183,7 @@ void BM_SelectCached(benchmark::State& state) {
     const GemmProblem& problem = problems[i++ % problems.size()];
     const auto start = std::chrono::steady_clock::now();
     auto selection = selector->Select(problem);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                     .count());
+    us.push_back(MicrosSince(start));
     benchmark::DoNotOptimize(selection);
   }
   state.SetItemsProcessed(state.iterations());

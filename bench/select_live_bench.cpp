@@ -18,11 +18,14 @@
 
 #include "kselect/provider.h"
 #include "kselect/selector.h"
+#include "p50_timer.h"
 
 namespace kselect {
 namespace {
 
 namespace fs = std::filesystem;
+using bench::MicrosSince;
+using bench::ReportP50;
 
 const std::string kModel =
     (fs::path(KSELECT_SOURCE_DIR) / "models/h200_cublaslt_default_bf16_tn").string();
@@ -43,17 +46,6 @@ GemmProblem NthProblem(int64_t i) {
   return p;
 }
 
-double Micros(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-void ReportP50(benchmark::State& state, std::vector<double>& us) {
-  if (us.empty()) return;
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  state.counters["p50_us"] = us[us.size() / 2];
-}
-
 void BM_Heuristic(benchmark::State& state) {
   auto provider = CreateProvider(Provider::kCublasLt);
   if (!provider.ok()) {
@@ -70,7 +62,7 @@ void BM_Heuristic(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     auto picks = (*provider)->HeuristicPicks(NthProblem(i++), 8);
-    us.push_back(Micros(start));
+    us.push_back(MicrosSince(start));
     if (!picks.ok() || picks->empty()) {
       state.SkipWithError("the heuristic returned no algorithm");
       return;
@@ -104,7 +96,7 @@ void SelectLive(benchmark::State& state, bool check, bool cached, int predicted_
     }
     const auto start = std::chrono::steady_clock::now();
     auto selection = (*selector)->Select(problem);
-    us.push_back(Micros(start));
+    us.push_back(MicrosSince(start));
     if (!selection.ok()) {
       state.SkipWithError(selection.status().ToString().c_str());
       return;

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "kselect/problem.h"
+
 namespace kselect::testing_util {
 
 // tests/fixtures/<folder>/<name>.
@@ -34,6 +36,17 @@ inline ::testing::AssertionResult Contains(std::string_view haystack, std::strin
   if (haystack.find(needle) != std::string_view::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "'" << haystack << "' does not contain '" << needle << "'";
+}
+
+// The bf16 GEMM PyTorch's nn.Linear reaches cuBLASLt as: TN (layout rcc) with m = out features,
+// n = tokens, k = in features.
+inline GemmProblem LinearGemm(int64_t out_features, int64_t tokens, int64_t in_features) {
+  GemmProblem p;
+  p.m = out_features;
+  p.n = tokens;
+  p.k = in_features;
+  p.layout = GemmLayout{MatrixOrder::kRowMajor, MatrixOrder::kColMajor, MatrixOrder::kColMajor};
+  return p;
 }
 
 }  // namespace kselect::testing_util

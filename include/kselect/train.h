@@ -140,8 +140,8 @@ StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
 // The candidate table of a model trained on `data` (candidates.h): every distinct config of
 // each problem group, so a selector knows its candidates without the data.
 CandidateTable CandidateTableOf(const CandidateSet& data);
-// Writes CandidateTableOf(data) to `model_dir`/candidates.json.gz (atomically).
-Status WriteCandidateTable(const CandidateSet& data, const std::string& model_dir);
+// Writes `table` to `model_dir`/candidates.json.gz (atomically).
+Status WriteCandidateTable(const CandidateTable& table, const std::string& model_dir);
 // Per-candidate scores of `data` from out-of-fold predictions, shaped like PredictCandidateSet's.
 // Refuses (kFailedPrecondition) data with a (problem, config) pair the file lacks, saying how
 // many are covered and naming the first missing one: OOF predictions exist only for the rows the

@@ -54,8 +54,8 @@ StatusOr<int> RunCandidates(const ModelArgs& args) {
         "order, or --allow-other-data to take candidates from other data");
   }
   KSELECT_RETURN_IF_ERROR(model.CheckHardware(data.hardware));
-  KSELECT_RETURN_IF_ERROR(WriteCandidateTable(data, args.model));
   const CandidateTable table = CandidateTableOf(data);
+  KSELECT_RETURN_IF_ERROR(WriteCandidateTable(table, args.model));
   std::cout << args.model << "/" << kCandidateTableFile << ": " << table.NumConfigs()
             << " candidates in " << table.groups.size() << " groups from " << data.problems.size()
             << " problems (data " << data.fingerprint << ")\n";

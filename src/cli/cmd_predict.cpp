@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -76,6 +75,31 @@ StatusOr<size_t> KeepImplementable(const Model& model, const GemmProblem& proble
   return dropped;
 }
 
+// The heuristic's picks a dataset recorded for `problem` (its rows' peer ranks), best first;
+// nullopt when the dataset did not measure the problem.
+StatusOr<std::optional<std::vector<PeerPick>>> RecordedPeerPicks(const Dataset& dataset,
+                                                                 Provider provider,
+                                                                 const GemmProblem& problem) {
+  const std::string problem_key = problem.ToString();
+  const std::string provider_name(ProviderName(provider));
+  std::vector<PeerPick> picks;
+  bool measured = false;
+  for (const DatasetRow& row : dataset.rows) {
+    if (row.problem_key.value_or("") != problem_key || row.provider.value_or("") != provider_name) {
+      continue;
+    }
+    measured = true;
+    if (row.peer_rank && *row.peer_rank > 0) {
+      KSELECT_ASSIGN_OR_RETURN(Measurement meas, MeasurementFromRow(row));
+      picks.push_back({meas.config, static_cast<int32_t>(*row.peer_rank)});
+    }
+  }
+  if (!measured) return std::optional<std::vector<PeerPick>>();
+  std::stable_sort(picks.begin(), picks.end(),
+                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  return std::optional(std::move(picks));
+}
+
 // The peer heuristic's picks for the problem, for models trained with --peer-rank: the dataset's
 // own record when it measured this problem (the picks the bench got from the library), else the
 // provider's heuristic on this host's GPU, whose picks join the candidates. Says where they came
@@ -86,54 +110,41 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
                                              std::vector<std::string>* keys, std::string* source) {
   const std::string problem_key = problem.ToString();
   const std::string provider(ProviderName(model.spec().provider));
-  std::map<std::string, int32_t> rank_of;
-  bool measured = false;
-  for (const DatasetRow& row : dataset.rows) {
-    if (row.problem_key.value_or("") != problem_key || row.provider.value_or("") != provider) {
-      continue;
-    }
-    measured = true;
-    if (row.peer_rank && *row.peer_rank > 0) {
-      rank_of[row.config_key.value_or("")] = static_cast<int32_t>(*row.peer_rank);
-    }
+  KSELECT_ASSIGN_OR_RETURN(std::optional<std::vector<PeerPick>> recorded,
+                           RecordedPeerPicks(dataset, model.spec().provider, problem));
+  if (recorded) {
+    *source = path + " (the heuristic's picks recorded when the problem was measured)";
+    return std::move(*recorded);
   }
   std::vector<PeerPick> picks;
-  if (measured) {
-    for (size_t i = 0; i < keys->size(); ++i) {
-      const auto it = rank_of.find((*keys)[i]);
-      if (it != rank_of.end()) picks.push_back({(*configs)[i], it->second});
-    }
-    *source = path + " (the heuristic's picks recorded when the problem was measured)";
-  } else {
-    auto runtime = CreateProvider(model.spec().provider);
-    StatusOr<std::vector<KernelConfig>> listed =
-        runtime.ok() ? (*runtime)->HeuristicPicks(problem, 8)
-                     : StatusOr<std::vector<KernelConfig>>(runtime.status());
-    if (!listed.ok()) {
-      return FailedPreconditionError(
-          "this model uses the " + provider +
-          " heuristic's own picks as features (trained with --peer-rank); " + path +
-          " did not measure " + problem_key + " and the library cannot be asked here (" +
-          listed.status().message() +
-          "). Run on a GPU host, or use a model trained without --peer-rank");
-    }
-    // No algorithm from the heuristic means the library cannot run this problem at all (fp8
-    // kernels, for one, need 16-byte aligned dimensions): a ranking would only list configs
-    // that fail to launch.
-    if (listed->empty()) {
-      return FailedPreconditionError(provider + "'s heuristic on this GPU has no algorithm for " +
-                                     problem_key + ": the library cannot run this problem here");
-    }
-    for (size_t r = 0; r < listed->size(); ++r) {
-      std::string key = ConfigKey((*listed)[r]);
-      if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
-        configs->push_back((*listed)[r]);
-        keys->push_back(std::move(key));
-      }
-      picks.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
-    }
-    *source = provider + "'s heuristic on this GPU (" + std::to_string(listed->size()) + " picks)";
+  auto runtime = CreateProvider(model.spec().provider);
+  StatusOr<std::vector<KernelConfig>> listed =
+      runtime.ok() ? (*runtime)->HeuristicPicks(problem, 8)
+                   : StatusOr<std::vector<KernelConfig>>(runtime.status());
+  if (!listed.ok()) {
+    return FailedPreconditionError(
+        "this model uses the " + provider +
+        " heuristic's own picks as features (trained with --peer-rank); " + path +
+        " did not measure " + problem_key + " and the library cannot be asked here (" +
+        listed.status().message() +
+        "). Run on a GPU host, or use a model trained without --peer-rank");
   }
+  // No algorithm from the heuristic means the library cannot run this problem at all (fp8
+  // kernels, for one, need 16-byte aligned dimensions): a ranking would only list configs
+  // that fail to launch.
+  if (listed->empty()) {
+    return FailedPreconditionError(provider + "'s heuristic on this GPU has no algorithm for " +
+                                   problem_key + ": the library cannot run this problem here");
+  }
+  for (size_t r = 0; r < listed->size(); ++r) {
+    std::string key = ConfigKey((*listed)[r]);
+    if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
+      configs->push_back((*listed)[r]);
+      keys->push_back(std::move(key));
+    }
+    picks.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
+  }
+  *source = provider + "'s heuristic on this GPU (" + std::to_string(listed->size()) + " picks)";
   std::stable_sort(picks.begin(), picks.end(),
                    [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
   return picks;
@@ -250,33 +261,6 @@ void PrintSelection(const PredictArgs& args, const Selector& selector, const Sel
   }
 }
 
-// The heuristic's picks a dataset recorded for `problem` (the rows' peer ranks), best first.
-StatusOr<std::vector<PeerPick>> RecordedPeerPicks(const Dataset& dataset, Provider provider,
-                                                  const GemmProblem& problem,
-                                                  const std::string& path) {
-  const std::string problem_key = problem.ToString();
-  const std::string provider_name(ProviderName(provider));
-  std::vector<PeerPick> picks;
-  bool measured = false;
-  for (const DatasetRow& row : dataset.rows) {
-    if (row.problem_key.value_or("") != problem_key || row.provider.value_or("") != provider_name) {
-      continue;
-    }
-    measured = true;
-    if (row.peer_rank && *row.peer_rank > 0) {
-      KSELECT_ASSIGN_OR_RETURN(Measurement meas, MeasurementFromRow(row));
-      picks.push_back({meas.config, static_cast<int32_t>(*row.peer_rank)});
-    }
-  }
-  if (!measured) {
-    return FailedPreconditionError(path + " did not measure " + problem_key +
-                                   ": it has no heuristic picks recorded for it");
-  }
-  std::stable_sort(picks.begin(), picks.end(),
-                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
-  return picks;
-}
-
 StatusOr<GemmProblem> ProblemOf(const PredictArgs& args) {
   GemmProblem problem;
   problem.m = args.m;
@@ -313,8 +297,11 @@ StatusOr<int> Run(const PredictArgs& args) {
     std::string peer_source;
     if (!args.peer_data.empty() && model.UsesPeerRanks()) {
       KSELECT_ASSIGN_OR_RETURN(Dataset dataset, ReadDatasetChecked(args.peer_data));
-      KSELECT_ASSIGN_OR_RETURN(
-          peer, RecordedPeerPicks(dataset, model.spec().provider, problem, args.peer_data));
+      KSELECT_ASSIGN_OR_RETURN(peer, RecordedPeerPicks(dataset, model.spec().provider, problem));
+      if (!peer) {
+        return FailedPreconditionError(args.peer_data + " did not measure " + problem.ToString() +
+                                       ": it has no heuristic picks recorded for it");
+      }
       peer_source = args.peer_data + " (the heuristic's picks recorded when it was measured)";
     }
     const auto ranks = peer ? std::optional<std::span<const PeerPick>>(*peer)

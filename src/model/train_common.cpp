@@ -293,9 +293,9 @@ CandidateTable CandidateTableOf(const CandidateSet& data) {
   return table;
 }
 
-Status WriteCandidateTable(const CandidateSet& data, const std::string& model_dir) {
+Status WriteCandidateTable(const CandidateTable& table, const std::string& model_dir) {
   return WriteGzipFile((std::filesystem::path(model_dir) / kCandidateTableFile).string(),
-                       CandidateTableToJson(CandidateTableOf(data)));
+                       CandidateTableToJson(table));
 }
 
 }  // namespace kselect

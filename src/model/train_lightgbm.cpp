@@ -985,7 +985,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteOofPredictions(data, cv.oof, cv.fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
-  KSELECT_RETURN_IF_ERROR(WriteCandidateTable(data, out_dir));
+  KSELECT_RETURN_IF_ERROR(WriteCandidateTable(CandidateTableOf(data), out_dir));
   return result;
 }
 

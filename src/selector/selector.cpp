@@ -153,8 +153,11 @@ struct Selector::Impl {
   StatusOr<std::vector<size_t>> KeepImplementable(const Problem& problem,
                                                   std::span<const KernelConfig> configs,
                                                   std::span<const size_t> order, bool* checked);
+  // Indices of the group's configs to score: `picks_in_table` (the picks the table has, as
+  // indices), then the nearest exemplars' fastest, the picks' families, the estimate's best.
   std::vector<size_t> FirstStage(const GroupIndex& group, const GemmProblem& problem,
-                                 std::span<const PeerPick> peer, size_t budget) const;
+                                 std::span<const PeerPick> peer,
+                                 std::span<const size_t> picks_in_table, size_t budget) const;
   Status FillPredictions(const Problem& problem, std::optional<std::span<const PeerPick>> peer,
                          std::vector<RankedConfig>* ranked, size_t count) const;
   void Record(const Problem& problem);
@@ -373,7 +376,7 @@ void Selector::Impl::Record(const Problem& problem) {
 
 StatusOr<Selection> Selector::Impl::Decide(const Problem& problem,
                                            std::optional<std::span<const PeerPick>> peer) {
-  std::vector<std::string> passed;  // why each stage passed
+  std::string passed;  // why each stage passed: "<stage>: <reason>; ..."
   std::optional<Selection> chosen;
   if (!solutions.empty()) {
     const auto it = solutions.find(ProblemToString(problem));
@@ -402,7 +405,7 @@ StatusOr<Selection> Selector::Impl::Decide(const Problem& problem,
   auto model_stage = FromModel(problem, peer, &note);
   if (!model_stage.ok()) return model_stage.status();
   if (model_stage->has_value()) return std::move(**model_stage);
-  passed.push_back("model: " + note);
+  passed = "model: " + note;
   for (auto [stage, path] :
        {std::pair<Stage, DecisionPath>{&Impl::FromAnalytical, DecisionPath::kAnalytical},
         {&Impl::FromHeuristic, DecisionPath::kHeuristic},
@@ -413,17 +416,13 @@ StatusOr<Selection> Selector::Impl::Decide(const Problem& problem,
     if (result->has_value()) {
       Selection selection = std::move(**result);
       selection.path = selection.decided_by = path;
-      std::string why;
-      for (const std::string& p : passed) why += (why.empty() ? "" : "; ") + p;
-      selection.note = why + (note.empty() ? "" : "; " + note);
+      selection.note = passed + (note.empty() ? "" : "; " + note);
       return selection;
     }
-    passed.push_back(std::string(DecisionPathName(path)) + ": " + note);
+    passed += "; " + std::string(DecisionPathName(path)) + ": " + note;
   }
-  std::string why;
-  for (const std::string& p : passed) why += (why.empty() ? "" : "; ") + p;
   return CannotImplementError("no stage can select a kernel for " + ProblemToString(problem) +
-                              ": " + why);
+                              ": " + passed);
 }
 
 StatusOr<std::vector<size_t>> Selector::Impl::KeepImplementable(
@@ -453,6 +452,7 @@ StatusOr<std::vector<size_t>> Selector::Impl::KeepImplementable(
 
 std::vector<size_t> Selector::Impl::FirstStage(const GroupIndex& group, const GemmProblem& problem,
                                                std::span<const PeerPick> peer,
+                                               std::span<const size_t> picks_in_table,
                                                size_t budget) const {
   std::vector<char> taken(group.configs.size(), 0);
   std::vector<size_t> out;
@@ -463,12 +463,7 @@ std::vector<size_t> Selector::Impl::FirstStage(const GroupIndex& group, const Ge
     }
   };
   // The heuristic's picks and their families first: the model mostly reorders within them.
-  for (const PeerPick& pick : peer) {
-    if (const auto it = group.index_of_key.find(ConfigKey(pick.config));
-        it != group.index_of_key.end()) {
-      take(it->second);
-    }
-  }
+  for (size_t i : picks_in_table) take(i);
   // What won on the nearest measured shapes, round-robin: each one's fastest, then the second...
   std::vector<std::pair<double, size_t>> nearest;
   nearest.reserve(group.exemplars.size());
@@ -552,8 +547,14 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
     peer = live;
     peer_note = "heuristic picks asked live";
   }
+  std::vector<size_t> picks_in_table;  // the table's index of each pick it has, in pick order
   for (const PeerPick& pick : peer.value_or(std::span<const PeerPick>())) {
-    if (!group.index_of_key.contains(ConfigKey(pick.config))) extra.push_back(pick.config);
+    const auto it = group.index_of_key.find(ConfigKey(pick.config));
+    if (it == group.index_of_key.end()) {
+      extra.push_back(pick.config);
+    } else {
+      picks_in_table.push_back(it->second);
+    }
   }
   // Which configs are scored: all, or the first stage's choice.
   const size_t budget = static_cast<size_t>(options.first_stage_candidates);
@@ -561,7 +562,8 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
   const auto* gemm = std::get_if<GemmProblem>(&problem);
   size_t considered = group.configs.size() + extra.size();
   if (budget > 0 && gemm != nullptr && group.configs.size() > budget) {
-    for (size_t i : FirstStage(group, *gemm, peer.value_or(std::span<const PeerPick>()), budget)) {
+    for (size_t i : FirstStage(group, *gemm, peer.value_or(std::span<const PeerPick>()),
+                               picks_in_table, budget)) {
       scored.push_back(group.configs[i]);
     }
   } else {

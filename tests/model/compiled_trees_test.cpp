@@ -253,24 +253,20 @@ TEST(CompiledTreesTest, SingleLeafModels) {
 }
 
 TEST(CompiledTreesTest, MatchesTreeEnsembleOnEveryShippedModel) {
-  const fs::path models = fs::path(KSELECT_SOURCE_DIR) / "models";
   int checked = 0;
-  for (const auto& dir : fs::directory_iterator(models)) {
-    for (const auto& file : fs::directory_iterator(dir.path())) {
-      const std::string name = file.path().filename().string();
-      if (!name.starts_with("model_") || !name.ends_with(".lgbm.gz")) continue;
-      SCOPED_TRACE(file.path().string());
-      const std::string text = ReadMaybeGzipFile(file.path().string()).value();
-      const StatusOr<TreeEnsemble> reference = TreeEnsemble::FromLightGbmText(text, name);
-      ASSERT_TRUE(reference.ok()) << reference.status().ToString();
-      const StatusOr<CompiledTrees> compiled = CompiledTrees::Compile(*reference);
-      ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
-      const std::vector<double> rows =
-          RowsFor(text, reference->num_features(), 300, 77u + static_cast<uint32_t>(checked));
-      EXPECT_TRUE(ScoresAgree(*reference, *compiled, rows, 100000));
-      EXPECT_TRUE(ScoresAgree(*reference, *compiled, rows, 13));
-      ++checked;
-    }
+  for (const fs::path& file : testing_util::ShippedModelFiles()) {
+    const std::string name = file.filename().string();
+    SCOPED_TRACE(file.string());
+    const std::string text = ReadMaybeGzipFile(file.string()).value();
+    const StatusOr<TreeEnsemble> reference = TreeEnsemble::FromLightGbmText(text, name);
+    ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+    const StatusOr<CompiledTrees> compiled = CompiledTrees::Compile(*reference);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    const std::vector<double> rows =
+        RowsFor(text, reference->num_features(), 300, 77u + static_cast<uint32_t>(checked));
+    EXPECT_TRUE(ScoresAgree(*reference, *compiled, rows, 100000));
+    EXPECT_TRUE(ScoresAgree(*reference, *compiled, rows, 13));
+    ++checked;
   }
   EXPECT_GE(checked, 14);  // every shipped model file
 }

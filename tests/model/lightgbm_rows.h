@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -17,6 +18,20 @@
 #include <vector>
 
 namespace kselect::testing_util {
+
+// Every shipped model file (models/*/model_*.lgbm.gz), sorted.
+inline std::vector<std::filesystem::path> ShippedModelFiles() {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path models = std::filesystem::path(KSELECT_SOURCE_DIR) / "models";
+  for (const auto& dir : std::filesystem::directory_iterator(models)) {
+    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+      const std::string name = file.path().filename().string();
+      if (name.starts_with("model_") && name.ends_with(".lgbm.gz")) files.push_back(file.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 // What the model's splits look at, per feature: numerical thresholds and the largest category
 // code its bitsets name (read from the text, independently of the parser under test).

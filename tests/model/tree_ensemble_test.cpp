@@ -270,47 +270,43 @@ TEST(TreeEnsembleLightGbmTest, SmallModelMatchesLightGbm) {
 }
 
 TEST(TreeEnsembleLightGbmTest, MatchesLightGbmOnEveryShippedModelBitForBit) {
-  const fs::path models = fs::path(KSELECT_SOURCE_DIR) / "models";
   int checked = 0;
-  for (const auto& dir : fs::directory_iterator(models)) {
-    for (const auto& file : fs::directory_iterator(dir.path())) {
-      const std::string name = file.path().filename().string();
-      if (!name.starts_with("model_") || !name.ends_with(".lgbm.gz")) continue;
-      SCOPED_TRACE(file.path().string());
-      const std::string text = ReadMaybeGzipFile(file.path().string()).value();
-      const StatusOr<TreeEnsemble> native = TreeEnsemble::FromLightGbmText(text, name);
-      ASSERT_TRUE(native.ok()) << native.status().ToString();
+  for (const fs::path& file : testing_util::ShippedModelFiles()) {
+    const std::string name = file.filename().string();
+    SCOPED_TRACE(file.string());
+    const std::string text = ReadMaybeGzipFile(file.string()).value();
+    const StatusOr<TreeEnsemble> native = TreeEnsemble::FromLightGbmText(text, name);
+    ASSERT_TRUE(native.ok()) << native.status().ToString();
 
-      BoosterHandle booster = nullptr;
-      int iterations = 0;
-      ASSERT_EQ(LGBM_BoosterLoadModelFromString(text.c_str(), &iterations, &booster), 0)
-          << LGBM_GetLastError();
-      EXPECT_EQ(iterations, native->num_trees());
-      int lgbm_features = 0;
-      ASSERT_EQ(LGBM_BoosterGetNumFeature(booster, &lgbm_features), 0);
-      EXPECT_EQ(lgbm_features, native->num_features());
+    BoosterHandle booster = nullptr;
+    int iterations = 0;
+    ASSERT_EQ(LGBM_BoosterLoadModelFromString(text.c_str(), &iterations, &booster), 0)
+        << LGBM_GetLastError();
+    EXPECT_EQ(iterations, native->num_trees());
+    int lgbm_features = 0;
+    ASSERT_EQ(LGBM_BoosterGetNumFeature(booster, &lgbm_features), 0);
+    EXPECT_EQ(lgbm_features, native->num_features());
 
-      const size_t rows = 1000 + 37;
-      const std::vector<double> x =
-          testing_util::RandomRows(testing_util::ReadFeatureUse(text, native->num_features()), rows,
-                                   1234u + uint32_t(checked));
-      std::vector<double> expected(rows), actual(rows);
-      int64_t len = 0;
-      const int rc = LGBM_BoosterPredictForMat(
-          booster, x.data(), C_API_DTYPE_FLOAT64, int32_t(rows), int32_t(native->num_features()), 1,
-          C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len, expected.data());
-      LGBM_BoosterFree(booster);
-      ASSERT_EQ(rc, 0) << LGBM_GetLastError();
-      native->Predict(x.data(), rows, actual.data());
-      int mismatches = 0;
-      for (size_t r = 0; r < rows; ++r) {
-        if (actual[r] != expected[r] && ++mismatches <= 5) {
-          ADD_FAILURE() << "row " << r << ": native " << actual[r] << ", LightGBM " << expected[r];
-        }
+    const size_t rows = 1000 + 37;
+    const std::vector<double> x =
+        testing_util::RandomRows(testing_util::ReadFeatureUse(text, native->num_features()), rows,
+                                 1234u + uint32_t(checked));
+    std::vector<double> expected(rows), actual(rows);
+    int64_t len = 0;
+    const int rc = LGBM_BoosterPredictForMat(
+        booster, x.data(), C_API_DTYPE_FLOAT64, int32_t(rows), int32_t(native->num_features()), 1,
+        C_API_PREDICT_NORMAL, 0, -1, "num_threads=1", &len, expected.data());
+    LGBM_BoosterFree(booster);
+    ASSERT_EQ(rc, 0) << LGBM_GetLastError();
+    native->Predict(x.data(), rows, actual.data());
+    int mismatches = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      if (actual[r] != expected[r] && ++mismatches <= 5) {
+        ADD_FAILURE() << "row " << r << ": native " << actual[r] << ", LightGBM " << expected[r];
       }
-      EXPECT_EQ(mismatches, 0);
-      ++checked;
     }
+    EXPECT_EQ(mismatches, 0);
+    ++checked;
   }
   EXPECT_GE(checked, 14);  // every shipped model file
 }

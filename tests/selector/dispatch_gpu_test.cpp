@@ -8,10 +8,12 @@
 
 #include "kselect/selector.h"
 #include "kselect/verify.h"
+#include "testing_util.h"
 
 namespace kselect {
 namespace {
 
+using testing_util::LinearGemm;
 using verify::CheckResult;
 using verify::Verifier;
 using verify::VerifyCase;
@@ -38,15 +40,6 @@ class DispatchKernel final : public PreparedKernel {
   DispatchInfo last_;
 };
 
-GemmProblem Linear(int64_t out_features, int64_t tokens, int64_t in_features) {
-  GemmProblem p;
-  p.m = out_features;
-  p.n = tokens;
-  p.k = in_features;
-  p.layout = GemmLayout{MatrixOrder::kRowMajor, MatrixOrder::kColMajor, MatrixOrder::kColMajor};
-  return p;
-}
-
 TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -54,8 +47,9 @@ TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
   }
   auto verifier = Verifier::Create();
   ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
-  const std::vector<GemmProblem> problems = {Linear(4096, 1, 4096), Linear(4096, 16, 4096),
-                                             Linear(1000, 7, 3000), Linear(2048, 512, 1024)};
+  const std::vector<GemmProblem> problems = {LinearGemm(4096, 1, 4096), LinearGemm(4096, 16, 4096),
+                                             LinearGemm(1000, 7, 3000),
+                                             LinearGemm(2048, 512, 1024)};
   for (const char* model :
        {"h200_cublaslt_default_bf16_tn", "h200_cublaslt_default", "h200_tile_bf16_tn"}) {
     const std::string dir = (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / model).string();

@@ -24,19 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing_util::Contains;
+using testing_util::LinearGemm;
 using testing_util::ReadAll;
 
 std::string ModelDir(std::string_view name) {
   return (fs::path(KSELECT_SOURCE_DIR) / "models" / name).string();
-}
-
-GemmProblem TnGemm(int64_t m, int64_t n, int64_t k) {
-  GemmProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.layout = GemmLayout{MatrixOrder::kRowMajor, MatrixOrder::kColMajor, MatrixOrder::kColMajor};
-  return p;
 }
 
 class SelectorTest : public ::testing::Test {
@@ -64,7 +56,7 @@ TEST_F(SelectorTest, ModelDecidesThenTheCacheAnswers) {
   options.top_k = 3;
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
   auto first = (*selector)->Select(problem);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ((*first)->path, DecisionPath::kModel);
@@ -85,7 +77,7 @@ TEST_F(SelectorTest, ModelDecidesThenTheCacheAnswers) {
 TEST_F(SelectorTest, SelectEqualsRankOverTheWholeTable) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  for (const GemmProblem& problem : {TnGemm(4096, 1, 4096), TnGemm(14336, 2048, 4096)}) {
+  for (const GemmProblem& problem : {LinearGemm(4096, 1, 4096), LinearGemm(14336, 2048, 4096)}) {
     auto selected = (*selector)->Select(problem);
     ASSERT_TRUE(selected.ok()) << selected.status().ToString();
     auto ranked = (*selector)->Rank(problem, (*selector)->Candidates(problem));
@@ -102,7 +94,7 @@ TEST_F(SelectorTest, SelectEqualsRankOverTheWholeTable) {
 TEST_F(SelectorTest, PeerModelWithoutPicksFallsBackAndSaysWhy) {
   auto selector = Selector::Open(ModelDir("h200_cublaslt_default_bf16_tn"));
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  auto selection = (*selector)->Select(TnGemm(4096, 16, 4096));
+  auto selection = (*selector)->Select(LinearGemm(4096, 16, 4096));
   ASSERT_TRUE(selection.ok()) << selection.status().ToString();
   if ((*selection)->path == DecisionPath::kModel) GTEST_SKIP() << "a GPU answered the heuristic";
   EXPECT_EQ((*selection)->path, DecisionPath::kAnalytical);
@@ -117,7 +109,7 @@ TEST_F(SelectorTest, PeerModelWithPicksUsesThem) {
   unchecked.check_can_implement = false;
   auto selector = Selector::Open(ModelDir("h200_cublaslt_default_bf16_tn"), unchecked);
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
   auto table = (*selector)->Candidates(problem);
   ASSERT_GE(table.size(), 3u);
   const std::vector<PeerPick> picks = {{table[2], 1}, {table[0], 2}};
@@ -134,7 +126,7 @@ TEST_F(SelectorTest, PeerModelWithPicksUsesThem) {
 TEST_F(SelectorTest, UnknownGroupPassesTheModelStage) {
   auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn"));
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  GemmProblem problem = TnGemm(4096, 16, 4096);
+  GemmProblem problem = LinearGemm(4096, 16, 4096);
   problem.dtype_a = problem.dtype_b = problem.dtype_c = DataType::kF16;
   auto selection = (*selector)->Select(problem);
   if (selection.ok()) {
@@ -151,7 +143,7 @@ TEST_F(SelectorTest, UnknownGroupPassesTheModelStage) {
 TEST_F(SelectorTest, ImpossibleProblemIsAnError) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok());
-  auto selection = (*selector)->Select(TnGemm(0, 16, 4096));
+  auto selection = (*selector)->Select(LinearGemm(0, 16, 4096));
   ASSERT_FALSE(selection.ok());
   EXPECT_EQ(selection.status().code(), StatusCode::kInvalidArgument);
 }
@@ -190,8 +182,8 @@ TEST_F(SelectorTest, BadModelDirectoriesNameTheFile) {
 TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok());
-  const std::vector<GemmProblem> problems = {TnGemm(4096, 1, 4096), TnGemm(4096, 16, 4096),
-                                             TnGemm(14336, 2048, 4096)};
+  const std::vector<GemmProblem> problems = {LinearGemm(4096, 1, 4096), LinearGemm(4096, 16, 4096),
+                                             LinearGemm(14336, 2048, 4096)};
   std::vector<std::string> picks;
   for (const auto& p : problems) {
     auto s = (*selector)->Select(p);
@@ -217,9 +209,7 @@ TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
   auto table = LoadCandidateTable(other);
   ASSERT_TRUE(table.ok());
   table->tool_version = "another build";
-  ASSERT_TRUE(
-      WriteGzipFile((fs::path(other) / kCandidateTableFile).string(), CandidateTableToJson(*table))
-          .ok());
+  ASSERT_TRUE(WriteCandidateTable(*table, other).ok());
   auto changed = Selector::Open(other);
   ASSERT_TRUE(changed.ok());
   const Status refused = (*changed)->LoadCache(path);
@@ -244,15 +234,15 @@ TEST_F(SelectorTest, RecordModeWritesEachProblemOnce) {
     auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
     ASSERT_TRUE(selector.ok());
     for (int repeat = 0; repeat < 3; ++repeat) {
-      ASSERT_TRUE((*selector)->Select(TnGemm(4096, 16, 4096)).ok());
-      ASSERT_TRUE((*selector)->Select(TnGemm(4096, 32, 4096)).ok());
+      ASSERT_TRUE((*selector)->Select(LinearGemm(4096, 16, 4096)).ok());
+      ASSERT_TRUE((*selector)->Select(LinearGemm(4096, 32, 4096)).ok());
     }
   }
   {  // a second run appends only what is new
     auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
     ASSERT_TRUE(selector.ok());
-    ASSERT_TRUE((*selector)->Select(TnGemm(4096, 16, 4096)).ok());
-    ASSERT_TRUE((*selector)->Select(TnGemm(8192, 64, 4096)).ok());
+    ASSERT_TRUE((*selector)->Select(LinearGemm(4096, 16, 4096)).ok());
+    ASSERT_TRUE((*selector)->Select(LinearGemm(8192, 64, 4096)).ok());
   }
   std::ifstream in(options.record_path);
   std::set<std::string> seen;
@@ -273,7 +263,7 @@ TEST_F(SelectorTest, RecordModeWritesEachProblemOnce) {
 TEST_F(SelectorTest, SolutionLibraryComesFirst) {
   auto probe = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(probe.ok());
-  const GemmProblem problem = TnGemm(4096, 16, 4096);
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
   auto table = (*probe)->Candidates(problem);
   const KernelConfig tuned = table.back();
   const nlohmann::json library = {{"format", "kselect.solutions"},
@@ -292,7 +282,7 @@ TEST_F(SelectorTest, SolutionLibraryComesFirst) {
   EXPECT_EQ((*selection)->path, DecisionPath::kSolutionLibrary);
   EXPECT_EQ(ConfigKey((*selection)->ranked[0].config), ConfigKey(tuned));
   EXPECT_GT((*selection)->ranked.size(), 1u);  // the model's ranking follows
-  auto other = (*selector)->Select(TnGemm(4096, 32, 4096));
+  auto other = (*selector)->Select(LinearGemm(4096, 32, 4096));
   ASSERT_TRUE(other.ok());
   EXPECT_EQ((*other)->path, DecisionPath::kModel);
 
@@ -307,7 +297,7 @@ TEST_F(SelectorTest, ManyThreadsShareOneDecisionPerProblem) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok());
   std::vector<GemmProblem> problems;
-  for (int64_t n : {1, 2, 4, 8, 16, 32, 64, 128}) problems.push_back(TnGemm(4096, n, 4096));
+  for (int64_t n : {1, 2, 4, 8, 16, 32, 64, 128}) problems.push_back(LinearGemm(4096, n, 4096));
   std::vector<std::vector<std::string>> picks(8);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
