@@ -18,6 +18,11 @@ inline std::string FixturePath(std::string_view folder, std::string_view name) {
   return (std::filesystem::path(KSELECT_FIXTURE_DIR) / folder / name).string();
 }
 
+// models/<name> in the source tree: a shipped model directory.
+inline std::string ModelDir(std::string_view name) {
+  return (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / name).string();
+}
+
 // The bytes of a file ("" when it cannot be read).
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -45,6 +45,8 @@ struct ShardSpec {
 StatusOr<ShardSpec> ParseShard(std::string_view text);
 // SLURM_PROCID/SLURM_NTASKS, else OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE, else 0/1.
 StatusOr<ShardSpec> ShardFromEnvironment();
+// "0,1,3": distinct non-negative CUDA device ordinals, at least one.
+StatusOr<std::vector<int>> ParseDeviceList(std::string_view text);
 // Indices of `total` problems that `shard` runs, ascending.
 std::vector<size_t> ShardIndices(size_t total, const ShardSpec& shard);
 

@@ -70,6 +70,9 @@ struct ConfigField {
   std::span<const std::string_view> categories = {};
   SearchMove search = SearchMove::kFixed;
   std::span<const int64_t> neighbourhood = {};  // kValues: the values a search may choose
+  // Fields a search crosses over together (their values are only good in combination); "" =
+  // the key label's group.
+  std::string_view search_group;
   // Accessors (kInt, kBool, kEnum: get/set; kText: get_text/set_text; kKnobList: knobs).
   int64_t (*get)(const KernelConfig&) = nullptr;
   void (*set)(KernelConfig&, int64_t) = nullptr;

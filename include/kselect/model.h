@@ -67,6 +67,8 @@ double InverseLabel(LabelTransform transform, double label);  // label space -> 
 
 // A whole file, gunzipped when it is gzip data (plain files are read as they are).
 StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
+// Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
+Status WriteGzipFile(const std::string& path, const std::string& text);
 
 // A loaded model directory.
 class Model {

@@ -133,8 +133,6 @@ struct OofPredictions {
 // predictions are NaN (the model was trained without cross-validation, so it has none).
 inline constexpr const char* kOofPredictionsFile = "oof_predictions.csv.gz";
 inline constexpr const char* kOofFormat2Header = "# kselect.oof_predictions 2";
-// Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
-Status WriteGzipFile(const std::string& path, const std::string& text);
 StatusOr<OofPredictions> ReadOofPredictions(const std::string& model_dir);
 
 // The candidate table of a model trained on `data` (candidates.h): every distinct config of

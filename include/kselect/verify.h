@@ -137,14 +137,29 @@ class Verifier {
 StatusOr<CheckResult> CheckConfig(KernelProvider& provider, const KernelConfig& config,
                                   VerifyCase& c);
 
-// Device buffers for timing: one per operand, random non-zero data, and a workspace.
+// Device buffers for timing: one per operand, random non-zero data, and a workspace. Rotating
+// operands hold several copies ("sets") of every operand, so launches cycling through them read
+// memory no earlier launch left in L2 (METHOD.md: rotate past L2); every set shares one
+// workspace.
 class DeviceOperands {
  public:
   virtual ~DeviceOperands() = default;
   static StatusOr<std::unique_ptr<DeviceOperands>> Create(std::span<const OperandSpec> operands,
                                                           int64_t workspace_bytes, uint64_t seed);
-  virtual const KernelOperands& operands() const = 0;
+  // Sets enough that together they hold at least `rotate_bytes` (RotatingSetCount).
+  static StatusOr<std::unique_ptr<DeviceOperands>> CreateRotating(
+      std::span<const OperandSpec> operands, int64_t workspace_bytes, uint64_t seed,
+      int64_t rotate_bytes, int64_t max_sets = 512);
+  virtual const KernelOperands& operands() const = 0;  // the first set
+  virtual size_t set_count() const = 0;
+  virtual const KernelOperands& set(size_t i) const = 0;  // i modulo the count
+  virtual int64_t rotating_bytes() const = 0;             // bytes of all sets' operands
 };
+
+// How many operand sets hold at least `rotate_bytes` (one more when a set is smaller than it, so
+// the set a launch reads is never the one read just before), at most `max_sets`. CPU only.
+int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,
+                         int64_t max_sets = 512);
 
 // The median GPU time of one launch (ms): `warmup` launches, then `repeats` launches each timed
 // with the event timer on the default stream. Needs repeats >= 1.

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/bench.h"
 #include "kselect/hardware.h"
 #include "kselect/ingest.h"
@@ -39,6 +41,23 @@ StatusOr<ShardSpec> MakeShard(int index, int count, std::string_view what) {
 }
 
 }  // namespace
+
+StatusOr<std::vector<int>> ParseDeviceList(std::string_view text) {
+  std::vector<int> devices;
+  for (const std::string_view item : text::Split(text, ',')) {
+    StatusOr<int64_t> device = text::ParseInt64(text::Trim(item));
+    if (!device.ok() || *device < 0 || *device > 1024) {
+      return InvalidArgumentError("--devices: '" + std::string(item) +
+                                  "' is not a device index (expected a list such as 0,1)");
+    }
+    if (std::find(devices.begin(), devices.end(), *device) != devices.end()) {
+      return InvalidArgumentError("--devices: device " + std::string(item) + " listed twice");
+    }
+    devices.push_back(static_cast<int>(*device));
+  }
+  if (devices.empty()) return InvalidArgumentError("--devices: no device given");
+  return devices;
+}
 
 StatusOr<ShardSpec> ParseShard(std::string_view text) {
   const size_t slash = text.find('/');

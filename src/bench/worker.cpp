@@ -95,41 +95,12 @@ class WorkerDevice {
     const std::string key = ProblemToString(p);
     if (key == problem_key_) return Status::Ok();
     FreeBuffers();
-    int64_t set_bytes = 0;
-    for (const OperandSpec& operand : operands) {
-      // cudaMalloc aligns to 256 bytes; a provider asking for more cannot be served.
-      if (operand.alignment > 256) {
-        return InvalidArgumentError("operand " + operand.name + " needs " +
-                                    std::to_string(operand.alignment) + "-byte alignment");
-      }
-      set_bytes += operand.bytes;
-    }
-    set_bytes = std::max<int64_t>(set_bytes, 1);
     const int64_t target = options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * l2_bytes_;
-    int64_t sets =
-        std::max<int64_t>(1, (target + set_bytes - 1) / set_bytes + (set_bytes < target ? 1 : 0));
-    sets = std::min<int64_t>(sets, 512);
-    std::mt19937_64 rng(OperandSeed(p));
-    // One random block per operand, copied into every set: random, non-zero, and fast to make
-    // even for multi-GiB operands.
-    for (int64_t s = 0; s < sets; ++s) {
-      OperandSet& set = sets_.emplace_back();
-      for (const OperandSpec& operand : operands) {
-        cuda::DeviceBuffer& buffer = set.buffers.emplace_back();
-        KSELECT_RETURN_IF_ERROR(buffer.Reserve(operand.bytes));
-        KSELECT_RETURN_IF_ERROR(
-            verify::FillDeviceRandom(buffer.data(), operand.bytes, operand.dtype, rng));
-        set.launch.buffers.push_back(buffer.data());
-      }
-    }
-    if (options_.max_workspace_bytes > 0) {
-      KSELECT_RETURN_IF_ERROR(workspace_.Reserve(options_.max_workspace_bytes));
-    }
-    for (OperandSet& set : sets_) {
-      set.launch.workspace = workspace_.data();
-      set.launch.workspace_bytes = options_.max_workspace_bytes;
-    }
-    rotating_bytes_ = sets * set_bytes;
+    KSELECT_ASSIGN_OR_RETURN(
+        operands_,
+        verify::DeviceOperands::CreateRotating(
+            operands, std::max<int64_t>(options_.max_workspace_bytes, 0), OperandSeed(p), target));
+    rotating_bytes_ = operands_->rotating_bytes();
     problem_key_ = key;
     return Status::Ok();
   }
@@ -145,9 +116,7 @@ class WorkerDevice {
     if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
     PreparedKernel& kernel = **prepared;
     size_t next = 0;
-    auto launch = [&]() -> Status {
-      return kernel.Launch(sets_[next++ % sets_.size()].launch, stream_);
-    };
+    auto launch = [&]() -> Status { return kernel.Launch(operands_->set(next++), stream_); };
     const int max_regions = options_.repeats + 1;
     KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
     // Enqueues (gate,) start event, `iters` launches, stop event for region `r`, then opens the
@@ -270,12 +239,6 @@ class WorkerDevice {
       }
     }
   };
-  // One copy of every operand, and the launch arguments that point at it.
-  struct OperandSet {
-    std::vector<cuda::DeviceBuffer> buffers;
-    KernelOperands launch;
-  };
-
   MeasurementMethod BaseMethod() const {
     MeasurementMethod m;
     m.name = "kselect.bench";
@@ -306,8 +269,7 @@ class WorkerDevice {
   }
 
   void FreeBuffers() {
-    sets_.clear();
-    workspace_.Free();
+    operands_.reset();
     problem_key_.clear();
   }
 
@@ -319,8 +281,7 @@ class WorkerDevice {
   std::vector<cuda::EventTimer> regions_;
   std::vector<std::unique_ptr<Gate>> gates_;
   int64_t l2_bytes_ = 0;
-  std::vector<OperandSet> sets_;
-  cuda::DeviceBuffer workspace_;
+  std::unique_ptr<verify::DeviceOperands> operands_;  // the rotated operand sets
   int64_t rotating_bytes_ = 0;
   std::string problem_key_;
 };

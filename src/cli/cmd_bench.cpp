@@ -68,16 +68,9 @@ int RunBenchCommand(BenchArgs& args) {
     if (!shard.ok()) return ReportError("bench", shard.status());
     o.shard = *shard;
   }
-  o.devices.clear();
-  std::stringstream devices(args.devices);
-  for (std::string item; std::getline(devices, item, ',');) {
-    try {
-      o.devices.push_back(std::stoi(item));
-    } catch (const std::exception&) {
-      return ReportError("bench",
-                         InvalidArgumentError("--devices: '" + item + "' is not a device index"));
-    }
-  }
+  auto devices = ParseDeviceList(args.devices);
+  if (!devices.ok()) return ReportError("bench", devices.status());
+  o.devices = *devices;
   o.device_kind = args.device_kind;
   o.run_id = args.run_id;
   o.max_workspace_bytes = static_cast<int64_t>(args.max_workspace_mib * 1024 * 1024);

@@ -25,6 +25,8 @@ const std::vector<Command>& Commands() {
       PredictCommand(),
       ModelCommand(),
       CompareCommand(),
+      TuneCommand(),
+      ReplayCommand(),
       // clang-format on
   };
   return commands;
@@ -32,7 +34,6 @@ const std::vector<Command>& Commands() {
 
 const std::vector<PlannedCommand>& PlannedCommands() {
   static const std::vector<PlannedCommand> planned = {
-      {"tune", "tune an application's GEMMs with a model-seeded genetic algorithm"},
   };
   return planned;
 }

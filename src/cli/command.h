@@ -77,5 +77,7 @@ Command EvalCommand();
 Command PredictCommand();
 Command ModelCommand();
 Command CompareCommand();
+Command TuneCommand();
+Command ReplayCommand();
 
 }  // namespace kselect::cli

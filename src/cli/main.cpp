@@ -45,12 +45,14 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 failure, 2 usage error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", kselect::ToolDescription());
-  std::string footer = "\nPlanned (not available yet):\n";
-  for (const PlannedCommand& planned : PlannedCommands()) {
-    footer += "  " + std::string(planned.name) +
-              std::string(12 - std::string(planned.name).size(), ' ') + planned.summary + "\n";
+  if (!PlannedCommands().empty()) {
+    std::string footer = "\nPlanned (not available yet):\n";
+    for (const PlannedCommand& planned : PlannedCommands()) {
+      footer += "  " + std::string(planned.name) +
+                std::string(12 - std::string(planned.name).size(), ' ') + planned.summary + "\n";
+    }
+    app.footer(footer);
   }
-  app.footer(footer);
 
   std::vector<std::pair<CLI::App*, RunFunction>> runs;
   for (const Command& command : Commands()) {

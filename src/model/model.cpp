@@ -13,6 +13,7 @@
 #include <zlib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "kselect/model.h"
 #include "model/compiled_trees.h"
 #include "model/tree_ensemble.h"
@@ -134,6 +135,25 @@ StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
   gzclose(file);
   if (failed) return IoError(path + ": corrupt or truncated gzip data (" + reason + ")");
   return contents;
+}
+
+Status WriteGzipFile(const std::string& path, const std::string& text) {
+  // deflate with windowBits 15 + 16 writes the gzip format; level 6 as gzip's default. One call:
+  // zlib counts input and output in 32 bits.
+  if (text.size() > (1ull << 31)) return InvalidArgumentError(path + ": over 2 GiB to compress");
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return InternalError("zlib: deflateInit2 failed");
+  std::string compressed(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(compressed.data());
+  z.avail_out = static_cast<uInt>(compressed.size());
+  const int result = deflate(&z, Z_FINISH);
+  compressed.resize(z.total_out);
+  deflateEnd(&z);
+  if (result != Z_STREAM_END) return InternalError(path + ": gzip compression failed");
+  return text::WriteFileAtomically(path, compressed);
 }
 
 namespace {

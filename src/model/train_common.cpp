@@ -73,25 +73,6 @@ StatusOr<std::vector<std::string>> SplitCsvRecord(std::string_view line) {
 
 }  // namespace
 
-Status WriteGzipFile(const std::string& path, const std::string& text) {
-  // deflate with windowBits 15 + 16 writes the gzip format; level 6 as gzip's default. One call:
-  // zlib counts input and output in 32 bits.
-  if (text.size() > (1ull << 31)) return InvalidArgumentError(path + ": over 2 GiB to compress");
-  z_stream z{};
-  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return InternalError("zlib: deflateInit2 failed");
-  std::string compressed(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(compressed.data());
-  z.avail_out = static_cast<uInt>(compressed.size());
-  const int result = deflate(&z, Z_FINISH);
-  compressed.resize(z.total_out);
-  deflateEnd(&z);
-  if (result != Z_STREAM_END) return InternalError(path + ": gzip compression failed");
-  return text::WriteFileAtomically(path, compressed);
-}
-
 size_t OofPredictions::size() const {
   size_t n = 0;
   for (const auto& [problem, predictions] : by_problem) n += predictions.size();

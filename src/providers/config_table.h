@@ -82,6 +82,11 @@ struct FieldRow : ConfigField {
     f.neighbourhood = values;
     return f;
   }
+  constexpr FieldRow SearchGroup(std::string_view group) const {
+    FieldRow f = *this;
+    f.search_group = group;
+    return f;
+  }
 };
 
 // A field stored in `Member`: its type follows the member's (bool, enum, std::string, integer).

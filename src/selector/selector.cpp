@@ -1,6 +1,7 @@
 // The run-time selector (selector.h): the decision order, the model path with its first stage,
 // the fallbacks, the solution library, record mode and the cache on disk.
 #include "kselect/selector.h"
+#include "kselect/solutions.h"
 
 #include <algorithm>
 #include <array>
@@ -60,7 +61,6 @@ StatusOr<DecisionPath> ParseDecisionPath(std::string_view name) {
   return ParseError("unknown decision path \"" + std::string(name) + "\"");
 }
 
-constexpr std::string_view kSolutionsFormat = "kselect.solutions";
 constexpr std::string_view kCacheFormat = "kselect.decision_cache";
 constexpr std::string_view kRecordFormat = "kselect.problem_record";
 
@@ -189,40 +189,17 @@ StatusOr<std::string> FingerprintModelDir(const std::string& dir) {
   return std::string(hex);
 }
 
-// The solution library: the tuner's measured winner per exact problem.
+// The solution library's configs by problem: the tuner's measured winners for this provider,
+// refused when they were measured on another device or library version.
 StatusOr<std::unordered_map<std::string, KernelConfig>> LoadSolutions(const std::string& path,
-                                                                      Provider provider) {
-  KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(path));
-  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return ParseError(path + ": not a JSON object (corrupt solution library)");
-  }
-  json_codec::ObjectReader reader(root, path);
-  const std::string format = reader.String("format");
-  const int64_t version = reader.Int("version");
-  const json* entries = reader.Child("solutions", true);
-  reader.Child("source", false);  // provenance, for people
-  KSELECT_RETURN_IF_ERROR(reader.Finish());
-  if (format != kSolutionsFormat || version != 1) {
-    return ParseError(path + ": format " + format + " version " + std::to_string(version) +
-                      ", expected " + std::string(kSolutionsFormat) + " version 1");
-  }
-  if (!entries->is_array()) return ParseError(path + ".solutions: not an array");
+                                                                      Provider provider,
+                                                                      const HardwareProfile& here) {
+  KSELECT_ASSIGN_OR_RETURN(SolutionLibrary library, LoadSolutionLibrary(path));
+  KSELECT_RETURN_IF_ERROR(CheckSolutionIdentity(library, here, path));
   std::unordered_map<std::string, KernelConfig> out;
-  for (size_t i = 0; i < entries->size(); ++i) {
-    const std::string where = path + ".solutions[" + std::to_string(i) + "]";
-    json_codec::ObjectReader entry((*entries)[i], where);
-    const json* problem_json = entry.Child("problem", true);
-    const json* config_json = entry.Child("config", true);
-    entry.NumberOr("tflops", 0);
-    entry.NumberOr("speedup", 0);
-    KSELECT_RETURN_IF_ERROR(entry.Finish());
-    KSELECT_ASSIGN_OR_RETURN(Problem problem,
-                             json_codec::ProblemFromJson(*problem_json, where + ".problem"));
-    KSELECT_ASSIGN_OR_RETURN(KernelConfig config,
-                             json_codec::KernelConfigFromJson(*config_json, where + ".config"));
-    if (ProviderOf(config) != provider) continue;  // another provider's solution
-    out.insert_or_assign(ProblemToString(problem), std::move(config));
+  for (Solution& s : library.solutions) {
+    if (ProviderOf(s.config) != provider) continue;  // another provider's solution
+    out.insert_or_assign(ProblemToString(s.problem), std::move(s.config));
   }
   return out;
 }
@@ -287,8 +264,9 @@ StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
     impl->provider_status = provider.status();
   }
   if (!options.solution_library.empty()) {
-    KSELECT_ASSIGN_OR_RETURN(impl->solutions,
-                             LoadSolutions(options.solution_library, impl->model.spec().provider));
+    KSELECT_ASSIGN_OR_RETURN(
+        impl->solutions,
+        LoadSolutions(options.solution_library, impl->model.spec().provider, impl->versions));
   }
   if (!options.record_path.empty()) {
     // Problems recorded by earlier runs are not written twice.

@@ -263,32 +263,50 @@ class DeviceVerifier final : public Verifier {
 
 class OwnedDeviceOperands final : public DeviceOperands {
  public:
-  const KernelOperands& operands() const override { return view_; }
+  const KernelOperands& operands() const override { return sets_.front().view; }
+  size_t set_count() const override { return sets_.size(); }
+  const KernelOperands& set(size_t i) const override { return sets_[i % sets_.size()].view; }
+  int64_t rotating_bytes() const override { return rotating_bytes_; }
 
-  Status Allocate(std::span<const OperandSpec> specs, int64_t workspace_bytes, uint64_t seed) {
+  // `count` copies of every operand (one random stream over them all, set by set), one workspace.
+  Status Allocate(std::span<const OperandSpec> specs, int64_t workspace_bytes, uint64_t seed,
+                  int64_t count) {
     std::mt19937_64 rng(seed);
+    int64_t set_bytes = 0;
     for (const OperandSpec& spec : specs) {
+      // cudaMalloc aligns to 256 bytes; a provider asking for more cannot be served.
       if (spec.alignment > 256) {
         return InvalidArgumentError("operand " + spec.name + " needs " +
                                     std::to_string(spec.alignment) + "-byte alignment");
       }
-      cuda::DeviceBuffer& buffer = buffers_.emplace_back();
-      KSELECT_RETURN_IF_ERROR(buffer.Reserve(spec.bytes));
-      KSELECT_RETURN_IF_ERROR(FillDeviceRandom(buffer.data(), spec.bytes, spec.dtype, rng));
-      view_.buffers.push_back(buffer.data());
+      set_bytes += spec.bytes;
     }
-    if (workspace_bytes > 0) {
-      KSELECT_RETURN_IF_ERROR(workspace_.Reserve(workspace_bytes));
-      view_.workspace = workspace_.data();
-      view_.workspace_bytes = workspace_bytes;
+    if (workspace_bytes > 0) KSELECT_RETURN_IF_ERROR(workspace_.Reserve(workspace_bytes));
+    for (int64_t s = 0; s < count; ++s) {
+      OperandSet& set = sets_.emplace_back();
+      for (const OperandSpec& spec : specs) {
+        cuda::DeviceBuffer& buffer = set.buffers.emplace_back();
+        KSELECT_RETURN_IF_ERROR(buffer.Reserve(spec.bytes));
+        KSELECT_RETURN_IF_ERROR(FillDeviceRandom(buffer.data(), spec.bytes, spec.dtype, rng));
+        set.view.buffers.push_back(buffer.data());
+      }
+      if (workspace_bytes > 0) {
+        set.view.workspace = workspace_.data();
+        set.view.workspace_bytes = workspace_bytes;
+      }
     }
+    rotating_bytes_ = count * set_bytes;
     return Status::Ok();
   }
 
  private:
-  std::vector<cuda::DeviceBuffer> buffers_;
+  struct OperandSet {
+    std::vector<cuda::DeviceBuffer> buffers;
+    KernelOperands view;
+  };
+  std::vector<OperandSet> sets_;
   cuda::DeviceBuffer workspace_;
-  KernelOperands view_;
+  int64_t rotating_bytes_ = 0;
 };
 
 }  // namespace
@@ -323,7 +341,28 @@ Status FillDeviceRandom(void* device_address, int64_t bytes, DataType type, std:
 StatusOr<std::unique_ptr<DeviceOperands>> DeviceOperands::Create(
     std::span<const OperandSpec> operands, int64_t workspace_bytes, uint64_t seed) {
   auto owned = std::make_unique<OwnedDeviceOperands>();
-  KSELECT_RETURN_IF_ERROR(owned->Allocate(operands, workspace_bytes, seed));
+  KSELECT_RETURN_IF_ERROR(owned->Allocate(operands, workspace_bytes, seed, 1));
+  return std::unique_ptr<DeviceOperands>(std::move(owned));
+}
+
+int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,
+                         int64_t max_sets) {
+  int64_t set_bytes = 0;
+  for (const OperandSpec& operand : operands) set_bytes += operand.bytes;
+  set_bytes = std::max<int64_t>(set_bytes, 1);
+  // One more than reaches the target when a set is smaller than it, so the set read next is
+  // never one still in L2.
+  const int64_t sets = std::max<int64_t>(
+      1, (rotate_bytes + set_bytes - 1) / set_bytes + (set_bytes < rotate_bytes ? 1 : 0));
+  return std::min(sets, std::max<int64_t>(max_sets, 1));
+}
+
+StatusOr<std::unique_ptr<DeviceOperands>> DeviceOperands::CreateRotating(
+    std::span<const OperandSpec> operands, int64_t workspace_bytes, uint64_t seed,
+    int64_t rotate_bytes, int64_t max_sets) {
+  auto owned = std::make_unique<OwnedDeviceOperands>();
+  KSELECT_RETURN_IF_ERROR(owned->Allocate(operands, workspace_bytes, seed,
+                                          RotatingSetCount(operands, rotate_bytes, max_sets)));
   return std::unique_ptr<DeviceOperands>(std::move(owned));
 }
 

@@ -25,11 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing_util::Contains;
 using testing_util::LinearGemm;
+using testing_util::ModelDir;
 using testing_util::ReadAll;
-
-std::string ModelDir(std::string_view name) {
-  return (fs::path(KSELECT_SOURCE_DIR) / "models" / name).string();
-}
 
 class SelectorTest : public ::testing::Test {
  protected:

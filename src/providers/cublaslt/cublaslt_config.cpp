@@ -13,34 +13,43 @@ using S = SearchMove;
 using C = CublasLtConfig;
 
 // Every id is chosen from what cublasLtMatmulAlgoCapGetAttribute offers for the problem; the
-// decoded sizes follow from the ids.
+// decoded sizes follow from the ids. Search groups: an algorithm's custom option and inner shape
+// only mean something with that algorithm, stages with a tile, a reduction scheme with split-K.
 constexpr ConfigField kFields[] = {
     Field<&C::algo_id>("algo_id")
         .Key("algo")
         .Json("algo_id")
         .Column("cublaslt_algo_id")
         .Feature("cublaslt_algo_id", E::kCategory)
-        .Search(S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("kernel"),
     Field<&C::tile_id>("tile_id")
         .Key("tile")
         .Json("tile_id")
         .Column("cublaslt_tile_id")
         .Feature("cublaslt_tile_id", E::kCategory)
-        .Search(S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("tile"),
     Field<&C::stages_id>("stages_id")
         .Key("stages")
         .Json("stages_id")
         .Column("cublaslt_stages_id")
         .Feature("cublaslt_stages_id", E::kCategory)
-        .Search(S::kEnumerated),
-    Field<&C::split_k>("split_k").Key("splitk").Json("split_k").Column("split_k").Search(
-        S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("tile"),
+    Field<&C::split_k>("split_k")
+        .Key("splitk")
+        .Json("split_k")
+        .Column("split_k")
+        .Search(S::kEnumerated)
+        .SearchGroup("split_k"),
     Field<&C::reduction_scheme>("reduction_scheme")
         .Key("reduction")
         .Json("reduction_scheme")
         .Column("cublaslt_reduction_scheme")
         .Feature("cublaslt_reduction_scheme", E::kCategory)
-        .Search(S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("split_k"),
     Field<&C::swizzle>("swizzle")
         .Key("swizzle")
         .Json("swizzle")
@@ -52,7 +61,8 @@ constexpr ConfigField kFields[] = {
         .Json("custom_option")
         .Column("cublaslt_custom_option")
         .Feature("cublaslt_custom_option", E::kCategory)
-        .Search(S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("kernel"),
     Field<&C::cluster_shape_id>("cluster_shape_id")
         .Key("cluster")
         .Json("cluster_shape_id")
@@ -63,7 +73,8 @@ constexpr ConfigField kFields[] = {
         .Json("inner_shape_id")
         .Column("cublaslt_inner_shape_id")
         .Feature("cublaslt_inner_shape_id", E::kCategory)
-        .Search(S::kEnumerated),
+        .Search(S::kEnumerated)
+        .SearchGroup("kernel"),
     Field<&C::tile_m>("tile_m").Json("tile_m").Column("tile_m"),
     Field<&C::tile_n>("tile_n").Json("tile_n").Column("tile_n"),
     Field<&C::stage_k>("stage_k").Json("stage_k").Column("stage_k"),

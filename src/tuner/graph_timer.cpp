@@ -1,0 +1,165 @@
+#include "tuner/graph_timer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kselect::tuner {
+
+using cuda::RuntimeStatus;
+
+double Median(std::vector<double> values) {
+  KSELECT_CHECK(!values.empty());
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+StatusOr<CapturedGraph> CapturedGraph::Capture(cudaStream_t stream,
+                                               const std::function<Status(cudaStream_t)>& enqueue) {
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+  const Status enqueued = enqueue(stream);
+  CapturedGraph captured;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured.graph_);
+  KSELECT_RETURN_IF_ERROR(enqueued);
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(ended, "cudaStreamEndCapture"));
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(cudaGraphInstantiate(&captured.exec_, captured.graph_, 0),
+                                        "cudaGraphInstantiate"));
+  return captured;
+}
+
+CapturedGraph::CapturedGraph(CapturedGraph&& other) noexcept
+    : graph_(std::exchange(other.graph_, nullptr)), exec_(std::exchange(other.exec_, nullptr)) {}
+
+CapturedGraph& CapturedGraph::operator=(CapturedGraph&& other) noexcept {
+  if (this != &other) {
+    this->~CapturedGraph();
+    graph_ = std::exchange(other.graph_, nullptr);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+CapturedGraph::~CapturedGraph() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+  if (graph_ != nullptr) cudaGraphDestroy(graph_);
+}
+
+Status CapturedGraph::Launch(cudaStream_t stream) const {
+  return RuntimeStatus(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+}
+
+StatusOr<std::unique_ptr<GraphTimer>> GraphTimer::Create(int device) {
+  KSELECT_RETURN_IF_ERROR(cuda::UseDevice(device));
+  std::unique_ptr<GraphTimer> timer(new GraphTimer());
+  timer->device_ = device;
+  int l2 = 0;
+  KSELECT_RETURN_IF_ERROR(
+      RuntimeStatus(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size"));
+  timer->l2_bytes_ = l2;
+  KSELECT_RETURN_IF_ERROR(RuntimeStatus(
+      cudaStreamCreateWithFlags(&timer->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer events, cuda::EventTimer::Create());
+  timer->timer_ = std::make_unique<cuda::EventTimer>(std::move(events));
+  return timer;
+}
+
+GraphTimer::~GraphTimer() {
+  timer_.reset();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+StatusOr<double> GraphTimer::EagerLaunchMs(PreparedKernel& kernel, const KernelOperands& operands) {
+  KSELECT_RETURN_IF_ERROR(timer_->Start(stream_));
+  const Status launched = kernel.Launch(operands, stream_);
+  KSELECT_RETURN_IF_ERROR(timer_->Stop(stream_));
+  KSELECT_RETURN_IF_ERROR(launched);
+  StatusOr<double> ms = timer_->ElapsedMs();
+  if (!ms.ok()) return InternalError("kernel failed: " + ms.status().message());
+  return ms;
+}
+
+StatusOr<double> GraphTimer::TimeGraph(const CapturedGraph& graph) {
+  KSELECT_RETURN_IF_ERROR(timer_->Start(stream_));
+  const Status launched = graph.Launch(stream_);
+  KSELECT_RETURN_IF_ERROR(timer_->Stop(stream_));
+  KSELECT_RETURN_IF_ERROR(launched);
+  StatusOr<double> ms = timer_->ElapsedMs();
+  if (!ms.ok()) return InternalError("kernel failed: " + ms.status().message());
+  return ms;
+}
+
+namespace {
+
+// A graph of `iters` launches of `kernel`, the operand sets in turn.
+StatusOr<CapturedGraph> CaptureLaunches(cudaStream_t stream, PreparedKernel& kernel,
+                                        const verify::DeviceOperands& operands, int iters) {
+  return CapturedGraph::Capture(stream, [&](cudaStream_t s) -> Status {
+    for (int i = 0; i < iters; ++i) {
+      KSELECT_RETURN_IF_ERROR(kernel.Launch(operands.set(static_cast<size_t>(i)), s));
+    }
+    return Status::Ok();
+  });
+}
+
+int LaunchesFor(double batch_ms, double estimate_ms) {
+  return std::clamp(static_cast<int>(std::ceil(batch_ms / std::max(estimate_ms, 1e-4))), 1, 256);
+}
+
+}  // namespace
+
+StatusOr<double> GraphTimer::Time(PreparedKernel& kernel, const verify::DeviceOperands& operands,
+                                  double batch_ms, int repeats, double abort_bound_ms,
+                                  double* gpu_ms) {
+  KSELECT_CHECK(repeats >= 1);
+  // The first launch loads the kernel's module (not allowed inside a capture, and slow): an
+  // upper bound of the kernel's time. A second eager launch is a fair estimate.
+  KSELECT_ASSIGN_OR_RETURN(const double first, EagerLaunchMs(kernel, operands.set(0)));
+  KSELECT_ASSIGN_OR_RETURN(const double estimate, EagerLaunchMs(kernel, operands.set(1)));
+  *gpu_ms += first + estimate;
+  if (abort_bound_ms > 0 && estimate > abort_bound_ms) return estimate;
+  const int iters = LaunchesFor(batch_ms, estimate);
+  KSELECT_ASSIGN_OR_RETURN(const CapturedGraph graph,
+                           CaptureLaunches(stream_, kernel, operands, iters));
+  KSELECT_ASSIGN_OR_RETURN(const double warm, TimeGraph(graph));
+  *gpu_ms += warm;
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    KSELECT_ASSIGN_OR_RETURN(const double elapsed, TimeGraph(graph));
+    *gpu_ms += elapsed;
+    ms.push_back(elapsed / iters);
+  }
+  return Median(std::move(ms));
+}
+
+StatusOr<std::vector<std::vector<double>>> GraphTimer::TimeInterleaved(
+    std::span<PreparedKernel* const> kernels, const verify::DeviceOperands& operands,
+    double batch_ms, int rounds, double* gpu_ms) {
+  KSELECT_CHECK(!kernels.empty() && rounds >= 1);
+  std::vector<CapturedGraph> graphs;
+  std::vector<int> iters;
+  for (PreparedKernel* kernel : kernels) {
+    KSELECT_ASSIGN_OR_RETURN(const double first, EagerLaunchMs(*kernel, operands.set(0)));
+    KSELECT_ASSIGN_OR_RETURN(const double estimate, EagerLaunchMs(*kernel, operands.set(1)));
+    *gpu_ms += first + estimate;
+    iters.push_back(LaunchesFor(batch_ms, estimate));
+    KSELECT_ASSIGN_OR_RETURN(CapturedGraph graph,
+                             CaptureLaunches(stream_, *kernel, operands, iters.back()));
+    KSELECT_ASSIGN_OR_RETURN(const double warm, TimeGraph(graph));
+    *gpu_ms += warm;
+    graphs.push_back(std::move(graph));
+  }
+  const size_t n = kernels.size();
+  std::vector<std::vector<double>> ms(n);
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = (static_cast<size_t>(r) + j) % n;
+      KSELECT_ASSIGN_OR_RETURN(const double elapsed, TimeGraph(graphs[i]));
+      *gpu_ms += elapsed;
+      ms[i].push_back(elapsed / iters[i]);
+    }
+  }
+  return ms;
+}
+
+}  // namespace kselect::tuner

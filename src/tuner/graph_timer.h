@@ -1,0 +1,79 @@
+// Timing for the tuner and replay: launches captured into CUDA graphs and timed with events, so
+// a 5 us decode GEMM is timed as GPU time, not as the host's launch rate, and the interleaved
+// comparison runs each config exactly as an application's CUDA graph would.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cuda/runtime.h"
+#include "kselect/provider.h"
+#include "kselect/status.h"
+#include "kselect/verify.h"
+
+namespace kselect::tuner {
+
+// A captured and instantiated graph, destroyed with its owner.
+class CapturedGraph {
+ public:
+  // Captures whatever `enqueue` puts on `stream` (a capture-mode stream) into a graph.
+  static StatusOr<CapturedGraph> Capture(cudaStream_t stream,
+                                         const std::function<Status(cudaStream_t)>& enqueue);
+  CapturedGraph(CapturedGraph&& other) noexcept;
+  CapturedGraph& operator=(CapturedGraph&& other) noexcept;
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph();
+
+  Status Launch(cudaStream_t stream) const;
+
+ private:
+  CapturedGraph() = default;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// One device's timing state: its stream, an event timer and the operand sets of one problem.
+class GraphTimer {
+ public:
+  static StatusOr<std::unique_ptr<GraphTimer>> Create(int device);
+  ~GraphTimer();
+
+  cudaStream_t stream() const { return stream_; }
+  int64_t l2_bytes() const { return l2_bytes_; }
+
+  // Median ms of one launch of `kernel` over `repeats` graph launches of enough launches to fill
+  // `batch_ms`, cycling through `operands`' sets. A config whose eager estimate exceeds
+  // `abort_bound_ms` (> 0) returns that estimate untimed further. Adds the GPU time it spent to
+  // `*gpu_ms`.
+  StatusOr<double> Time(PreparedKernel& kernel, const verify::DeviceOperands& operands,
+                        double batch_ms, int repeats, double abort_bound_ms, double* gpu_ms);
+
+  // Per kernel, the ms of one launch in each of `rounds` rounds; every round times each kernel's
+  // graph once, starting at kernel (round % n) so no kernel always follows the same one.
+  StatusOr<std::vector<std::vector<double>>> TimeInterleaved(
+      std::span<PreparedKernel* const> kernels, const verify::DeviceOperands& operands,
+      double batch_ms, int rounds, double* gpu_ms);
+
+  // One eager, event-timed launch (ms), synchronised: the first launch loads the kernel's module.
+  StatusOr<double> EagerLaunchMs(PreparedKernel& kernel, const KernelOperands& operands);
+
+  // The events' ms around one launch of `graph`.
+  StatusOr<double> TimeGraph(const CapturedGraph& graph);
+
+ private:
+  GraphTimer() = default;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<cuda::EventTimer> timer_;
+  int64_t l2_bytes_ = 0;
+};
+
+// The median of `values` (not empty).
+double Median(std::vector<double> values);
+
+}  // namespace kselect::tuner

@@ -1,0 +1,254 @@
+// The tuning report (JSON, Markdown) and the raw results CSV.
+#include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "kselect/config_schema.h"
+#include "kselect/tuner.h"
+#include "kselect/version.h"
+
+namespace kselect {
+namespace {
+
+using json = nlohmann::json;
+
+const InterleavedFigure* Tuned(const TunedGemm& t) {
+  return t.accepted && t.tuned ? &*t.tuned : nullptr;
+}
+const InterleavedFigure* ModelPick(const TunedGemm& t) {
+  return t.model_pick ? &*t.model_pick : nullptr;
+}
+const InterleavedFigure* BestOfTop8(const TunedGemm& t) {
+  return t.best_of_top8 ? &*t.best_of_top8 : nullptr;
+}
+
+json FigureJson(const std::optional<InterleavedFigure>& f) {
+  if (!f) return nullptr;
+  return {{"config", json_codec::KernelConfigToJson(f->config)},
+          {"name", SchemaOf(f->config).describe(f->config)},
+          {"median_ms", f->median_ms},
+          {"speedup", f->speedup}};
+}
+
+// Mean and geometric mean of a choice's speedups over the measured GEMMs (1 where it has none).
+std::pair<double, double> MeanAndGeomean(const TuneResult& result,
+                                         const InterleavedFigure* (*pick)(const TunedGemm&)) {
+  double sum = 0, log_sum = 0;
+  int n = 0;
+  for (const TunedGemm& t : result.gemms) {
+    if (t.reference.median_ms <= 0) continue;
+    const InterleavedFigure* f = pick(t);
+    const double s = f != nullptr ? f->speedup : 1.0;
+    sum += s;
+    log_sum += std::log(s);
+    ++n;
+  }
+  if (n == 0) return {1, 1};
+  return {sum / n, std::exp(log_sum / n)};
+}
+
+struct Totals {
+  double search_s = 0, enumerate_s = 0, confirm_s = 0, search_gpu_ms = 0, top8_gpu_ms = 0;
+  int64_t configs_timed = 0, configs_enumerated = 0, tuned = 0, failed = 0;
+};
+
+Totals TotalsOf(const TuneResult& result) {
+  Totals t;
+  for (const TunedGemm& g : result.gemms) {
+    t.search_s += g.search_s;
+    t.enumerate_s += g.enumerate_s;
+    t.confirm_s += g.confirm_s;
+    t.search_gpu_ms += g.search_gpu_ms;
+    t.top8_gpu_ms += g.top8_gpu_ms;
+    t.configs_timed += g.configs_timed;
+    t.configs_enumerated += g.configs_enumerated;
+    t.tuned += g.accepted;
+    t.failed += g.outcome.starts_with("failed");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string TuneReportJson(const TuneResult& result) {
+  const Totals totals = TotalsOf(result);
+  const auto [tuned_mean, tuned_geomean] = MeanAndGeomean(result, &Tuned);
+  const auto [model_mean, model_geomean] = MeanAndGeomean(result, &ModelPick);
+  const auto [top8_mean, top8_geomean] = MeanAndGeomean(result, &BestOfTop8);
+  json gemms = json::array();
+  for (const TunedGemm& t : result.gemms) {
+    json others = json::object();
+    for (const auto& [label, f] : t.others) others[label] = FigureJson(f);
+    gemms.push_back({{"problem", json_codec::GemmProblemToJson(t.gemm.problem)},
+                     {"calls", t.gemm.calls},
+                     {"lda", t.gemm.lda},
+                     {"ldb", t.gemm.ldb},
+                     {"ldc", t.gemm.ldc},
+                     {"epilogue", t.gemm.epilogue},
+                     {"outcome", t.outcome},
+                     {"accepted", t.accepted},
+                     {"note", t.note},
+                     {"verification", t.verification},
+                     {"reference", t.reference.median_ms > 0 ? FigureJson(t.reference) : json()},
+                     {"tuned", FigureJson(t.tuned)},
+                     {"model_pick", FigureJson(t.model_pick)},
+                     {"best_of_top8", FigureJson(t.best_of_top8)},
+                     {"others", std::move(others)},
+                     {"configs_enumerated", t.configs_enumerated},
+                     {"configs_timed", t.configs_timed},
+                     {"generations", t.generations},
+                     {"restarts", t.restarts},
+                     {"stopped_by", t.stopped_by},
+                     {"enumerate_s", t.enumerate_s},
+                     {"search_s", t.search_s},
+                     {"search_gpu_ms", t.search_gpu_ms},
+                     {"top8_gpu_ms", t.top8_gpu_ms},
+                     {"confirm_s", t.confirm_s},
+                     {"device", t.device}});
+  }
+  const TuneOptions& o = result.options;
+  json root = {
+      {"format", "kselect.tune_report"},
+      {"version", 1},
+      {"tool_version", ToolVersion()},
+      {"run_id", result.run_id},
+      {"log", result.log_source},
+      {"device_kind", result.device_kind},
+      {"device_name", result.hardware.device_name},
+      {"driver_version", result.hardware.driver_version},
+      {"runtime_version", result.hardware.runtime_version},
+      {"cublaslt_version", result.hardware.cublaslt_version},
+      {"provider", ProviderName(o.provider)},
+      {"provider_version", result.provider_version},
+      {"options",
+       {{"model_dir", o.model_dir},
+        {"budget_s", o.budget_s},
+        {"min_speedup", o.min_speedup},
+        {"population", o.genetic.population},
+        {"generations", o.genetic.generations},
+        {"heuristic_picks", o.heuristic_picks},
+        {"model_top_k", o.model_top_k},
+        {"interleaved_rounds", o.interleaved_rounds},
+        {"confirm_candidates", o.confirm_candidates},
+        {"seed", o.genetic.seed}}},
+      {"gemms_tuned", result.gemms.size()},
+      {"gemms_accepted", totals.tuned},
+      {"gemms_failed", totals.failed},
+      // Call-weighted: sum(calls x reference ms) / sum(calls x choice ms) - 1.
+      {"weighted_uplift", WeightedUplift(result, &Tuned)},
+      {"model_only_weighted_uplift", WeightedUplift(result, &ModelPick)},
+      {"best_of_top8_weighted_uplift", WeightedUplift(result, &BestOfTop8)},
+      {"mean_speedup",
+       {{"tuned", tuned_mean}, {"model_only", model_mean}, {"best_of_top8", top8_mean}}},
+      {"geomean_speedup",
+       {{"tuned", tuned_geomean}, {"model_only", model_geomean}, {"best_of_top8", top8_geomean}}},
+      // What each choice cost: the model none (no timing), the top 8 their timing, the tuned
+      // library the whole search.
+      {"gpu_time",
+       {{"tuned_search_s", totals.search_s},
+        {"tuned_search_gpu_ms", totals.search_gpu_ms},
+        {"enumerate_s", totals.enumerate_s},
+        {"verify_and_interleave_s", totals.confirm_s},
+        {"best_of_top8_gpu_ms", totals.top8_gpu_ms},
+        {"model_only_gpu_ms", 0}}},
+      {"configs_timed", totals.configs_timed},
+      {"configs_enumerated", totals.configs_enumerated},
+      {"seconds", result.seconds},
+      {"gemms", std::move(gemms)}};
+  return root.dump(1) + "\n";
+}
+
+std::string TuneReportMarkdown(const TuneResult& result) {
+  const Totals totals = TotalsOf(result);
+  std::ostringstream md;
+  char line[640];
+  md << "# kselect tune report: " << result.run_id << "\n\n";
+  std::snprintf(line, sizeof(line),
+                "Device: %s (%s), driver %d, CUDA runtime %d, %s. Log: `%s`. %zu GEMMs tuned, "
+                "%lld accepted, %lld failed, %.0f s in all.\n\n",
+                result.hardware.device_name.c_str(),
+                result.device_kind.empty() ? "kind unknown" : result.device_kind.c_str(),
+                result.hardware.driver_version, result.hardware.runtime_version,
+                result.provider_version.c_str(), result.log_source.c_str(), result.gemms.size(),
+                static_cast<long long>(totals.tuned), static_cast<long long>(totals.failed),
+                result.seconds);
+  md << line;
+  md << "Every figure is a speedup over cuBLASLt's default pick (its heuristic's rank 1), timed "
+        "interleaved with it in one process (CUDA graphs, operands rotated past L2, median of "
+        "the rounds' ratios). Call-weighted uplift = sum(calls x default ms) / sum(calls x "
+        "choice ms) - 1.\n\n";
+  md << "| choice | call-weighted uplift | mean | geomean | GPU time needed |\n";
+  md << "|---|---:|---:|---:|---|\n";
+  const auto [tm, tg] = MeanAndGeomean(result, &Tuned);
+  const auto [mm, mg] = MeanAndGeomean(result, &ModelPick);
+  const auto [bm, bg] = MeanAndGeomean(result, &BestOfTop8);
+  std::snprintf(line, sizeof(line),
+                "| tuned library (GA, verified, >= %.2fx) | %+.2f %% | %.3fx | %.3fx | %.1f s "
+                "search (%.2f s GPU in timed regions), %lld configs timed |\n",
+                result.options.min_speedup, 100 * WeightedUplift(result, &Tuned), tm, tg,
+                totals.search_s, totals.search_gpu_ms / 1000,
+                static_cast<long long>(totals.configs_timed));
+  md << line;
+  std::snprintf(line, sizeof(line),
+                "| model-only pick (no timing) | %+.2f %% | %.3fx | %.3fx | none |\n",
+                100 * WeightedUplift(result, &ModelPick), mm, mg);
+  md << line;
+  std::snprintf(line, sizeof(line),
+                "| best of cuBLASLt's top %d, timed | %+.2f %% | %.3fx | %.3fx | %.2f s GPU |\n",
+                result.options.heuristic_picks, 100 * WeightedUplift(result, &BestOfTop8), bm, bg,
+                totals.top8_gpu_ms / 1000);
+  md << line;
+  md << "\n## Per GEMM\n\n";
+  md << "| # | m | n | k | batch | layout | dtype | calls | default ms | tuned | model | top8 | "
+        "timed/space | outcome |\n";
+  md << "|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|\n";
+  auto speedup = [](const std::optional<InterleavedFigure>& f) {
+    if (!f) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof(b), "%.3fx", f->speedup);
+    return std::string(b);
+  };
+  int rank = 0;
+  for (const TunedGemm& t : result.gemms) {
+    const GemmProblem& p = t.gemm.problem;
+    std::snprintf(line, sizeof(line),
+                  "| %d | %lld | %lld | %lld | %lld | %s | %s | %lld | %.4f | %s | %s | %s | "
+                  "%lld/%lld | %s |\n",
+                  ++rank, static_cast<long long>(p.m), static_cast<long long>(p.n),
+                  static_cast<long long>(p.k), static_cast<long long>(p.batch),
+                  p.layout.ToString().c_str(), std::string(DataTypeName(p.dtype_a)).c_str(),
+                  static_cast<long long>(t.gemm.calls), t.reference.median_ms,
+                  speedup(t.tuned).c_str(), speedup(t.model_pick).c_str(),
+                  speedup(t.best_of_top8).c_str(), static_cast<long long>(t.configs_timed),
+                  static_cast<long long>(t.configs_enumerated), t.outcome.c_str());
+    md << line;
+  }
+  md << "\n\"tuned\" is the search's best verified candidate, used only when the outcome is "
+        "\"tuned\" (at least the threshold faster).\n";
+  return md.str();
+}
+
+std::string TuneResultsCsv(const TuneResult& result) {
+  std::ostringstream csv;
+  csv << "run_id,m,n,k,batch,layout,a,b,c,calls,choice,config,median_ms,speedup,accepted\n";
+  auto row = [&](const TunedGemm& t, const std::string& choice, const InterleavedFigure& f) {
+    const GemmProblem& p = t.gemm.problem;
+    csv << result.run_id << ',' << p.m << ',' << p.n << ',' << p.k << ',' << p.batch << ','
+        << p.layout.ToString() << ',' << DataTypeName(p.dtype_a) << ',' << DataTypeName(p.dtype_b)
+        << ',' << DataTypeName(p.dtype_c) << ',' << t.gemm.calls << ',' << choice << ",\""
+        << ConfigKey(f.config) << "\"," << f.median_ms << ',' << f.speedup << ','
+        << (choice == "tuned" && t.accepted ? 1 : 0) << '\n';
+  };
+  for (const TunedGemm& t : result.gemms) {
+    if (t.reference.median_ms > 0) row(t, "default", t.reference);
+    if (t.tuned) row(t, "tuned", *t.tuned);
+    if (t.model_pick) row(t, "model_only", *t.model_pick);
+    if (t.best_of_top8) row(t, "best_of_top8", *t.best_of_top8);
+    for (const auto& [label, f] : t.others) row(t, label, f);
+  }
+  return csv.str();
+}
+
+}  // namespace kselect
