@@ -30,9 +30,10 @@ declare -A target_seeds=(
   [fuzz_hardware_json]="${seeds}/hardware_json ${fixtures}/hardware ${seeds}/json_regressions"
   [fuzz_tree_ensemble]="${seeds}/tree_ensemble ${fixtures}/ck_model"
   [fuzz_model_specs]="${seeds}/model_specs ${seeds}/json_regressions"
+  [fuzz_gemm_log]="${seeds}/gemm_log ${fixtures}/gemm_logs"
 )
 targets=(fuzz_ck_tile_log fuzz_ck_tile_json fuzz_ck_conv_csv fuzz_ck_kernel_name
-         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble fuzz_model_specs)
+         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble fuzz_model_specs fuzz_gemm_log)
 
 mkdir -p "${build}/artifacts"
 failed=()

@@ -55,6 +55,25 @@ struct HardwareConstants {
   bool operator==(const HardwareConstants&) const = default;
 };
 
+// Dense tensor-core throughput of `input` relative to 16-bit inputs: the scaling above.
+constexpr double DtypeTensorThroughputScale(DataType input) {
+  switch (input) {
+    case DataType::kF8E4M3:
+    case DataType::kF8E5M2:
+    case DataType::kI8:
+      return 2.0;
+    case DataType::kTF32:
+      return 0.5;
+    case DataType::kF32:
+    case DataType::kI32:
+      return 1.0 / 16.0;
+    case DataType::kF16:
+    case DataType::kBF16:
+      return 1.0;
+  }
+  return 1.0;
+}
+
 // Constants for a measured profile; fields the profile lacks (AMD rows carry only the arch) are
 // filled from a small table of known parts (sm_90, sm_100, sm_80, gfx950, gfx942). Fails for an
 // unknown arch whose profile lacks the SM count, clock or bandwidth.

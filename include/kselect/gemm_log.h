@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kselect/features.h"
@@ -53,14 +54,20 @@ struct GemmLog {
   // in first-call order.
   std::vector<int32_t> sequence;
   int64_t total_calls = 0;
-  // Lines skipped with the reason ("line 12: ..."), where the format lets a reader resynchronise.
+  // Lines skipped with the reason ("LOG:12: ..."), where the format lets a reader resynchronise.
   std::vector<std::string> warnings;
+  // What the log says about where it came from, never GEMMs: a TunableOp file's Validator lines
+  // ("PT_VERSION" -> "2.5.1", ...), in file order.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 struct GemmLogReadOptions {
   GemmLogFormat format = GemmLogFormat::kAuto;
   // Refuse a log with more distinct GEMMs than this (a guard against a runaway log).
   int64_t max_gemms = 1'000'000;
+  // GemmLog::sequence is kept while the log has at most this many calls; past it the sequence is
+  // left empty and a warning says so (a profile's call_count can run to billions).
+  int64_t max_sequence = 10'000'000;
 };
 
 // Reads a log file (plain or .gz). Errors name the file and line: a malformed line of a format
@@ -76,10 +83,10 @@ StatusOr<GemmLog> ParseGemmLog(std::string_view text, std::string_view source,
 double EstimateGemmCallUs(const GemmProblem& problem, const HardwareConstants& hardware);
 
 struct GemmLogSummaryEntry {
-  size_t gemm = 0;             // index into GemmLog::gemms
-  double estimated_us = 0;     // per call
-  double share = 0;            // calls x estimated_us over the log's total, 0..1
-  double cumulative_share = 0; // share of this entry and every entry ranked above it
+  size_t gemm = 0;              // index into GemmLog::gemms
+  double estimated_us = 0;      // per call
+  double share = 0;             // calls x estimated_us over the log's total, 0..1
+  double cumulative_share = 0;  // share of this entry and every entry ranked above it
 };
 
 struct GemmLogSummary {
@@ -95,10 +102,11 @@ struct GemmLogSummary {
 GemmLogSummary SummarizeGemmLog(const GemmLog& log, const HardwareConstants& hardware,
                                 double threshold);
 
-// The summary as JSON ("kselect.gemm_log_summary" version 1): the log's source, format, total
-// calls, warnings count, and under "gemms" one object per kept GEMM with m, n, k, batch, layout,
-// transa, transb, a, b, c, compute, alpha, beta, lda, ldb, ldc, epilogue, logged_algo, calls,
-// estimated_us, share, cumulative_share.
+// The summary as JSON ("format": "kselect.gemm_log_summary", "format_version": 1): the log's
+// source, its format ("log_format"), total calls, distinct GEMMs, warnings count, metadata, the
+// threshold and kept/dropped counts, and under "gemms" one object per kept GEMM with m, n, k,
+// batch, layout, transa, transb, a, b, c, compute, alpha, beta, lda, ldb, ldc, epilogue,
+// logged_algo, calls, first_line, estimated_us, share, cumulative_share.
 std::string GemmLogSummaryToJson(const GemmLog& log, const GemmLogSummary& summary);
 
 }  // namespace kselect

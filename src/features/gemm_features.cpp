@@ -94,28 +94,9 @@ int64_t CeilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// Tensor throughput relative to 16-bit inputs.
-double DtypeThroughputScale(DataType t) {
-  switch (t) {
-    case DataType::kF8E4M3:
-    case DataType::kF8E5M2:
-    case DataType::kI8:
-      return 2.0;
-    case DataType::kTF32:
-      return 0.5;
-    case DataType::kF32:
-    case DataType::kI32:
-      return 1.0 / 16.0;
-    case DataType::kF16:
-    case DataType::kBF16:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 double PeakFlops(const GemmProblem& p, const HardwareConstants& hw) {
-  return hw.flops_per_clock_per_sm_16bit * DtypeThroughputScale(p.dtype_a) * hw.sm_clock_mhz * 1e6 *
-         hw.sm_count;
+  return hw.flops_per_clock_per_sm_16bit * DtypeTensorThroughputScale(p.dtype_a) * hw.sm_clock_mhz *
+         1e6 * hw.sm_count;
 }
 
 void ProblemBlock(const GemmProblem& p, FeatureSink& s) {

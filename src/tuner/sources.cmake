@@ -1,6 +1,10 @@
-# The tuner (include/kselect/tuner.h): the genetic search, tuning on the GPU with verification and
-# interleaved timing, the report and the replay. Offline side (kselect_offline).
+# The tuner (include/kselect/gemm_log.h, tuner.h), offline side (kselect_offline): application GEMM
+# logs (gemm_log.cpp holds the parsers, also built alone by fuzz/CMakeLists.txt; gemm_log_file.cpp
+# the file reading), the genetic search, tuning on the GPU with verification and interleaved
+# timing, the report and the replay.
 set(KSELECT_TUNER_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_log.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/gemm_log_file.cpp
     ${CMAKE_CURRENT_LIST_DIR}/genetic.cpp
     ${CMAKE_CURRENT_LIST_DIR}/graph_timer.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tune.cpp
