@@ -45,6 +45,8 @@ timeout 300 python3 scripts/device/llama_e2e.py tunableop --out "$OUT" --layers 
   > "$OUT/tunableop.txt" 2>&1
 summary+=("tunableop rc=$? $(tail -1 "$OUT/tunableop.txt" | cut -c1-300), $(lap)")
 TUNABLEOP_S=$(tail -1 "$OUT/tunableop.txt" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["tuning_s"])' 2>/dev/null || echo -1)
+ls "$OUT"/tunableop* >> "$OUT/tunableop.txt" 2>&1
+cut -d, -f3 "$OUT/tunableop_results0.csv" 2>/dev/null | sort | uniq -c >> "$OUT/tunableop.txt"
 TUNABLEOP_ARGS=()
 [ -f "$OUT/tunableop_results0.csv" ] && TUNABLEOP_ARGS=(--tunableop "$OUT/tunableop_results0.csv" --tunableop-seconds "$TUNABLEOP_S")
 
@@ -62,7 +64,10 @@ PYTHONPATH="$PWD/python" KSELECT_LIBRARY="$PWD/$BIN/lib/libkselect_c.so" timeout
   --library "$OUT/tune/solutions.json" > "$OUT/e2e.txt" 2>&1
 summary+=("e2e rc=$?, $(lap)")
 
+# The lender brings back a few files only: everything else travels in one archive.
+tar czf /tmp/logs.tar.gz -C "$OUT" --exclude='cublaslt_trace.log' . 2>/dev/null
 echo
+grep -E '^\[  FAILED|Failure|error' "$OUT/tests.log" 2>/dev/null | head -20 | cut -c1-300
 grep -E '^(tune|replay): ' "$OUT/tests.log" 2>/dev/null | cut -c1-220
 head -30 "$OUT/summary.txt"
 grep -E '^\[' "$OUT/tune.txt" | cut -c1-240
@@ -70,4 +75,6 @@ sed -n '/| choice/,/^$/p' "$OUT/tune.txt"
 cat "$OUT/replay.txt"
 tail -1 "$OUT/e2e.txt" | cut -c1-900
 cat "$OUT/tunableop_ops.txt"
+tail -6 "$OUT/tunableop.txt" | cut -c1-300
 printf '%s\n' "${summary[@]}"
+find "$OUT" -mindepth 1 -delete && mv /tmp/logs.tar.gz "$OUT/"

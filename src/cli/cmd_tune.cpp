@@ -188,7 +188,8 @@ int RunTune(const TuneArgs& args) {
 }
 
 int RunMerge(const TuneArgs& args) {
-  if (auto s = text::CheckOutputFile(args.merge_output, "--output", {args.incoming}); !s.ok()) {
+  if (auto s = text::CheckOutputFile(args.merge_output, "--output", {args.base, args.incoming});
+      !s.ok()) {
     return ReportError("tune merge", s);
   }
   auto base = LoadSolutionLibrary(args.base);
