@@ -156,6 +156,10 @@ class DeviceOperands {
   virtual int64_t rotating_bytes() const = 0;             // bytes of all sets' operands
 };
 
+// The seed of a problem's operand data, fixed so every run times the same bytes: for a GEMM the
+// one the bench has always used, for other problems FNV-1a over the problem's text. CPU only.
+uint64_t OperandSeed(const Problem& problem);
+
 // How many operand sets hold at least `rotate_bytes` (one more when a set is smaller than it, so
 // the set a launch reads is never the one read just before), at most `max_sets`. CPU only.
 int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,

@@ -19,6 +19,7 @@
 
 #include "bench/worker.h"
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/bench.h"
 #include "kselect/hardware.h"
 #include "kselect/version.h"
@@ -27,15 +28,6 @@ namespace kselect {
 namespace {
 
 using nlohmann::json;
-
-std::string NowIso(bool compact = false) {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 using bench::NowSeconds;
 
@@ -208,7 +200,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       m.config = config;
       m.kernel_name = DescribeConfig(config);
       m.method = run.method;
-      m.timestamp = NowIso();
+      m.timestamp = text::UtcNowIso8601();
       m.device_uuid = device_uuid;
       if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end())
         m.peer_rank = it->second;
@@ -360,13 +352,14 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     run.hardware = *profile;
     run.hardware.device_kind = options.device_kind;
     run.tool = ToolDescription();
-    run.started_at = NowIso();
+    run.started_at = text::UtcNowIso8601();
     run.method = DefaultMethod(options);
     run.run_id = !options.run_id.empty()
                      ? options.run_id
                      : (options.device_kind.empty() ? std::string("gpu") : options.device_kind) +
-                           "-" + NowIso(true) + "-shard" + std::to_string(options.shard.index) +
-                           "of" + std::to_string(options.shard.count);
+                           "-" + text::UtcNowIso8601(/*compact=*/true) + "-shard" +
+                           std::to_string(options.shard.index) + "of" +
+                           std::to_string(options.shard.count);
     // The file is created only now, once a GPU has answered: a failed start leaves nothing.
     fd = ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/json_codec.h"
+#include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
@@ -41,18 +42,6 @@ bool WriteAll(int fd, const std::string& text) {
 }
 
 using cuda::RuntimeErrorText;
-
-// The seed of a problem's operand data: for a GEMM the one the bench has always used, so its
-// inputs are the same bytes as before the worker took any Problem.
-uint64_t OperandSeed(const Problem& problem) {
-  if (const auto* p = std::get_if<GemmProblem>(&problem)) {
-    return 0x5eed ^ static_cast<uint64_t>(p->m * 31 + p->n * 17 + p->k);
-  }
-  uint64_t hash = 0x5eed;  // FNV-1a over the problem's text
-  for (const char c : ProblemToString(problem))
-    hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return hash;
-}
 
 // The GPU state of one worker: provider, stream, event timers and the rotated operand sets.
 class WorkerDevice {
@@ -96,10 +85,10 @@ class WorkerDevice {
     if (key == problem_key_) return Status::Ok();
     FreeBuffers();
     const int64_t target = options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * l2_bytes_;
-    KSELECT_ASSIGN_OR_RETURN(
-        operands_,
-        verify::DeviceOperands::CreateRotating(
-            operands, std::max<int64_t>(options_.max_workspace_bytes, 0), OperandSeed(p), target));
+    KSELECT_ASSIGN_OR_RETURN(operands_,
+                             verify::DeviceOperands::CreateRotating(
+                                 operands, std::max<int64_t>(options_.max_workspace_bytes, 0),
+                                 verify::OperandSeed(p), target));
     rotating_bytes_ = operands_->rotating_bytes();
     problem_key_ = key;
     return Status::Ok();
@@ -211,10 +200,8 @@ class WorkerDevice {
       if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)]); !s.ok())
         return Fail(s.ToString(), IsSticky());
     }
-    std::vector<double> sorted = times;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    const size_t n = times.size();
+    const double median = Median(times);
     double mean = 0, var = 0;
     for (const double t : times) mean += t;
     mean /= static_cast<double>(n);

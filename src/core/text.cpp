@@ -544,12 +544,12 @@ std::string Md5Hex(std::string_view data) {
   return ToHex(out, 16);
 }
 
-std::string UtcNowIso8601() {
+std::string UtcNowIso8601(bool compact) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
   gmtime_r(&now, &utc);
   char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  std::strftime(buffer, sizeof(buffer), compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
 }
 

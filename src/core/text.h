@@ -79,8 +79,9 @@ Status CheckDistinctInputs(const std::vector<std::string>& inputs);
 std::string Sha256Hex(std::string_view data);
 // md5 of bytes, lowercase hex (CK Tile derives run ids from md5 of the log's file name).
 std::string Md5Hex(std::string_view data);
-// Current UTC time, ISO 8601 with seconds ("2026-11-22T00:31:33Z").
-std::string UtcNowIso8601();
+// Current UTC time, ISO 8601 with seconds ("2026-11-22T00:31:33Z"; compact: "20261122T003133Z",
+// for run ids).
+std::string UtcNowIso8601(bool compact = false);
 
 // FNV-1a 64 of `data`, continuing from `state` (the standard offset basis to start).
 inline constexpr uint64_t kFnv1a64Basis = 14695981039346656037ull;

@@ -2,16 +2,11 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/statistics.h"
 #include "kselect/ingest.h"
 
 namespace kselect {
 namespace {
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 double CoefficientOfVariation(const std::vector<double>& values) {
   if (values.size() < 2) return 0;

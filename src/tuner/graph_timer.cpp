@@ -1,18 +1,13 @@
 #include "tuner/graph_timer.h"
 
+#include "core/statistics.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace kselect::tuner {
 
 using cuda::RuntimeStatus;
-
-double Median(std::vector<double> values) {
-  KSELECT_CHECK(!values.empty());
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 StatusOr<CapturedGraph> CapturedGraph::Capture(cudaStream_t stream,
                                                const std::function<Status(cudaStream_t)>& enqueue) {

@@ -73,7 +73,4 @@ class GraphTimer {
   int64_t l2_bytes_ = 0;
 };
 
-// The median of `values` (not empty).
-double Median(std::vector<double> values);
-
 }  // namespace kselect::tuner

@@ -2,6 +2,7 @@
 // picks; the library's solutions) timed interleaved on one device.
 #include <algorithm>
 
+#include "core/statistics.h"
 #include "kselect/tuner.h"
 #include "tuner/graph_timer.h"
 
@@ -46,10 +47,10 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
       ++result.from_library;
     }
     KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider->Operands(problem));
-    KSELECT_ASSIGN_OR_RETURN(
-        distinct[g].operands,
-        verify::DeviceOperands::CreateRotating(specs, po.max_workspace_bytes, 0x4e91 + g, rotate,
-                                               /*max_sets=*/32));
+    KSELECT_ASSIGN_OR_RETURN(distinct[g].operands, verify::DeviceOperands::CreateRotating(
+                                                       specs, po.max_workspace_bytes,
+                                                       verify::OperandSeed(problem), rotate,
+                                                       /*max_sets=*/32));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].reference, provider->Prepare(problem, picks.front()));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].tuned, provider->Prepare(problem, tuned));
     // Module loads happen outside the capture.
@@ -92,9 +93,9 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
   }
   result.calls = static_cast<int64_t>(log.sequence.size());
   result.distinct = static_cast<int64_t>(log.gemms.size());
-  result.default_ms = tuner::Median(reference_ms);
-  result.library_ms = tuner::Median(tuned_ms);
-  result.uplift = tuner::Median(ratios) - 1;
+  result.default_ms = Median(reference_ms);
+  result.library_ms = Median(tuned_ms);
+  result.uplift = Median(ratios) - 1;
   return result;
 }
 

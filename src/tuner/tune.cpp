@@ -5,12 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "core/statistics.h"
 #include "core/text.h"
 #include "kselect/selector.h"
 #include "kselect/tuner.h"
@@ -26,17 +26,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 std::string DefaultRunId() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "tune-%Y%m%dT%H%M%SZ", &utc);
-  return buffer;
-}
-
-// The operands' seed for a problem: fixed, so reruns time the same data.
-uint64_t OperandSeed(const GemmProblem& p) {
-  return 0x7e57 ^ static_cast<uint64_t>(p.m * 31 + p.n * 17 + p.k * 7 + p.batch);
+  return "tune-" + text::UtcNowIso8601(/*compact=*/true);
 }
 
 // One GPU's tuning state.
@@ -61,6 +51,8 @@ class TuneWorker {
     }
     return Status::Ok();
   }
+
+  std::string provider_version() const { return provider_->version(); }
 
   TunedGemm Tune(const LoggedGemm& logged) {
     TunedGemm out;
@@ -127,7 +119,7 @@ class TuneWorker {
     KSELECT_ASSIGN_OR_RETURN(
         const std::unique_ptr<verify::DeviceOperands> operands,
         verify::DeviceOperands::CreateRotating(specs, options_.provider_options.max_workspace_bytes,
-                                               OperandSeed(problem), rotate));
+                                               verify::OperandSeed(problem), rotate));
 
     // The search.
     std::map<size_t, double> gpu_ms_of;
@@ -232,11 +224,11 @@ class TuneWorker {
     for (size_t slot = 0; slot < compared.size(); ++slot) {
       InterleavedFigure f;
       f.config = space.configs[compared[slot]];
-      f.median_ms = tuner::Median(rounds[slot]);
+      f.median_ms = Median(rounds[slot]);
       std::vector<double> ratios;
       for (size_t r = 0; r < rounds[slot].size(); ++r)
         ratios.push_back(rounds[0][r] / rounds[slot][r]);
-      f.speedup = tuner::Median(std::move(ratios));
+      f.speedup = Median(std::move(ratios));
       figures.push_back(std::move(f));
     }
     out.reference = figures[0];
@@ -312,6 +304,7 @@ StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms
         worker_status[w] = s;
         return;
       }
+      if (w == 0) result.provider_version = worker.provider_version();
       for (size_t i = next++; i < mine.size(); i = next++) {
         const LoggedGemm& logged = log.gemms[gemms[mine[i]]];
         const auto gemm_start = std::chrono::steady_clock::now();
@@ -337,13 +330,6 @@ StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms
   for (std::thread& t : threads) t.join();
   for (const Status& s : worker_status) {
     if (!s.ok()) return s;
-  }
-  {
-    ProviderOptions po = options.provider_options;
-    po.device = options.devices.front();
-    KSELECT_ASSIGN_OR_RETURN(const std::unique_ptr<KernelProvider> provider,
-                             CreateProvider(options.provider, po));
-    result.provider_version = provider->version();
   }
   result.gemms = std::move(tuned);
   result.seconds = Seconds(start);

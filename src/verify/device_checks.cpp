@@ -345,6 +345,16 @@ StatusOr<std::unique_ptr<DeviceOperands>> DeviceOperands::Create(
   return std::unique_ptr<DeviceOperands>(std::move(owned));
 }
 
+uint64_t OperandSeed(const Problem& problem) {
+  if (const auto* p = std::get_if<GemmProblem>(&problem)) {
+    return 0x5eed ^ static_cast<uint64_t>(p->m * 31 + p->n * 17 + p->k);
+  }
+  uint64_t hash = 0x5eed;  // FNV-1a over the problem's text
+  for (const char c : ProblemToString(problem))
+    hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return hash;
+}
+
 int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,
                          int64_t max_sets) {
   int64_t set_bytes = 0;
