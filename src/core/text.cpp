@@ -380,15 +380,36 @@ Status CheckOutputFolder(const std::string& folder, std::string_view option,
 }
 
 Status CheckDistinctInputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  // sha256 of each input whose size another input shares, read only when needed: a copy under
+  // another name or inode double-counts its records just as the same path does.
+  std::vector<std::optional<std::string>> digests(inputs.size());
+  auto digest = [&](size_t i) -> const std::optional<std::string>& {
+    if (!digests[i]) {
+      auto data = ReadFile(inputs[i]);
+      if (data.ok()) digests[i] = Sha256Hex(*data);
+    }
+    return digests[i];
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto identity = FileIdentity(inputs[i]);
     if (!identity) continue;
+    std::error_code ec;
+    const auto size = fs::file_size(inputs[i], ec);
     for (size_t j = 0; j < i; ++j) {
       if (FileIdentity(inputs[j]) == identity) {
         return InvalidArgumentError(
             "input " + inputs[i] + " is the same file as input " + inputs[j] +
             ": its records would be merged with themselves (pass --allow-duplicates if that is "
             "meant)");
+      }
+      std::error_code other_ec;
+      if (ec || fs::file_size(inputs[j], other_ec) != size || other_ec) continue;
+      if (digest(i) && digest(i) == digest(j)) {
+        return InvalidArgumentError("input " + inputs[i] + " is a byte-identical copy of input " +
+                                    inputs[j] + " (sha256 " + *digest(i) +
+                                    "): its records would be merged with themselves (pass "
+                                    "--allow-duplicates if that is meant)");
       }
     }
   }

@@ -71,8 +71,8 @@ Status CheckOutputFile(const std::string& output, std::string_view option,
 // (the command writes files into it by fixed names).
 Status CheckOutputFolder(const std::string& folder, std::string_view option,
                          const std::vector<std::string>& inputs);
-// Refuses the same file given twice among `inputs` (by device and inode): its records would be
-// merged with themselves.
+// Refuses the same file given twice among `inputs` (by device and inode), or a byte-identical copy
+// of another input (same size and sha256): its records would be merged with themselves.
 Status CheckDistinctInputs(const std::vector<std::string>& inputs);
 
 // sha256 of bytes, lowercase hex (for fingerprints and run ids).

@@ -127,8 +127,15 @@ TEST_F(OutputPathTest, RefusesTheSameInputTwice) {
   const Status s = CheckDistinctInputs({input_, Path("link.jsonl")});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--allow-duplicates"), std::string::npos);
-  ASSERT_TRUE(WriteFileAtomically(Path("other.jsonl"), "{}\n").ok());
-  EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());  // same bytes, two files
+  // A byte-identical copy under another name and inode double-counts just the same.
+  ASSERT_TRUE(WriteFileAtomically(Path("copy.jsonl"), "{}\n").ok());
+  const Status copy = CheckDistinctInputs({input_, Path("copy.jsonl")});
+  EXPECT_EQ(copy.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(copy.message().find("is a byte-identical copy of input " + input_), std::string::npos)
+      << copy.message();
+  // Same size, other bytes: distinct inputs.
+  ASSERT_TRUE(WriteFileAtomically(Path("other.jsonl"), "[]\n").ok());
+  EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());
 }
 
 TEST_F(OutputPathTest, WritesEveryFileOrNone) {
