@@ -35,6 +35,24 @@ inline StatusOr<Dataset> ReadDatasetChecked(const std::string&) {
 inline Status WriteExportTableChecked(const ExportTable&, const std::string&) {
   return RequireArrow();
 }
+inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string&) {
+  return RequireArrow();
+}
+inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(const std::string&,
+                                                            std::map<std::string, std::string>*) {
+  return RequireArrow();
+}
+inline StatusOr<int64_t> MergeDatasetFilesChecked(const std::vector<std::string>&,
+                                                  const std::string&,
+                                                  const std::map<std::string, std::string>&, bool,
+                                                  MergeScope) {
+  return RequireArrow();
+}
+inline StatusOr<int64_t> FilterDatasetFileChecked(
+    const std::string&, const std::string&, const RowFilter&, const RowPredicate&,
+    const std::function<std::map<std::string, std::string>()>&) {
+  return RequireArrow();
+}
 #else
 inline Status WriteDatasetChecked(const Dataset& d, const std::string& path) {
   return WriteDataset(d, path);
@@ -44,6 +62,23 @@ inline StatusOr<Dataset> ReadDatasetChecked(const std::string& path) {
 }
 inline Status WriteExportTableChecked(const ExportTable& t, const std::string& path) {
   return WriteExportTable(t, path);
+}
+inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string& path) {
+  return InspectDatasetFile(path);
+}
+inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(
+    const std::string& path, std::map<std::string, std::string>* metadata) {
+  return SummarizeDatasetFile(path, metadata);
+}
+inline StatusOr<int64_t> MergeDatasetFilesChecked(
+    const std::vector<std::string>& inputs, const std::string& output,
+    const std::map<std::string, std::string>& metadata, bool allow_mixed, MergeScope scope) {
+  return MergeDatasetFiles(inputs, output, metadata, allow_mixed, scope);
+}
+inline StatusOr<int64_t> FilterDatasetFileChecked(
+    const std::string& input, const std::string& output, const RowFilter& filter,
+    const RowPredicate& keep, const std::function<std::map<std::string, std::string>()>& metadata) {
+  return FilterDatasetFile(input, output, filter, keep, metadata);
 }
 #endif
 
