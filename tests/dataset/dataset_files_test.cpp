@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "core/text.h"
+#include "dataset/dataset_fixture.h"
 #include "kselect/dataset.h"
 #include "kselect/ingest.h"
 
@@ -22,31 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class DatasetFilesTest : public ::testing::Test {
+class DatasetFilesTest : public testing::DatasetFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("kselect_dataset_files_" +
-            std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static Dataset FromFixture(const std::string& name) {
-    auto result = IngestFile(std::string(KSELECT_FIXTURE_DIR) + "/kselect/" + name, std::nullopt,
-                             IngestOptions{});
-    KSELECT_CHECK_MSG(result.ok(), result.status().ToString());
-    Dataset d;
-    for (const Measurement& m : MergeDuplicateMeasurements(result->measurements)) {
-      d.rows.push_back(RowFromMeasurement(m, result->runs.front()));
-    }
-    return d;
-  }
-
   std::string Written(const Dataset& d, const std::string& name) const {
     const std::string path = Path(name);
     KSELECT_CHECK_MSG(WriteDataset(d, path).ok(), "cannot write a test dataset");
@@ -67,8 +45,6 @@ class DatasetFilesTest : public ::testing::Test {
     ADD_FAILURE() << "no valid GEMM row";
     return 0;
   }
-
-  fs::path dir_;
 };
 
 // Another collection of the same pairs (a second run on another GPU of the kind).
@@ -266,14 +242,7 @@ TEST_F(DatasetFilesTest, RowCountInTheMetadataIsChecked) {
     ASSERT_TRUE(read.ok());
     table = (*read)->Slice(0, 3);
   }
-  auto sink = arrow::io::FileOutputStream::Open(Path("cut.parquet"));
-  ASSERT_TRUE(sink.ok());
-  ASSERT_TRUE(
-      parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *sink, 1024,
-                                 parquet::default_writer_properties(),
-                                 parquet::ArrowWriterProperties::Builder().store_schema()->build())
-          .ok());
-  ASSERT_TRUE((*sink)->Close().ok());
+  WriteRaw(Path("cut.parquet"), *table);
   const Status cut = ReadDataset(Path("cut.parquet")).status();
   EXPECT_EQ(cut.code(), StatusCode::kSchemaMismatch);
   EXPECT_NE(cut.message().find("the metadata says 8 rows but the file holds 3"), std::string::npos)
