@@ -72,9 +72,9 @@ class DatasetFileWriter {
   bool finished_ = false;
 };
 
-// Row `index` of a batch holding every dataset column.
+// Row `index` of a batch; the columns the batch lacks are null.
 DatasetRow RowOfBatch(const arrow::RecordBatch& batch, int64_t index);
-// Appends every row of such a batch.
+// Appends every row of a batch, likewise.
 void AppendRows(const arrow::RecordBatch& batch, std::vector<DatasetRow>& rows);
 
 // The array of column `name` in `batch`, or nullptr.

@@ -133,17 +133,25 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
                                     const std::string& output,
                                     const std::map<std::string, std::string>& metadata,
                                     bool allow_mixed, MergeScope scope) {
-  // Three passes, so memory holds a few integers per row plus the repeats being merged:
-  // 1. the key columns: each row's group (first occurrence order, as MergeDuplicateMeasurements
-  //    keeps), each run's device, the rows to parse (each run's first, each distinct problem and
-  //    config key's first: what MeasurementFromRow would refuse is refused here too);
-  // 2. every column of those rows and of repeated groups: parsed, repeats merged;
-  // 3. every column again: rows of one-row groups copied batch slice by slice (exactly what was
-  //    read, after the reader's value rules), merged rows written at their group's first row.
+  // Up to three passes, so memory holds a few integers per row plus the repeats being merged:
+  // 1. the key, device and run columns: each row's group (first occurrence order, as
+  //    MergeDuplicateMeasurements keeps), each run's device and RunInfo, and the rows to parse
+  //    (each distinct problem and config key's first: what MeasurementFromRow refuses is still
+  //    refused);
+  // 2. only the files holding repeated groups, every column of their rows: parsed and merged;
+  // 3. every column: rows of one-row groups copied batch slice by slice (exactly what was read,
+  //    after the reader's value rules), merged rows written at their group's first row. A row
+  //    that does not parse stops the write; the temporary file is removed.
   std::vector<std::unique_ptr<DatasetFileReader>> files;
   for (const std::string& path : inputs) {
     KSELECT_ASSIGN_OR_RETURN(auto file, DatasetFileReader::Open(path));
     files.push_back(std::move(file));
+  }
+  std::vector<std::string> pass1_columns = {"run_id",      "op_type",      "problem_key",
+                                            "config_key",  "tool_version", "device_kind",
+                                            "device_name", "arch"};
+  for (const ColumnSpec& column : DatasetColumns()) {
+    if (column.group == "hardware") pass1_columns.emplace_back(column.name);
   }
   Interner runs, ops, problems, configs;
   std::unordered_map<MergeKey, uint32_t, MergeKeyHash> group_of_key;
@@ -151,12 +159,12 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
   std::vector<std::vector<uint32_t>> group_of_row(files.size());
   std::vector<std::vector<bool>> parse_row(files.size());
   std::vector<DatasetRow> device_of_runs;  // one per run: the columns CheckOneDevice reads
+  std::unordered_map<std::string, RunInfo> run_infos;
   for (size_t f = 0; f < files.size(); ++f) {
     group_of_row[f].reserve(static_cast<size_t>(files[f]->rows()));
     parse_row[f].resize(static_cast<size_t>(files[f]->rows()));
     KSELECT_RETURN_IF_ERROR(files[f]->ForEachBatch(
-        {"run_id", "op_type", "problem_key", "config_key", "device_kind", "device_name", "arch"},
-        [&](const arrow::RecordBatch& batch, int64_t first_row) {
+        pass1_columns, [&](const arrow::RecordBatch& batch, int64_t first_row) {
           const auto* run_id = Strings(batch, "run_id");
           const auto* op_type = Strings(batch, "op_type");
           const auto* problem_key = Strings(batch, "problem_key");
@@ -167,16 +175,15 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
             const auto [config, new_config] = configs.Intern(config_key->GetView(i));
             const int32_t op = ops.Intern(At(op_type, i).value_or("")).first;
             if (new_run) {
+              // The run's columns only: RunOf and DeviceOf read no others.
+              const DatasetRow row = arrow_dataset::RowOfBatch(batch, i);
+              run_infos.try_emplace(std::string(run_id->GetView(i)), dataset_ops::RunOf(row));
               DatasetRow& device = device_of_runs.emplace_back();
-              for (auto [name, field] : {std::pair{"device_kind", &device.device_kind},
-                                         std::pair{"device_name", &device.device_name},
-                                         std::pair{"arch", &device.arch}}) {
-                if (const auto value = At(Strings(batch, name), i)) *field = std::string(*value);
-              }
+              device.device_kind = row.device_kind;
+              device.device_name = row.device_name;
+              device.arch = row.arch;
             }
-            if (new_run || new_problem || new_config) {
-              parse_row[f][static_cast<size_t>(first_row + i)] = true;
-            }
+            if (new_problem || new_config) parse_row[f][static_cast<size_t>(first_row + i)] = true;
             const MergeKey key{scope == MergeScope::kWithinRun ? run : -1, op, problem, config};
             const auto [it, inserted] =
                 group_of_key.try_emplace(key, static_cast<uint32_t>(group_size.size()));
@@ -194,29 +201,32 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
   // Before merging: rows of several devices must not be averaged into one.
   KSELECT_RETURN_IF_ERROR(CheckOneDevice(device_of_runs, allow_mixed));
 
-  std::unordered_map<std::string, RunInfo> run_infos;
+  auto parse = [&](const arrow::RecordBatch& batch, int64_t i, size_t f,
+                   size_t row_index) -> StatusOr<Measurement> {
+    auto read = MeasurementFromRow(arrow_dataset::RowOfBatch(batch, i));
+    if (!read.ok()) {
+      return read.status().WithContext(inputs[f] + " (input " + std::to_string(f + 1) + "), row " +
+                                       std::to_string(row_index));
+    }
+    return read;
+  };
   std::unordered_map<uint32_t, std::vector<Measurement>> repeats;
   for (size_t f = 0; f < files.size(); ++f) {
+    const bool holds_repeats = std::any_of(group_of_row[f].begin(), group_of_row[f].end(),
+                                           [&](uint32_t g) { return group_size[g] != kSingleton; });
+    if (!holds_repeats) continue;
     KSELECT_RETURN_IF_ERROR(files[f]->ForEachBatch(
         {}, [&](const arrow::RecordBatch& batch, int64_t first_row) -> Status {
           for (int64_t i = 0; i < batch.num_rows(); ++i) {
             const auto row_index = static_cast<size_t>(first_row + i);
             const uint32_t group = group_of_row[f][row_index];
-            const bool repeated = group_size[group] != kSingleton;
-            if (!repeated && !parse_row[f][row_index]) continue;
-            const DatasetRow row = arrow_dataset::RowOfBatch(batch, i);
-            auto read = MeasurementFromRow(row);
-            if (!read.ok()) {
-              return read.status().WithContext(inputs[f] + " (input " + std::to_string(f + 1) +
-                                               "), row " + std::to_string(row_index));
-            }
-            run_infos.try_emplace(read->run_id, dataset_ops::RunOf(row));
-            if (repeated) repeats[group].push_back(std::move(*read));
+            if (group_size[group] == kSingleton) continue;
+            KSELECT_ASSIGN_OR_RETURN(Measurement m, parse(batch, i, f, row_index));
+            repeats[group].push_back(std::move(m));
           }
           return Status::Ok();
         }));
   }
-  parse_row = {};
   std::unordered_map<uint32_t, DatasetRow> merged;
   for (auto& [group, measurements] : repeats) {
     std::vector<Measurement> one = MergeDuplicateMeasurements(std::move(measurements), scope);
@@ -236,8 +246,12 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
           std::vector<DatasetRow> rows;
           for (int64_t i = 0; i <= batch.num_rows(); ++i) {
             const bool end = i == batch.num_rows();
-            const uint32_t group = end ? 0 : group_of_row[f][static_cast<size_t>(first_row + i)];
+            const auto row_index = static_cast<size_t>(first_row + i);
+            const uint32_t group = end ? 0 : group_of_row[f][row_index];
             if (!end && group_size[group] == kSingleton) {
+              if (parse_row[f][row_index]) {
+                KSELECT_RETURN_IF_ERROR(parse(batch, i, f, row_index).status());
+              }
               ++next_group;
               continue;
             }
