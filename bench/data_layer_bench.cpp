@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                          "--m", "16", "--valid-only"}),
                {});
   ok &= Report(
-      "data report (largest; still reads whole rows)",
+      "data report (largest)",
       RunChild({kselect, "data", "report", largest, "--markdown", (out / "report.md").string()}),
       {});
   std::error_code ec;

@@ -264,6 +264,10 @@ struct DatasetFileInfo {
   std::map<std::string, std::string> metadata;
 };
 StatusOr<DatasetFileInfo> InspectDatasetFile(const std::string& path);
+// Calls `visit` on every row of a file in order, a few thousand rows in memory at a time; stops at
+// the first error `visit` returns.
+Status ForEachDatasetRow(const std::string& path,
+                         const std::function<Status(const DatasetRow&)>& visit);
 // SummarizeDataset over a file; `metadata` (optional) gets the file's metadata.
 StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
                                               std::map<std::string, std::string>* metadata);

@@ -242,13 +242,16 @@ int RunSchema(const DataArgs& args) {
   return kExitOk;
 }
 
-StatusOr<Dataset> ReadReportInput(const std::string& path) {
-  auto dataset = ReadDatasetChecked(path);
-  if (!dataset.ok()) return dataset.status();
-  if (dataset->rows.empty()) {
+// A report input's providers (its summary's), refusing a file without rows.
+StatusOr<std::set<std::string>> ReportInputProviders(const std::string& path) {
+  auto summary = SummarizeDatasetFileChecked(path, nullptr);
+  if (!summary.ok()) return summary.status();
+  if (summary->rows == 0) {
     return InvalidArgumentError(path + " holds no rows: nothing to report on");
   }
-  return dataset;
+  std::set<std::string> providers;
+  for (const auto& [provider, rows] : summary->providers) providers.insert(provider);
+  return providers;
 }
 
 int RunReport(const DataArgs& args) {
@@ -266,33 +269,32 @@ int RunReport(const DataArgs& args) {
       return ReportError("data report", s);
     }
   }
-  BaselineInputs inputs;
+  // The files are streamed into the report (it keeps a few figures per (problem, config)), after
+  // a pass over their provider columns for the rule sets the loss needs.
+  BaselineRowSources inputs;
   ReportSources sources;
+  std::set<std::string> data_providers, sample_providers;
+  auto source = [](const std::string& path) -> RowSource {
+    return [path](const std::function<Status(const DatasetRow&)>& visit) {
+      return ForEachDatasetRowChecked(path, visit);
+    };
+  };
   for (const std::string& path : args.report_inputs) {
-    auto dataset = ReadReportInput(path);
-    if (!dataset.ok()) return ReportError("data report", dataset.status());
-    inputs.data.push_back(std::move(*dataset));
+    auto providers = ReportInputProviders(path);
+    if (!providers.ok()) return ReportError("data report", providers.status());
+    data_providers.insert(providers->begin(), providers->end());
+    inputs.data.push_back(source(path));
     sources.data.push_back(path);
   }
   for (const std::string& path : args.full_sample) {
-    auto dataset = ReadReportInput(path);
-    if (!dataset.ok()) return ReportError("data report", dataset.status());
-    inputs.full_sample.push_back(std::move(*dataset));
+    auto providers = ReportInputProviders(path);
+    if (!providers.ok()) return ReportError("data report", providers.status());
+    // A rule set per provider the sample and the data share: only those losses are computed.
+    for (const std::string& provider : *providers) {
+      if (data_providers.contains(provider)) sample_providers.insert(provider);
+    }
+    inputs.full_sample.push_back(source(path));
     sources.full_sample.push_back(path);
-  }
-  // A rule set per provider the sample and the data share: only those losses are computed.
-  std::set<std::string> data_providers, sample_providers;
-  for (const Dataset& d : inputs.data) {
-    for (const DatasetRow& row : d.rows) {
-      if (row.provider) data_providers.insert(*row.provider);
-    }
-  }
-  for (const Dataset& d : inputs.full_sample) {
-    for (const DatasetRow& row : d.rows) {
-      if (row.provider && data_providers.contains(*row.provider)) {
-        sample_providers.insert(*row.provider);
-      }
-    }
   }
   const std::string rules_root = RulesRoot(args.rules_dir);
   for (const std::string& name : sample_providers) {

@@ -38,6 +38,10 @@ inline Status WriteExportTableChecked(const ExportTable&, const std::string&) {
 inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string&) {
   return RequireArrow();
 }
+inline Status ForEachDatasetRowChecked(const std::string&,
+                                       const std::function<Status(const DatasetRow&)>&) {
+  return RequireArrow();
+}
 inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(const std::string&,
                                                             std::map<std::string, std::string>*) {
   return RequireArrow();
@@ -65,6 +69,10 @@ inline Status WriteExportTableChecked(const ExportTable& t, const std::string& p
 }
 inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string& path) {
   return InspectDatasetFile(path);
+}
+inline Status ForEachDatasetRowChecked(const std::string& path,
+                                       const std::function<Status(const DatasetRow&)>& visit) {
+  return ForEachDatasetRow(path, visit);
 }
 inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(
     const std::string& path, std::map<std::string, std::string>* metadata) {

@@ -85,6 +85,22 @@ StatusOr<DatasetFileInfo> InspectDatasetFile(const std::string& path) {
   return DatasetFileInfo{file->rows(), file->metadata()};
 }
 
+Status ForEachDatasetRow(const std::string& path,
+                         const std::function<Status(const DatasetRow&)>& visit) {
+  KSELECT_ASSIGN_OR_RETURN(auto file, DatasetFileReader::Open(path));
+  // Rows are built a slice at a time: a DatasetRow is about 5 KB.
+  constexpr int64_t kSliceRows = 4096;
+  std::vector<DatasetRow> rows;
+  return file->ForEachBatch({}, [&](const arrow::RecordBatch& batch, int64_t) -> Status {
+    for (int64_t start = 0; start < batch.num_rows(); start += kSliceRows) {
+      rows.clear();
+      arrow_dataset::AppendRows(*batch.Slice(start, kSliceRows), rows);
+      for (const DatasetRow& row : rows) KSELECT_RETURN_IF_ERROR(visit(row));
+    }
+    return Status::Ok();
+  });
+}
+
 StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
                                               std::map<std::string, std::string>* metadata) {
   KSELECT_ASSIGN_OR_RETURN(auto file, DatasetFileReader::Open(path));
