@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -218,6 +219,32 @@ std::string TempPathBeside(const std::string& path) {
   return (target.parent_path() / ("." + target.filename().string() + ".tmp." +
                                   std::to_string(::getpid()) + "." + std::to_string(rd())))
       .string();
+}
+
+Status ReplaceFolder(const std::string& staged, const std::string& target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(target, ec)) {
+    fs::rename(staged, target, ec);
+    if (ec) return IoError(target + ": rename from " + staged + " failed: " + ec.message());
+    return Status::Ok();
+  }
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+    // A file system without exchange: the old folder steps aside first.
+    const std::string aside = TempPathBeside(target);
+    fs::rename(target, aside, ec);
+    if (ec) return IoError(target + ": cannot move the old folder aside: " + ec.message());
+    fs::rename(staged, target, ec);
+    if (ec) {
+      std::error_code ignored;
+      fs::rename(aside, target, ignored);
+      return IoError(target + ": rename from " + staged + " failed: " + ec.message());
+    }
+    fs::remove_all(aside, ec);
+    return Status::Ok();
+  }
+  fs::remove_all(staged, ec);  // now the old folder
+  return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {

@@ -138,6 +138,25 @@ TEST_F(OutputPathTest, RefusesTheSameInputTwice) {
   EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());
 }
 
+TEST_F(OutputPathTest, ReplaceFolderLeavesOnlyTheNewFiles) {
+  namespace fs = std::filesystem;
+  fs::create_directories(Path("model"));
+  ASSERT_TRUE(WriteFileAtomically(Path("model/model_tflops.txt"), "old").ok());
+  ASSERT_TRUE(WriteFileAtomically(Path("model/model_latency.txt"), "old").ok());
+  const std::string staged = TempPathBeside(Path("model"));
+  fs::create_directories(staged);
+  ASSERT_TRUE(WriteFileAtomically(staged + "/model_tflops.txt", "new").ok());
+  ASSERT_TRUE(ReplaceFolder(staged, Path("model")).ok());
+  EXPECT_EQ(*ReadFile(Path("model/model_tflops.txt")), "new");
+  EXPECT_FALSE(fs::exists(Path("model/model_latency.txt")));  // stale: gone
+  EXPECT_FALSE(fs::exists(staged));
+  // Into a folder that does not exist yet: a rename.
+  const std::string fresh = TempPathBeside(Path("other"));
+  fs::create_directories(fresh);
+  ASSERT_TRUE(ReplaceFolder(fresh, Path("other")).ok());
+  EXPECT_TRUE(fs::is_directory(Path("other")));
+}
+
 TEST_F(OutputPathTest, WritesEveryFileOrNone) {
   const Status s =
       WriteFilesAtomically({{Path("ok.md"), "markdown"}, {Path("missing/x.html"), "html"}});
