@@ -116,7 +116,6 @@ struct BaselineInputs {
 // The same inputs as row streams: each source calls `visit` once per row, in order, and stops at
 // the first error it returns. The report keeps a few figures per (problem, config) pair, not the
 // rows, so files can be streamed into it.
-using RowSource = std::function<Status(const std::function<Status(const DatasetRow&)>& visit)>;
 struct BaselineRowSources {
   std::vector<RowSource> data;
   std::vector<RowSource> full_sample;

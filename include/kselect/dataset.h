@@ -264,6 +264,14 @@ struct DatasetFileInfo {
   std::map<std::string, std::string> metadata;
 };
 StatusOr<DatasetFileInfo> InspectDatasetFile(const std::string& path);
+// Rows delivered by a visitor: a source calls `visit` once per row, in order, and stops at the
+// first error it returns. Lets a consumer take a file streamed or a dataset in memory alike.
+using RowSource = std::function<Status(const std::function<Status(const DatasetRow&)>& visit)>;
+// The rows of a dataset in memory (which must outlive the source).
+RowSource RowsOf(const Dataset& dataset);
+// The rows of a file, streamed by ForEachDatasetRow at each call.
+RowSource RowsOfFile(const std::string& path);
+
 // Calls `visit` on every row of a file in order, a few thousand rows in memory at a time; stops at
 // the first error `visit` returns.
 Status ForEachDatasetRow(const std::string& path,

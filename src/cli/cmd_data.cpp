@@ -274,16 +274,11 @@ int RunReport(const DataArgs& args) {
   BaselineRowSources inputs;
   ReportSources sources;
   std::set<std::string> data_providers, sample_providers;
-  auto source = [](const std::string& path) -> RowSource {
-    return [path](const std::function<Status(const DatasetRow&)>& visit) {
-      return ForEachDatasetRowChecked(path, visit);
-    };
-  };
   for (const std::string& path : args.report_inputs) {
     auto providers = ReportInputProviders(path);
     if (!providers.ok()) return ReportError("data report", providers.status());
     data_providers.insert(providers->begin(), providers->end());
-    inputs.data.push_back(source(path));
+    inputs.data.push_back(RowsOfFileChecked(path));
     sources.data.push_back(path);
   }
   for (const std::string& path : args.full_sample) {
@@ -293,7 +288,7 @@ int RunReport(const DataArgs& args) {
     for (const std::string& provider : *providers) {
       if (data_providers.contains(provider)) sample_providers.insert(provider);
     }
-    inputs.full_sample.push_back(source(path));
+    inputs.full_sample.push_back(RowsOfFileChecked(path));
     sources.full_sample.push_back(path);
   }
   const std::string rules_root = RulesRoot(args.rules_dir);

@@ -38,9 +38,8 @@ inline Status WriteExportTableChecked(const ExportTable&, const std::string&) {
 inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string&) {
   return RequireArrow();
 }
-inline Status ForEachDatasetRowChecked(const std::string&,
-                                       const std::function<Status(const DatasetRow&)>&) {
-  return RequireArrow();
+inline RowSource RowsOfFileChecked(const std::string&) {
+  return [](const std::function<Status(const DatasetRow&)>&) { return RequireArrow(); };
 }
 inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(const std::string&,
                                                             std::map<std::string, std::string>*) {
@@ -70,9 +69,8 @@ inline Status WriteExportTableChecked(const ExportTable& t, const std::string& p
 inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string& path) {
   return InspectDatasetFile(path);
 }
-inline Status ForEachDatasetRowChecked(const std::string& path,
-                                       const std::function<Status(const DatasetRow&)>& visit) {
-  return ForEachDatasetRow(path, visit);
+inline RowSource RowsOfFileChecked(const std::string& path) {
+  return RowsOfFile(path);
 }
 inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(
     const std::string& path, std::map<std::string, std::string>* metadata) {
@@ -97,26 +95,29 @@ inline StatusOr<int64_t> FilterDatasetFileChecked(
 inline StatusOr<CandidateSet> ReadCandidateSet(
     const std::vector<std::string>& paths, std::optional<Provider> provider,
     std::vector<std::string>* file_fingerprints = nullptr) {
-  Dataset all;
+  // The files are streamed: only the candidates are held, never their rows. Their devices come
+  // first, from a pass over the summary's columns.
+  std::vector<DatasetRow> devices;
   for (const std::string& path : paths) {
-    auto dataset = ReadDatasetChecked(path);
-    if (!dataset.ok()) return dataset.status();
-    // One file's fingerprint is the whole set's, taken below without building it twice.
-    if (file_fingerprints != nullptr && paths.size() > 1) {
-      auto own = BuildCandidateSet(*dataset, provider);
+    auto summary = SummarizeDatasetFileChecked(path, nullptr);
+    if (!summary.ok()) return summary.status();
+    for (const auto& [device, rows] : summary->devices) devices.emplace_back().device_kind = device;
+  }
+  // Before the duplicate check: the same pair measured on two devices is no duplicate.
+  KSELECT_RETURN_IF_ERROR(CheckOneDevice(devices, /*allow_mixed=*/false,
+                                         "A model learns one device: train one per device"));
+  // One file's fingerprint is the whole set's, taken below without building it twice.
+  if (file_fingerprints != nullptr && paths.size() > 1) {
+    for (const std::string& path : paths) {
+      auto own = BuildCandidateSet(RowsOfFileChecked(path), provider);
       if (!own.ok()) return own.status().WithContext(path);
       file_fingerprints->push_back(own->fingerprint);
     }
-    if (all.rows.empty()) {
-      all = std::move(*dataset);
-    } else {
-      all.rows.insert(all.rows.end(), std::make_move_iterator(dataset->rows.begin()),
-                      std::make_move_iterator(dataset->rows.end()));
-    }
   }
-  // Before the duplicate check: the same pair measured on two devices is no duplicate.
-  KSELECT_RETURN_IF_ERROR(CheckOneDevice(all.rows, /*allow_mixed=*/false,
-                                         "A model learns one device: train one per device"));
+  const RowSource all = [&paths](const std::function<Status(const DatasetRow&)>& visit) {
+    for (const std::string& path : paths) KSELECT_RETURN_IF_ERROR(RowsOfFileChecked(path)(visit));
+    return Status::Ok();
+  };
   auto set = BuildCandidateSet(all, provider);
   if (set.ok() && file_fingerprints != nullptr && paths.size() == 1) {
     file_fingerprints->push_back(set->fingerprint);

@@ -101,6 +101,12 @@ Status ForEachDatasetRow(const std::string& path,
   });
 }
 
+RowSource RowsOfFile(const std::string& path) {
+  return [path](const std::function<Status(const DatasetRow&)>& visit) {
+    return ForEachDatasetRow(path, visit);
+  };
+}
+
 StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
                                               std::map<std::string, std::string>* metadata) {
   KSELECT_ASSIGN_OR_RETURN(auto file, DatasetFileReader::Open(path));

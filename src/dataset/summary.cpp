@@ -103,6 +103,13 @@ std::optional<std::string_view> View(const std::optional<std::string>& value) {
 
 }  // namespace
 
+RowSource RowsOf(const Dataset& dataset) {
+  return [&dataset](const std::function<Status(const DatasetRow&)>& visit) {
+    for (const DatasetRow& row : dataset.rows) KSELECT_RETURN_IF_ERROR(visit(row));
+    return Status::Ok();
+  };
+}
+
 DatasetSummary SummarizeDataset(const Dataset& dataset) {
   dataset_ops::SummaryBuilder builder;
   for (const DatasetRow& row : dataset.rows) {

@@ -281,14 +281,8 @@ Spread ComputeSpread(std::vector<double> values) {
 StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs) {
   BaselineRowSources sources;
   sources.rule_sets = inputs.rule_sets;
-  auto from = [](const Dataset& d) -> RowSource {
-    return [&d](const std::function<Status(const DatasetRow&)>& visit) {
-      for (const DatasetRow& row : d.rows) KSELECT_RETURN_IF_ERROR(visit(row));
-      return Status::Ok();
-    };
-  };
-  for (const Dataset& d : inputs.data) sources.data.push_back(from(d));
-  for (const Dataset& d : inputs.full_sample) sources.full_sample.push_back(from(d));
+  for (const Dataset& d : inputs.data) sources.data.push_back(RowsOf(d));
+  for (const Dataset& d : inputs.full_sample) sources.full_sample.push_back(RowsOf(d));
   return BuildBaselineReport(sources);
 }
 
