@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -112,11 +113,21 @@ struct BaselineInputs {
   std::vector<RuleSet> rule_sets;
 };
 
+// The same inputs as row streams: each source calls `visit` once per row, in order, and stops at
+// the first error it returns. The report keeps a few figures per (problem, config) pair, not the
+// rows, so files can be streamed into it.
+struct BaselineRowSources {
+  std::vector<RowSource> data;
+  std::vector<RowSource> full_sample;
+  std::vector<RuleSet> rule_sets;
+};
+
 // kInvalidArgument when there are no data rows, or no data row names its provider, problem and
 // config; kFailedPrecondition when the rows come from more than one device (oracles across
 // devices mean nothing), or when full-sample rows of a data group have no rule set for their
 // provider.
 StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs);
+StatusOr<BaselineReport> BuildBaselineReport(const BaselineRowSources& inputs);
 
 // The paths are only printed: they name the inputs in the report.
 struct ReportSources {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -252,6 +253,45 @@ struct RowFilter {
   bool peer_picks_only = false;
 };
 Dataset FilterDataset(const Dataset& dataset, const RowFilter& filter);
+
+// Streaming operations on dataset files: they read row groups batch by batch and only the
+// columns they need, holding no DatasetRow per row, so their memory does not grow with the file
+// (docs/notes/data_layer.md). Every read applies the checks of ReadDataset.
+
+// A file's row count and kselect.* metadata, from its footer (no data is read).
+struct DatasetFileInfo {
+  int64_t rows = 0;
+  std::map<std::string, std::string> metadata;
+};
+StatusOr<DatasetFileInfo> InspectDatasetFile(const std::string& path);
+// Rows delivered by a visitor: a source calls `visit` once per row, in order, and stops at the
+// first error it returns. Lets a consumer take a file streamed or a dataset in memory alike.
+using RowSource = std::function<Status(const std::function<Status(const DatasetRow&)>& visit)>;
+// The rows of a dataset in memory (which must outlive the source).
+RowSource RowsOf(const Dataset& dataset);
+// The rows of a file, streamed by ForEachDatasetRow at each call.
+RowSource RowsOfFile(const std::string& path);
+
+// Calls `visit` on every row of a file in order, a few thousand rows in memory at a time; stops at
+// the first error `visit` returns.
+Status ForEachDatasetRow(const std::string& path,
+                         const std::function<Status(const DatasetRow&)>& visit);
+// SummarizeDataset over a file; `metadata` (optional) gets the file's metadata.
+StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
+                                              std::map<std::string, std::string>* metadata);
+// MergeDatasets over files, written to `output` with `metadata` (kselect.rows, the schema
+// version and, when absent, the tool and time are added). Returns the rows written.
+StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
+                                    const std::string& output,
+                                    const std::map<std::string, std::string>& metadata,
+                                    bool allow_mixed, MergeScope scope = MergeScope::kWithinRun);
+// FilterDataset over a file, plus `keep` (optional) called on each row that passes `filter`;
+// `metadata` is called once every row was judged (so `keep` may record what it used) and gives
+// the output's metadata. Returns the rows written.
+using RowPredicate = std::function<StatusOr<bool>(const DatasetRow&)>;
+StatusOr<int64_t> FilterDatasetFile(
+    const std::string& input, const std::string& output, const RowFilter& filter,
+    const RowPredicate& keep, const std::function<std::map<std::string, std::string>()>& metadata);
 
 // Metadata keys written into every file.
 inline constexpr std::string_view kMetaSchemaVersion = "kselect.schema_version";

@@ -68,6 +68,9 @@ std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem);
 // Refuses (kFailedPrecondition) duplicated (problem, config) rows, naming the first and the
 // count, and rows from more than one hardware.
 StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider);
+// The same over rows streamed from a source (a file: RowsOfFile), holding only the candidates.
+// Without `provider` the source is read twice.
+StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Provider> provider);
 
 // The outcome of one problem given a score per candidate (higher = better).
 struct ProblemOutcome {

@@ -74,6 +74,11 @@ struct Measurement {
   void Validate();
 };
 
+// Why figures cannot be trusted (the rule Measurement::Validate applies), or "" when they can:
+// latency and TFLOPS finite, positive and within the kMaxPlausible* bounds, bandwidth 0 (not
+// reported) or likewise, CV finite and non-negative.
+std::string ImplausibleFigures(double latency_ms, double tflops, double bandwidth_gb_s, double cv);
+
 // Fills tflops and bandwidth from latency and the problem when they are missing (0).
 void DeriveRates(Measurement& m);
 

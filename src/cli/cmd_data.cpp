@@ -50,11 +50,12 @@ struct DataArgs {
 };
 
 int RunDataInfo(const DataArgs& args) {
-  auto dataset = ReadDatasetChecked(args.info_input);
-  if (!dataset.ok()) return ReportError("data info", dataset.status());
-  const DatasetSummary summary = SummarizeDataset(*dataset);
-  std::cout << (args.json ? SummaryToJson(summary, *dataset) + "\n"
-                          : SummaryToText(summary, *dataset));
+  // Streamed: only the summary's columns, batch by batch (a 1.2 M-row file in well under 1 GB).
+  Dataset metadata_only;
+  auto summary = SummarizeDatasetFileChecked(args.info_input, &metadata_only.metadata);
+  if (!summary.ok()) return ReportError("data info", summary.status());
+  std::cout << (args.json ? SummaryToJson(*summary, metadata_only) + "\n"
+                          : SummaryToText(*summary, metadata_only));
   return kExitOk;
 }
 
@@ -72,29 +73,26 @@ int RunMerge(const DataArgs& args) {
       return ReportError("data merge", s);
     }
   }
-  std::vector<Dataset> inputs;
   nlohmann::json sources = nlohmann::json::array();
+  int64_t total = 0;
   for (const std::string& path : args.merge_inputs) {
-    auto dataset = ReadDatasetChecked(path);
-    if (!dataset.ok()) return ReportError("data merge", dataset.status());
-    sources.push_back({{"path", path}, {"rows", dataset->rows.size()}});
-    inputs.push_back(std::move(*dataset));
+    auto info = InspectDatasetFileChecked(path);
+    if (!info.ok()) return ReportError("data merge", info.status());
+    sources.push_back({{"path", path}, {"rows", info->rows}});
+    total += info->rows;
   }
-  auto merged = MergeDatasets(inputs, args.allow_mixed,
-                              args.across_runs ? MergeScope::kAcrossRuns : MergeScope::kWithinRun);
-  if (!merged.ok()) return ReportError("data merge", merged.status());
-  merged->metadata[std::string(kMetaSources)] = sources.dump();
-  merged->metadata[std::string(kMetaOptions)] = nlohmann::json{
-      {"command", "data merge"},
-      {"allow_mixed", args.allow_mixed},
-      {"across_runs", args.across_runs}}.dump();
-  if (auto s = WriteDatasetChecked(*merged, args.merge_output); !s.ok()) {
-    return ReportError("data merge", s);
-  }
-  size_t total = 0;
-  for (const Dataset& d : inputs) total += d.rows.size();
-  std::cout << "wrote " << args.merge_output << ": " << merged->rows.size() << " rows from "
-            << total << " rows in " << inputs.size() << " file(s)\n";
+  const std::map<std::string, std::string> metadata = {
+      {std::string(kMetaSources), sources.dump()},
+      {std::string(kMetaOptions), nlohmann::json{{"command", "data merge"},
+                                                 {"allow_mixed", args.allow_mixed},
+                                                 {"across_runs", args.across_runs}}
+                                      .dump()}};
+  auto rows =
+      MergeDatasetFilesChecked(args.merge_inputs, args.merge_output, metadata, args.allow_mixed,
+                               args.across_runs ? MergeScope::kAcrossRuns : MergeScope::kWithinRun);
+  if (!rows.ok()) return ReportError("data merge", rows.status());
+  std::cout << "wrote " << args.merge_output << ": " << *rows << " rows from " << total
+            << " rows in " << args.merge_inputs.size() << " file(s)\n";
   return kExitOk;
 }
 
@@ -123,44 +121,49 @@ StatusOr<Catalogue> LoadCatalogue(const std::string& rules_root, Provider provid
   return catalogue;
 }
 
-// Rows whose config the rule set `name` keeps for the row's problem, and every row of a
-// heuristic pick (a peer_rank): those are timed whatever the catalogue, as the peers to beat.
-// `fingerprints` gets each rule set's fingerprint by provider name.
-StatusOr<Dataset> KeepCatalogueRows(const Dataset& dataset, const std::string& name,
-                                    const std::string& rules_root, nlohmann::json& fingerprints) {
-  std::map<Provider, Catalogue> catalogues;
-  Dataset out;
-  out.metadata = dataset.metadata;
-  for (const DatasetRow& row : dataset.rows) {
+// Keeps the rows whose config the rule set `name` keeps for the row's problem, and every row of
+// a heuristic pick (a peer_rank): those are timed whatever the catalogue, as the peers to beat.
+// `fingerprints` gets each rule set's fingerprint by provider name as catalogues are loaded.
+class CatalogueRows {
+ public:
+  CatalogueRows(std::string name, std::string rules_root)
+      : name_(std::move(name)), rules_root_(std::move(rules_root)) {}
+
+  StatusOr<bool> Keep(const DatasetRow& row) {
     KSELECT_ASSIGN_OR_RETURN(const Measurement m, MeasurementFromRow(row));
     const Provider provider = ProviderOf(m.config);
-    auto it = catalogues.find(provider);
-    if (it == catalogues.end()) {
-      auto catalogue = LoadCatalogue(rules_root, provider, name);
+    auto it = catalogues_.find(provider);
+    if (it == catalogues_.end()) {
+      auto catalogue = LoadCatalogue(rules_root_, provider, name_);
       if (!catalogue.ok()) {
-        return catalogue.status().WithContext("--catalogue " + name + " for the " +
+        return catalogue.status().WithContext("--catalogue " + name_ + " for the " +
                                               std::string(ProviderName(provider)) + " rows");
       }
-      fingerprints[std::string(ProviderName(provider))] =
+      fingerprints_[std::string(ProviderName(provider))] =
           FingerprintText(catalogue->rules.fingerprint);
-      it = catalogues.emplace(provider, std::move(*catalogue)).first;
+      it = catalogues_.emplace(provider, std::move(*catalogue)).first;
     }
     const Catalogue& catalogue = it->second;
     const bool generated =
         !catalogue.generated || catalogue.generated->contains(ConfigKey(m.config));
-    if (m.peer_rank || (generated && RejectingRule(catalogue.rules, m.problem, m.config).empty()))
-      out.rows.push_back(row);
+    return m.peer_rank.has_value() ||
+           (generated && RejectingRule(catalogue.rules, m.problem, m.config).empty());
   }
-  return out;
-}
+  const nlohmann::json& fingerprints() const { return fingerprints_; }
+
+ private:
+  std::string name_, rules_root_;
+  std::map<Provider, Catalogue> catalogues_;
+  nlohmann::json fingerprints_ = nlohmann::json::object();
+};
 
 int RunFilter(const DataArgs& args) {
   if (auto s = text::CheckOutputFile(args.filter_output, "--output", {args.filter_input});
       !s.ok()) {
     return ReportError("data filter", s);
   }
-  auto dataset = ReadDatasetChecked(args.filter_input);
-  if (!dataset.ok()) return ReportError("data filter", dataset.status());
+  auto info = InspectDatasetFileChecked(args.filter_input);
+  if (!info.ok()) return ReportError("data filter", info.status());
   RowFilter filter;
   filter.m = args.m;
   filter.n = args.n;
@@ -174,20 +177,18 @@ int RunFilter(const DataArgs& args) {
   filter.arch = args.arch;
   filter.valid_only = args.valid_only;
   filter.peer_picks_only = args.peer_picks_only;
-  Dataset out = FilterDataset(*dataset, filter);
   nlohmann::json options = {{"command", "data filter"},
                             {"input", args.filter_input},
                             {"valid_only", args.valid_only},
                             {"peer_picks_only", args.peer_picks_only}};
+  std::optional<CatalogueRows> catalogue;
+  RowPredicate keep;
   if (!args.catalogue.empty()) {
     const std::string rules_root = RulesRoot(args.rules_dir);
-    nlohmann::json fingerprints = nlohmann::json::object();
-    auto kept = KeepCatalogueRows(out, args.catalogue, rules_root, fingerprints);
-    if (!kept.ok()) return ReportError("data filter", kept.status());
-    out = std::move(*kept);
+    catalogue.emplace(args.catalogue, rules_root);
+    keep = [&catalogue](const DatasetRow& row) { return catalogue->Keep(row); };
     options["catalogue"] = args.catalogue;
     options["rules_dir"] = rules_root;
-    options["rules_fingerprints"] = fingerprints;
   }
   auto add = [&options](const char* name, const auto& value) {
     if (value) options[name] = *value;
@@ -202,14 +203,18 @@ int RunFilter(const DataArgs& args) {
   add("op_type", args.op_type);
   add("device_kind", args.device_kind);
   add("arch", args.arch);
-  out.metadata[std::string(kMetaOptions)] = options.dump();
-  out.metadata.erase(std::string(kMetaCreatedAt));
-  out.metadata.erase(std::string(kMetaTool));
-  if (auto s = WriteDatasetChecked(out, args.filter_output); !s.ok()) {
-    return ReportError("data filter", s);
-  }
-  std::cout << "wrote " << args.filter_output << ": " << out.rows.size() << " of "
-            << dataset->rows.size() << " rows\n";
+  auto metadata = [&]() {
+    if (catalogue) options["rules_fingerprints"] = catalogue->fingerprints();
+    std::map<std::string, std::string> out = info->metadata;
+    out[std::string(kMetaOptions)] = options.dump();
+    out.erase(std::string(kMetaCreatedAt));
+    out.erase(std::string(kMetaTool));
+    return out;
+  };
+  auto kept =
+      FilterDatasetFileChecked(args.filter_input, args.filter_output, filter, keep, metadata);
+  if (!kept.ok()) return ReportError("data filter", kept.status());
+  std::cout << "wrote " << args.filter_output << ": " << *kept << " of " << info->rows << " rows\n";
   return kExitOk;
 }
 
@@ -237,13 +242,16 @@ int RunSchema(const DataArgs& args) {
   return kExitOk;
 }
 
-StatusOr<Dataset> ReadReportInput(const std::string& path) {
-  auto dataset = ReadDatasetChecked(path);
-  if (!dataset.ok()) return dataset.status();
-  if (dataset->rows.empty()) {
+// A report input's providers (its summary's), refusing a file without rows.
+StatusOr<std::set<std::string>> ReportInputProviders(const std::string& path) {
+  auto summary = SummarizeDatasetFileChecked(path, nullptr);
+  if (!summary.ok()) return summary.status();
+  if (summary->rows == 0) {
     return InvalidArgumentError(path + " holds no rows: nothing to report on");
   }
-  return dataset;
+  std::set<std::string> providers;
+  for (const auto& [provider, rows] : summary->providers) providers.insert(provider);
+  return providers;
 }
 
 int RunReport(const DataArgs& args) {
@@ -261,33 +269,27 @@ int RunReport(const DataArgs& args) {
       return ReportError("data report", s);
     }
   }
-  BaselineInputs inputs;
+  // The files are streamed into the report (it keeps a few figures per (problem, config)), after
+  // a pass over their provider columns for the rule sets the loss needs.
+  BaselineRowSources inputs;
   ReportSources sources;
+  std::set<std::string> data_providers, sample_providers;
   for (const std::string& path : args.report_inputs) {
-    auto dataset = ReadReportInput(path);
-    if (!dataset.ok()) return ReportError("data report", dataset.status());
-    inputs.data.push_back(std::move(*dataset));
+    auto providers = ReportInputProviders(path);
+    if (!providers.ok()) return ReportError("data report", providers.status());
+    data_providers.insert(providers->begin(), providers->end());
+    inputs.data.push_back(RowsOfFileChecked(path));
     sources.data.push_back(path);
   }
   for (const std::string& path : args.full_sample) {
-    auto dataset = ReadReportInput(path);
-    if (!dataset.ok()) return ReportError("data report", dataset.status());
-    inputs.full_sample.push_back(std::move(*dataset));
+    auto providers = ReportInputProviders(path);
+    if (!providers.ok()) return ReportError("data report", providers.status());
+    // A rule set per provider the sample and the data share: only those losses are computed.
+    for (const std::string& provider : *providers) {
+      if (data_providers.contains(provider)) sample_providers.insert(provider);
+    }
+    inputs.full_sample.push_back(RowsOfFileChecked(path));
     sources.full_sample.push_back(path);
-  }
-  // A rule set per provider the sample and the data share: only those losses are computed.
-  std::set<std::string> data_providers, sample_providers;
-  for (const Dataset& d : inputs.data) {
-    for (const DatasetRow& row : d.rows) {
-      if (row.provider) data_providers.insert(*row.provider);
-    }
-  }
-  for (const Dataset& d : inputs.full_sample) {
-    for (const DatasetRow& row : d.rows) {
-      if (row.provider && data_providers.contains(*row.provider)) {
-        sample_providers.insert(*row.provider);
-      }
-    }
   }
   const std::string rules_root = RulesRoot(args.rules_dir);
   for (const std::string& name : sample_providers) {

@@ -68,10 +68,10 @@ struct Evaluation {
 
 // With `out_of_fold`, the model's oof_predictions.csv replaces its predictions (refused when it
 // does not cover the data); otherwise the model predicts every candidate.
-StatusOr<Evaluation> Evaluate(const std::string& model_dir, const Dataset& dataset,
+StatusOr<Evaluation> Evaluate(const std::string& model_dir, const RowSource& rows,
                               bool out_of_fold) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(model_dir));
-  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, model.spec().provider));
+  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(rows, model.spec().provider));
   std::vector<std::vector<double>> scores;
   if (out_of_fold) {
     KSELECT_RETURN_IF_ERROR(model.CheckHardware(data.hardware));
@@ -103,9 +103,9 @@ struct EvalArgs {
 // each problem's pick (measured TFLOPS / the problem's best), how often the pick equals the
 // model's pick over the measured candidates (what the plain eval scores), how many picks the
 // data did not measure, and the CPU time of a cold decision.
-StatusOr<int> RunSelectorEval(const EvalArgs& args, const Dataset& dataset) {
+StatusOr<int> RunSelectorEval(const EvalArgs& args, const RowSource& rows) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
-  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(dataset, model.spec().provider));
+  KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(rows, model.spec().provider));
   KSELECT_ASSIGN_OR_RETURN(auto full_scores, PredictCandidateSet(model, data, Target::kTflops));
   std::printf("selector on %s: %zu problems (CanImplement not checked: the data says what ran)\n",
               args.data.c_str(), data.problems.size());
@@ -164,9 +164,11 @@ StatusOr<int> RunSelectorEval(const EvalArgs& args, const Dataset& dataset) {
 
 int RunEval(const EvalArgs& args) {
   if (!args.selector_stages.empty()) {
-    auto dataset = ReadDatasetChecked(args.data);
-    if (!dataset.ok()) return ReportError("eval", dataset.status());
-    auto rc = RunSelectorEval(args, *dataset);
+    // The file is checked first (schema, row count), then streamed into the candidate set.
+    if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
+      return ReportError("eval", info.status());
+    }
+    auto rc = RunSelectorEval(args, RowsOfFileChecked(args.data));
     return rc.ok() ? *rc : ReportError("eval --selector", rc.status());
   }
   // Checked before the (slow) evaluation, so a bad path costs nothing and writes nothing.
@@ -182,9 +184,10 @@ int RunEval(const EvalArgs& args) {
       return ReportError("eval", s);
     }
   }
-  auto dataset = ReadDatasetChecked(args.data);
-  if (!dataset.ok()) return ReportError("eval", dataset.status());
-  auto evaluation = Evaluate(args.model, *dataset, args.out_of_fold);
+  if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
+    return ReportError("eval", info.status());
+  }
+  auto evaluation = Evaluate(args.model, RowsOfFileChecked(args.data), args.out_of_fold);
   if (!evaluation.ok()) return ReportError("eval", evaluation.status());
   const EvalSummary* summary = &evaluation->summary;
   if (args.out_of_fold) {
@@ -240,11 +243,14 @@ struct CompareArgs {
 };
 
 int RunCompare(const CompareArgs& args) {
-  auto dataset = ReadDatasetChecked(args.data);
-  if (!dataset.ok()) return ReportError("compare", dataset.status());
-  auto old_eval = Evaluate(args.old_model, *dataset, args.out_of_fold);
+  if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
+    return ReportError("compare", info.status());
+  }
+  // Streamed once per model: only the candidate sets are held.
+  const RowSource rows = RowsOfFileChecked(args.data);
+  auto old_eval = Evaluate(args.old_model, rows, args.out_of_fold);
   if (!old_eval.ok()) return ReportError("compare", old_eval.status().WithContext(args.old_model));
-  auto new_eval = Evaluate(args.new_model, *dataset, args.out_of_fold);
+  auto new_eval = Evaluate(args.new_model, rows, args.out_of_fold);
   if (!new_eval.ok()) return ReportError("compare", new_eval.status().WithContext(args.new_model));
   if (!args.out_of_fold && (old_eval->in_sample || new_eval->in_sample)) {
     std::cerr << "kselect compare: note: the data is a model's training data, so this compares "

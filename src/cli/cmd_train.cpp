@@ -1,6 +1,7 @@
 // kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -58,8 +59,19 @@ int RunTrain(TrainArgs& args) {
   auto candidates =
       ReadCandidateSet(args.data, args.options.provider, &args.options.data_source_fingerprints);
   if (!candidates.ok()) return ReportError("train", candidates.status());
-  auto result = TrainModelOnCandidates(*candidates, args.options, args.out);
-  if (!result.ok()) return ReportError("train", result.status());
+  // Trained into a fresh folder beside --out and swapped in at the end: a failure or a kill
+  // leaves the old model whole, and no file of an earlier model (a target since dropped) is left
+  // for predict to load.
+  std::filesystem::path out(args.out);
+  if (!out.has_filename()) out = out.parent_path();  // "models/x/"
+  const std::string staged = text::TempPathBeside(out.string());
+  auto result = TrainModelOnCandidates(*candidates, args.options, staged);
+  Status replaced = result.ok() ? text::ReplaceFolder(staged, out.string()) : result.status();
+  if (!replaced.ok()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(staged, ignored);
+    return ReportError("train", replaced);
+  }
   std::cout << "trained " << ProviderName(result->spec.provider) << " "
             << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
             << result->problems << " problems, " << result->shapes << " shapes, "

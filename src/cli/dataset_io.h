@@ -35,6 +35,27 @@ inline StatusOr<Dataset> ReadDatasetChecked(const std::string&) {
 inline Status WriteExportTableChecked(const ExportTable&, const std::string&) {
   return RequireArrow();
 }
+inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string&) {
+  return RequireArrow();
+}
+inline RowSource RowsOfFileChecked(const std::string&) {
+  return [](const std::function<Status(const DatasetRow&)>&) { return RequireArrow(); };
+}
+inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(const std::string&,
+                                                            std::map<std::string, std::string>*) {
+  return RequireArrow();
+}
+inline StatusOr<int64_t> MergeDatasetFilesChecked(const std::vector<std::string>&,
+                                                  const std::string&,
+                                                  const std::map<std::string, std::string>&, bool,
+                                                  MergeScope) {
+  return RequireArrow();
+}
+inline StatusOr<int64_t> FilterDatasetFileChecked(
+    const std::string&, const std::string&, const RowFilter&, const RowPredicate&,
+    const std::function<std::map<std::string, std::string>()>&) {
+  return RequireArrow();
+}
 #else
 inline Status WriteDatasetChecked(const Dataset& d, const std::string& path) {
   return WriteDataset(d, path);
@@ -45,6 +66,26 @@ inline StatusOr<Dataset> ReadDatasetChecked(const std::string& path) {
 inline Status WriteExportTableChecked(const ExportTable& t, const std::string& path) {
   return WriteExportTable(t, path);
 }
+inline StatusOr<DatasetFileInfo> InspectDatasetFileChecked(const std::string& path) {
+  return InspectDatasetFile(path);
+}
+inline RowSource RowsOfFileChecked(const std::string& path) {
+  return RowsOfFile(path);
+}
+inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(
+    const std::string& path, std::map<std::string, std::string>* metadata) {
+  return SummarizeDatasetFile(path, metadata);
+}
+inline StatusOr<int64_t> MergeDatasetFilesChecked(
+    const std::vector<std::string>& inputs, const std::string& output,
+    const std::map<std::string, std::string>& metadata, bool allow_mixed, MergeScope scope) {
+  return MergeDatasetFiles(inputs, output, metadata, allow_mixed, scope);
+}
+inline StatusOr<int64_t> FilterDatasetFileChecked(
+    const std::string& input, const std::string& output, const RowFilter& filter,
+    const RowPredicate& keep, const std::function<std::map<std::string, std::string>()>& metadata) {
+  return FilterDatasetFile(input, output, filter, keep, metadata);
+}
 #endif
 
 // The candidates of one provider from one or more dataset files (say every layout of a dtype),
@@ -54,26 +95,29 @@ inline Status WriteExportTableChecked(const ExportTable& t, const std::string& p
 inline StatusOr<CandidateSet> ReadCandidateSet(
     const std::vector<std::string>& paths, std::optional<Provider> provider,
     std::vector<std::string>* file_fingerprints = nullptr) {
-  Dataset all;
+  // The files are streamed: only the candidates are held, never their rows. Their devices come
+  // first, from a pass over the summary's columns.
+  std::vector<DatasetRow> devices;
   for (const std::string& path : paths) {
-    auto dataset = ReadDatasetChecked(path);
-    if (!dataset.ok()) return dataset.status();
-    // One file's fingerprint is the whole set's, taken below without building it twice.
-    if (file_fingerprints != nullptr && paths.size() > 1) {
-      auto own = BuildCandidateSet(*dataset, provider);
+    auto summary = SummarizeDatasetFileChecked(path, nullptr);
+    if (!summary.ok()) return summary.status();
+    for (const auto& [device, rows] : summary->devices) devices.emplace_back().device_kind = device;
+  }
+  // Before the duplicate check: the same pair measured on two devices is no duplicate.
+  KSELECT_RETURN_IF_ERROR(CheckOneDevice(devices, /*allow_mixed=*/false,
+                                         "A model learns one device: train one per device"));
+  // One file's fingerprint is the whole set's, taken below without building it twice.
+  if (file_fingerprints != nullptr && paths.size() > 1) {
+    for (const std::string& path : paths) {
+      auto own = BuildCandidateSet(RowsOfFileChecked(path), provider);
       if (!own.ok()) return own.status().WithContext(path);
       file_fingerprints->push_back(own->fingerprint);
     }
-    if (all.rows.empty()) {
-      all = std::move(*dataset);
-    } else {
-      all.rows.insert(all.rows.end(), std::make_move_iterator(dataset->rows.begin()),
-                      std::make_move_iterator(dataset->rows.end()));
-    }
   }
-  // Before the duplicate check: the same pair measured on two devices is no duplicate.
-  KSELECT_RETURN_IF_ERROR(CheckOneDevice(all.rows, /*allow_mixed=*/false,
-                                         "A model learns one device: train one per device"));
+  const RowSource all = [&paths](const std::function<Status(const DatasetRow&)>& visit) {
+    for (const std::string& path : paths) KSELECT_RETURN_IF_ERROR(RowsOfFileChecked(path)(visit));
+    return Status::Ok();
+  };
   auto set = BuildCandidateSet(all, provider);
   if (set.ok() && file_fingerprints != nullptr && paths.size() == 1) {
     file_fingerprints->push_back(set->fingerprint);

@@ -22,8 +22,7 @@ std::string FigureProblem(std::string_view name, double value, double max) {
 
 }  // namespace
 
-void Measurement::Validate() {
-  if (!is_valid && !invalid_reason.empty()) return;  // keep the recorded verdict
+std::string ImplausibleFigures(double latency_ms, double tflops, double bandwidth_gb_s, double cv) {
   std::string reason = FigureProblem("latency_ms", latency_ms, kMaxPlausibleLatencyMs);
   if (reason.empty()) reason = FigureProblem("tflops", tflops, kMaxPlausibleTflops);
   // Bandwidth may legitimately be unreported (0); it only condemns a row when it is garbage.
@@ -33,6 +32,12 @@ void Measurement::Validate() {
   if (reason.empty() && (std::isnan(cv) || std::isinf(cv) || cv < 0)) {
     reason = "cv is not a finite non-negative number";
   }
+  return reason;
+}
+
+void Measurement::Validate() {
+  if (!is_valid && !invalid_reason.empty()) return;  // keep the recorded verdict
+  std::string reason = ImplausibleFigures(latency_ms, tflops, bandwidth_gb_s, cv);
   if (!reason.empty()) {
     is_valid = false;
     invalid_reason = reason;

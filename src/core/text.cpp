@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,6 +221,32 @@ std::string TempPathBeside(const std::string& path) {
       .string();
 }
 
+Status ReplaceFolder(const std::string& staged, const std::string& target) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(target, ec)) {
+    fs::rename(staged, target, ec);
+    if (ec) return IoError(target + ": rename from " + staged + " failed: " + ec.message());
+    return Status::Ok();
+  }
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+    // A file system without exchange: the old folder steps aside first.
+    const std::string aside = TempPathBeside(target);
+    fs::rename(target, aside, ec);
+    if (ec) return IoError(target + ": cannot move the old folder aside: " + ec.message());
+    fs::rename(staged, target, ec);
+    if (ec) {
+      std::error_code ignored;
+      fs::rename(aside, target, ignored);
+      return IoError(target + ": rename from " + staged + " failed: " + ec.message());
+    }
+    fs::remove_all(aside, ec);
+    return Status::Ok();
+  }
+  fs::remove_all(staged, ec);  // now the old folder
+  return Status::Ok();
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -380,15 +407,36 @@ Status CheckOutputFolder(const std::string& folder, std::string_view option,
 }
 
 Status CheckDistinctInputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  // sha256 of each input whose size another input shares, read only when needed: a copy under
+  // another name or inode double-counts its records just as the same path does.
+  std::vector<std::optional<std::string>> digests(inputs.size());
+  auto digest = [&](size_t i) -> const std::optional<std::string>& {
+    if (!digests[i]) {
+      auto data = ReadFile(inputs[i]);
+      if (data.ok()) digests[i] = Sha256Hex(*data);
+    }
+    return digests[i];
+  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto identity = FileIdentity(inputs[i]);
     if (!identity) continue;
+    std::error_code ec;
+    const auto size = fs::file_size(inputs[i], ec);
     for (size_t j = 0; j < i; ++j) {
       if (FileIdentity(inputs[j]) == identity) {
         return InvalidArgumentError(
             "input " + inputs[i] + " is the same file as input " + inputs[j] +
             ": its records would be merged with themselves (pass --allow-duplicates if that is "
             "meant)");
+      }
+      std::error_code other_ec;
+      if (ec || fs::file_size(inputs[j], other_ec) != size || other_ec) continue;
+      if (digest(i) && digest(i) == digest(j)) {
+        return InvalidArgumentError("input " + inputs[i] + " is a byte-identical copy of input " +
+                                    inputs[j] + " (sha256 " + *digest(i) +
+                                    "): its records would be merged with themselves (pass "
+                                    "--allow-duplicates if that is meant)");
       }
     }
   }

@@ -48,6 +48,11 @@ Status CheckJsonDepth(std::string_view text, std::string_view source, int64_t fi
 StatusOr<std::string> ReadFile(const std::string& path);
 // A fresh hidden temporary name beside `path` (same folder, so a rename onto `path` is atomic).
 std::string TempPathBeside(const std::string& path);
+// Moves the finished folder `staged` (made beside `target`, say by TempPathBeside) to `target`.
+// An existing folder there is exchanged with it in one step where the file system can
+// (renameat2 RENAME_EXCHANGE; else two renames) and then removed: readers see the old folder or
+// the new one, never a mix, and no file of the old one survives.
+Status ReplaceFolder(const std::string& staged, const std::string& target);
 // Writes `path` through a temporary file in the same folder and a rename, so a failure never
 // leaves a partial file under the final name.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
@@ -71,8 +76,8 @@ Status CheckOutputFile(const std::string& output, std::string_view option,
 // (the command writes files into it by fixed names).
 Status CheckOutputFolder(const std::string& folder, std::string_view option,
                          const std::vector<std::string>& inputs);
-// Refuses the same file given twice among `inputs` (by device and inode): its records would be
-// merged with themselves.
+// Refuses the same file given twice among `inputs` (by device and inode), or a byte-identical copy
+// of another input (same size and sha256): its records would be merged with themselves.
 Status CheckDistinctInputs(const std::vector<std::string>& inputs);
 
 // sha256 of bytes, lowercase hex (for fingerprints and run ids).

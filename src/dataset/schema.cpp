@@ -38,6 +38,12 @@ std::string DatasetSchemaMarkdown() {
       "columns). File metadata keys: `kselect.schema_version`, `kselect.tool`, "
       "`kselect.created_at`, `kselect.rows`, `kselect.sources` (JSON: input files and their "
       "sha256), `kselect.options` (JSON: the effective options of the command that wrote it).\n\n"
+      "Pages carry CRC32 checksums (files written before they did read as before). Readers "
+      "verify them, check `kselect.rows` against the footer and the rows read, and apply "
+      "ingest's value rules: a null `provider`, `problem_key`, `config_key` or `run_id`, or a "
+      "null or non-positive `m`/`n`/`k`/`batch` in a row without `conv_direction`, is refused "
+      "naming the file, row and column; a row claimed valid whose figures are NaN, infinite, not "
+      "positive or beyond the plausible bounds is read as invalid with the reason.\n\n"
       "| column | type | group | meaning |\n|---|---|---|---|\n";
   for (const auto& c : DatasetColumns()) {
     out += "| `" + std::string(c.name) + "` | " + std::string(ColumnTypeName(c.type)) + " | " +

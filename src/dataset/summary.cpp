@@ -5,16 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataset/dataset_ops.h"
 #include "kselect/dataset.h"
 #include "kselect/ingest.h"
 
 namespace kselect {
-namespace {
+namespace dataset_ops {
 
-std::string DeviceOf(const DatasetRow& row) {
-  if (row.device_kind && !row.device_kind->empty()) return *row.device_kind;
-  std::string device = row.device_name.value_or("");
-  if (row.arch) device += (device.empty() ? "" : " ") + *row.arch;
+std::string DeviceOf(std::optional<std::string_view> device_kind,
+                     std::optional<std::string_view> device_name,
+                     std::optional<std::string_view> arch) {
+  if (device_kind && !device_kind->empty()) return std::string(*device_kind);
+  std::string device(device_name.value_or(""));
+  if (arch) device += (device.empty() ? "" : " ") + std::string(*arch);
   return device.empty() ? "unknown" : device;
 }
 
@@ -26,39 +29,107 @@ RunInfo RunOf(const DatasetRow& row) {
   return run;
 }
 
+const RunInfo& RunOfMerged(const std::string& run_id,
+                           std::unordered_map<std::string, RunInfo>& runs) {
+  auto run = runs.find(run_id);
+  if (run != runs.end()) return run->second;
+  // A row merged from several runs: its run names them all, and their tools.
+  RunInfo merged;
+  std::string tools;
+  size_t start = 0;
+  while (start <= run_id.size()) {
+    const size_t end = std::min(run_id.find(kMergedRunSeparator, start), run_id.size());
+    const RunInfo& part = runs.at(run_id.substr(start, end - start));
+    if (merged.run_id.empty()) merged = part;
+    if (tools.find(part.tool) == std::string::npos) {
+      tools += (tools.empty() ? "" : std::string(kMergedRunSeparator)) + part.tool;
+    }
+    start = end + kMergedRunSeparator.size();
+  }
+  merged.run_id = run_id;
+  merged.tool = tools;
+  return runs.emplace(run_id, std::move(merged)).first->second;
+}
+
+void SummaryBuilder::Add(const SummaryRow& row) {
+  DatasetSummary& s = summary_;
+  ++s.rows;
+  if (row.is_valid.value_or(false)) {
+    ++s.valid_rows;
+    if (row.cv) cvs_.push_back(*row.cv);
+  } else {
+    ++s.invalid_rows;
+  }
+  if (row.high_cv.value_or(false)) ++s.high_cv_rows;
+  if (row.aborted.value_or(false)) ++s.aborted_rows;
+  // Transparent lookups: a key is copied only the first time it is seen.
+  auto insert = [](std::set<std::string, std::less<>>& set, std::string_view key) {
+    if (!set.contains(key)) set.emplace(key);
+  };
+  insert(shapes_, row.problem_key.value_or(""));
+  insert(configs_, row.config_key.value_or(""));
+  auto count = [](std::map<std::string, int64_t>& counts, std::string_view key) {
+    auto it = counts.find(std::string(key));
+    if (it == counts.end()) it = counts.emplace(std::string(key), 0).first;
+    ++it->second;
+  };
+  count(s.providers, row.provider.value_or("unknown"));
+  count(s.devices, DeviceOf(row.device_kind, row.device_name, row.arch));
+  count(s.runs, row.run_id.value_or("unknown"));
+  count(s.archs, row.arch.value_or("unknown"));
+  count(s.op_types, row.op_type.value_or("unknown"));
+  count(s.dtype_layouts, std::string(row.dtype.value_or("?")) + " " +
+                             std::string(row.layout.value_or(row.conv_direction.value_or("?"))));
+}
+
+DatasetSummary SummaryBuilder::Finish() {
+  summary_.shapes = static_cast<int64_t>(shapes_.size());
+  summary_.configs = static_cast<int64_t>(configs_.size());
+  if (!cvs_.empty()) {
+    std::nth_element(cvs_.begin(), cvs_.begin() + static_cast<std::ptrdiff_t>(cvs_.size() / 2),
+                     cvs_.end());
+    summary_.median_cv = cvs_[cvs_.size() / 2];
+  }
+  return summary_;
+}
+
+}  // namespace dataset_ops
+
+namespace {
+
+std::optional<std::string_view> View(const std::optional<std::string>& value) {
+  return value ? std::optional<std::string_view>(*value) : std::nullopt;
+}
+
 }  // namespace
 
+RowSource RowsOf(const Dataset& dataset) {
+  return [&dataset](const std::function<Status(const DatasetRow&)>& visit) {
+    for (const DatasetRow& row : dataset.rows) KSELECT_RETURN_IF_ERROR(visit(row));
+    return Status::Ok();
+  };
+}
+
 DatasetSummary SummarizeDataset(const Dataset& dataset) {
-  DatasetSummary s;
-  std::set<std::string> shapes, configs;
-  std::vector<double> cvs;
+  dataset_ops::SummaryBuilder builder;
   for (const DatasetRow& row : dataset.rows) {
-    ++s.rows;
-    if (row.is_valid.value_or(false)) {
-      ++s.valid_rows;
-      if (row.cv) cvs.push_back(*row.cv);
-    } else {
-      ++s.invalid_rows;
-    }
-    if (row.high_cv.value_or(false)) ++s.high_cv_rows;
-    if (row.aborted.value_or(false)) ++s.aborted_rows;
-    shapes.insert(row.problem_key.value_or(""));
-    configs.insert(row.config_key.value_or(""));
-    ++s.providers[row.provider.value_or("unknown")];
-    ++s.devices[DeviceOf(row)];
-    ++s.runs[row.run_id.value_or("unknown")];
-    ++s.archs[row.arch.value_or("unknown")];
-    ++s.op_types[row.op_type.value_or("unknown")];
-    ++s.dtype_layouts[row.dtype.value_or("?") + " " +
-                      row.layout.value_or(row.conv_direction.value_or("?"))];
+    builder.Add({.is_valid = row.is_valid,
+                 .high_cv = row.high_cv,
+                 .aborted = row.aborted,
+                 .cv = row.cv,
+                 .problem_key = View(row.problem_key),
+                 .config_key = View(row.config_key),
+                 .provider = View(row.provider),
+                 .device_kind = View(row.device_kind),
+                 .device_name = View(row.device_name),
+                 .arch = View(row.arch),
+                 .run_id = View(row.run_id),
+                 .op_type = View(row.op_type),
+                 .dtype = View(row.dtype),
+                 .layout = View(row.layout),
+                 .conv_direction = View(row.conv_direction)});
   }
-  s.shapes = static_cast<int64_t>(shapes.size());
-  s.configs = static_cast<int64_t>(configs.size());
-  if (!cvs.empty()) {
-    std::nth_element(cvs.begin(), cvs.begin() + cvs.size() / 2, cvs.end());
-    s.median_cv = cvs[cvs.size() / 2];
-  }
-  return s;
+  return builder.Finish();
 }
 
 std::string SummaryToJson(const DatasetSummary& s, const Dataset& dataset) {
@@ -111,7 +182,10 @@ std::string SummaryToText(const DatasetSummary& s, const Dataset& dataset) {
 Status CheckOneDevice(const std::vector<DatasetRow>& rows, bool allow_mixed,
                       std::string_view remedy) {
   std::set<std::string> devices;
-  for (const DatasetRow& row : rows) devices.insert(DeviceOf(row));
+  for (const DatasetRow& row : rows) {
+    devices.insert(
+        dataset_ops::DeviceOf(View(row.device_kind), View(row.device_name), View(row.arch)));
+  }
   if (devices.size() <= 1 || allow_mixed) return Status::Ok();
   std::string list;
   for (const auto& d : devices) list += (list.empty() ? "" : ", ") + d;
@@ -137,7 +211,8 @@ StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_m
                                          std::to_string(index));
       }
       Measurement m = std::move(*read);
-      if (runs.try_emplace(m.run_id, RunOf(row)).second) first_row_of_runs.push_back(row);
+      if (runs.try_emplace(m.run_id, dataset_ops::RunOf(row)).second)
+        first_row_of_runs.push_back(row);
       measurements.push_back(std::move(m));
     }
   }
@@ -145,26 +220,7 @@ StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_m
   KSELECT_RETURN_IF_ERROR(CheckOneDevice(first_row_of_runs, allow_mixed));
   Dataset out;
   for (Measurement& m : MergeDuplicateMeasurements(std::move(measurements), scope)) {
-    auto run = runs.find(m.run_id);
-    if (run == runs.end()) {
-      // A row merged from several runs: its run names them all, and their tools.
-      RunInfo merged;
-      std::string tools;
-      size_t start = 0;
-      while (start <= m.run_id.size()) {
-        const size_t end = std::min(m.run_id.find(kMergedRunSeparator, start), m.run_id.size());
-        const RunInfo& part = runs.at(m.run_id.substr(start, end - start));
-        if (merged.run_id.empty()) merged = part;
-        if (tools.find(part.tool) == std::string::npos) {
-          tools += (tools.empty() ? "" : std::string(kMergedRunSeparator)) + part.tool;
-        }
-        start = end + kMergedRunSeparator.size();
-      }
-      merged.run_id = m.run_id;
-      merged.tool = tools;
-      run = runs.emplace(m.run_id, std::move(merged)).first;
-    }
-    out.rows.push_back(RowFromMeasurement(m, run->second));
+    out.rows.push_back(RowFromMeasurement(m, dataset_ops::RunOfMerged(m.run_id, runs)));
   }
   return out;
 }

@@ -43,36 +43,24 @@ std::string DeviceOf(const DatasetRow& row) {
   return row.device_name.value_or("unknown device") + " (" + row.arch.value_or("?") + ")";
 }
 
-// One (problem, config) pair as kept: its fastest valid row, else its first row.
+// One (problem, config) pair as kept: its fastest valid row, else its first row. Only what the
+// report reads of that row is kept (not the row: a report over millions of rows would hold them
+// all).
 struct KeptPair {
-  const DatasetRow* row = nullptr;
   bool valid = false;
   bool from_sample = false;
-  std::optional<int64_t> peer_rank;  // the best rank any of its rows carries
+  double tflops = 0;
+  double latency_ms = 0;
+  std::optional<KernelConfig> config;  // parsed for valid pairs
+  std::optional<int64_t> peer_rank;    // the best rank any of its rows carries
 };
 
 struct ProblemPairs {
-  const DatasetRow* first_row = nullptr;      // for the problem's dimensions
+  bool seen = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;     // the problem's dimensions, from its first row
+  std::optional<Problem> problem;             // likewise, parsed
   std::map<std::string, KeptPair> by_config;  // config_key -> pair
 };
-
-// Adds `row` to its pair; true when the pair had been read before (a duplicate).
-bool AddRow(ProblemPairs& problem, const DatasetRow& row, bool from_sample) {
-  if (problem.first_row == nullptr) problem.first_row = &row;
-  const bool valid = IsMeasurement(row);
-  auto [it, inserted] = problem.by_config.try_emplace(*row.config_key);
-  KeptPair& pair = it->second;
-  if (row.peer_rank && (!pair.peer_rank || *row.peer_rank < *pair.peer_rank)) {
-    pair.peer_rank = row.peer_rank;
-  }
-  const bool faster = valid && (!pair.valid || *row.measured_tflops > *pair.row->measured_tflops);
-  if (inserted || faster) {
-    pair.row = &row;
-    pair.valid = valid;
-    pair.from_sample = from_sample;
-  }
-  return !inserted;
-}
 
 StatusOr<Measurement> MeasurementOf(const DatasetRow& row) {
   auto measurement = MeasurementFromRow(row);
@@ -83,9 +71,35 @@ StatusOr<Measurement> MeasurementOf(const DatasetRow& row) {
   return measurement;
 }
 
-StatusOr<KernelConfig> ConfigOf(const DatasetRow& row) {
-  KSELECT_ASSIGN_OR_RETURN(Measurement measurement, MeasurementOf(row));
-  return std::move(measurement.config);
+// Adds `row` to its pair; true when the pair had been read before (a duplicate).
+StatusOr<bool> AddRow(ProblemPairs& problem, const DatasetRow& row, bool from_sample) {
+  if (!problem.seen) {
+    problem.seen = true;
+    problem.m = row.m.value_or(0);
+    problem.n = row.n.value_or(0);
+    problem.k = row.k.value_or(0);
+    problem.batch = row.batch.value_or(1);
+  }
+  const bool valid = IsMeasurement(row);
+  auto [it, inserted] = problem.by_config.try_emplace(*row.config_key);
+  KeptPair& pair = it->second;
+  if (row.peer_rank && (!pair.peer_rank || *row.peer_rank < *pair.peer_rank)) {
+    pair.peer_rank = row.peer_rank;
+  }
+  const bool faster = valid && (!pair.valid || *row.measured_tflops > pair.tflops);
+  if (inserted || faster) {
+    pair.valid = valid;
+    pair.from_sample = from_sample;
+    pair.tflops = row.measured_tflops.value_or(0.0);
+    pair.latency_ms = row.latency_ms.value_or(0.0);
+    pair.config.reset();
+    if (valid || !problem.problem) {
+      KSELECT_ASSIGN_OR_RETURN(Measurement m, MeasurementOf(row));
+      if (valid) pair.config = std::move(m.config);
+      if (!problem.problem) problem.problem = std::move(m.problem);
+    }
+  }
+  return !inserted;
 }
 
 // Linear interpolation between order statistics, as ComputeStats does for the median and P10.
@@ -96,11 +110,11 @@ double Quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
-void FillDimensions(const DatasetRow& row, int64_t& m, int64_t& n, int64_t& k, int64_t& batch) {
-  m = row.m.value_or(0);
-  n = row.n.value_or(0);
-  k = row.k.value_or(0);
-  batch = row.batch.value_or(1);
+void FillDimensions(const ProblemPairs& pairs, int64_t& m, int64_t& n, int64_t& k, int64_t& batch) {
+  m = pairs.m;
+  n = pairs.n;
+  k = pairs.k;
+  batch = pairs.batch;
 }
 
 auto ShapeOrder = [](const auto& a, const auto& b) {
@@ -121,12 +135,11 @@ Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, G
         top1_measured = top1_measured || pair.valid;
       }
       if (!pair.valid) continue;
-      KSELECT_ASSIGN_OR_RETURN(KernelConfig config, ConfigOf(*pair.row));
       Candidate c;
-      c.config = std::move(config);
+      c.config = *pair.config;
       c.config_key = config_key;
-      c.tflops = *pair.row->measured_tflops;
-      c.latency_ms = pair.row->latency_ms.value_or(0.0);
+      c.tflops = pair.tflops;
+      c.latency_ms = pair.latency_ms;
       if (pair.peer_rank) c.peer_rank = static_cast<int32_t>(*pair.peer_rank);
       candidates.candidates.push_back(std::move(c));
     }
@@ -139,7 +152,7 @@ Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, G
     const ProblemOutcome outcome = EvaluateProblem(candidates, scores);
     HeuristicOutcome h;
     h.problem_key = problem_key;
-    FillDimensions(*pairs.first_row, h.m, h.n, h.k, h.batch);
+    FillDimensions(pairs, h.m, h.n, h.k, h.batch);
     h.valid_configs = static_cast<int64_t>(candidates.candidates.size());
     h.oracle_tflops = outcome.oracle_tflops;
     h.oracle_config = outcome.oracle_config;
@@ -170,16 +183,15 @@ StatusOr<std::optional<RuleLoss>> ProblemLoss(const std::string& problem_key,
                                               const ProblemPairs& pairs, const RuleSet& rules) {
   RuleLoss loss;
   loss.problem_key = problem_key;
-  FillDimensions(*pairs.first_row, loss.m, loss.n, loss.k, loss.batch);
+  FillDimensions(pairs, loss.m, loss.n, loss.k, loss.batch);
   // Conditioned rules depend on the problem (every row of the group has the same one).
-  KSELECT_ASSIGN_OR_RETURN(const Measurement first, MeasurementOf(*pairs.first_row));
-  const Problem& problem = first.problem;
+  const Problem& problem = *pairs.problem;
   const KeptPair* best = nullptr;
   std::optional<KernelConfig> best_config;
   for (const auto& [config_key, pair] : pairs.by_config) {
     if (!pair.valid) continue;
-    KSELECT_ASSIGN_OR_RETURN(KernelConfig config, ConfigOf(*pair.row));
-    const double tflops = *pair.row->measured_tflops;
+    const KernelConfig& config = *pair.config;
+    const double tflops = pair.tflops;
     ++loss.valid_configs;
     if (RejectingRule(rules, problem, config).empty()) {
       ++loss.valid_configs_in_rules;
@@ -188,14 +200,14 @@ StatusOr<std::optional<RuleLoss>> ProblemLoss(const std::string& problem_key,
         loss.best_in_rules_config = config_key;
       }
     }
-    if (best == nullptr || tflops > *best->row->measured_tflops) {
+    if (best == nullptr || tflops > best->tflops) {
       best = &pair;
-      best_config = std::move(config);
+      best_config = config;
       loss.best_config = config_key;
     }
   }
   if (best == nullptr) return std::optional<RuleLoss>();
-  loss.best_tflops = *best->row->measured_tflops;
+  loss.best_tflops = best->tflops;
   loss.best_source = best->from_sample ? "full sample" : "data";
   loss.loss = 1.0 - loss.best_in_rules_tflops / loss.best_tflops;
   if (loss.loss > kRuleLossWorthNaming)
@@ -267,6 +279,14 @@ Spread ComputeSpread(std::vector<double> values) {
 }
 
 StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs) {
+  BaselineRowSources sources;
+  sources.rule_sets = inputs.rule_sets;
+  for (const Dataset& d : inputs.data) sources.data.push_back(RowsOf(d));
+  for (const Dataset& d : inputs.full_sample) sources.full_sample.push_back(RowsOf(d));
+  return BuildBaselineReport(sources);
+}
+
+StatusOr<BaselineReport> BuildBaselineReport(const BaselineRowSources& inputs) {
   BaselineReport report;
   struct GroupState {
     GroupBaselines out;
@@ -283,11 +303,11 @@ StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs) {
 
   int64_t data_rows = 0;
   for (size_t d = 0; d < inputs.data.size(); ++d) {
-    for (const DatasetRow& row : inputs.data[d].rows) {
+    KSELECT_RETURN_IF_ERROR(inputs.data[d]([&](const DatasetRow& row) -> Status {
       ++data_rows;
       if (!HasIdentity(row)) {
         ++report.data_rows_skipped;
-        continue;
+        return Status::Ok();
       }
       note_device(row, "data file " + std::to_string(d + 1));
       GroupState& group = groups[GroupOf(row)];
@@ -308,9 +328,11 @@ StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs) {
         if (!measured) ++g.heuristic_rows_unmeasured;
         if (row.aborted.value_or(false)) ++g.heuristic_rows_aborted;
       }
-      if (AddRow(group.data[*row.problem_key], row, false)) ++g.duplicate_rows;
-      AddRow(group.combined[*row.problem_key], row, false);
-    }
+      KSELECT_ASSIGN_OR_RETURN(const bool duplicate,
+                               AddRow(group.data[*row.problem_key], row, false));
+      if (duplicate) ++g.duplicate_rows;
+      return AddRow(group.combined[*row.problem_key], row, false).status();
+    }));
   }
   if (data_rows == 0) {
     return InvalidArgumentError("the data holds no rows: nothing to report");
@@ -322,20 +344,23 @@ StatusOr<BaselineReport> BuildBaselineReport(const BaselineInputs& inputs) {
   }
 
   for (size_t s = 0; s < inputs.full_sample.size(); ++s) {
-    for (const DatasetRow& row : inputs.full_sample[s].rows) {
-      if (!HasIdentity(row)) continue;
+    KSELECT_RETURN_IF_ERROR(inputs.full_sample[s]([&](const DatasetRow& row) -> Status {
+      if (!HasIdentity(row)) return Status::Ok();
       auto group = groups.find(GroupOf(row));
       if (group == groups.end()) {
         ++report.sample_rows_outside_data;
-        continue;
+        return Status::Ok();
       }
       note_device(row, "full-sample file " + std::to_string(s + 1));
       GroupBaselines& g = group->second.out;
       g.has_sample = true;
       ++g.sample_rows;
       group->second.sample_problems.insert(*row.problem_key);
-      if (AddRow(group->second.combined[*row.problem_key], row, true)) ++g.sample_duplicate_rows;
-    }
+      KSELECT_ASSIGN_OR_RETURN(const bool duplicate,
+                               AddRow(group->second.combined[*row.problem_key], row, true));
+      if (duplicate) ++g.sample_duplicate_rows;
+      return Status::Ok();
+    }));
   }
   if (devices.size() > 1) {
     std::string list;

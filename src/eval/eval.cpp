@@ -69,13 +69,19 @@ std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem) {
 }
 
 StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider) {
+  return BuildCandidateSet(RowsOf(dataset), provider);
+}
+
+StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Provider> provider) {
   CandidateSet set;
-  set.rows_read = static_cast<int64_t>(dataset.rows.size());
   if (!provider) {
+    // A first pass over the rows for their provider: a file source streams again.
     std::set<std::string> seen;
-    for (const DatasetRow& row : dataset.rows) {
+    KSELECT_RETURN_IF_ERROR(rows([&](const DatasetRow& row) {
+      ++set.rows_read;
       if (row.is_valid.value_or(false) && row.m && row.provider) seen.insert(*row.provider);
-    }
+      return Status::Ok();
+    }));
     if (seen.empty()) {
       return InvalidArgumentError("the dataset has no valid GEMM rows (" +
                                   std::to_string(set.rows_read) + " rows read)");
@@ -89,6 +95,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     KSELECT_ASSIGN_OR_RETURN(provider, ParseProvider(*seen.begin()));
   }
   set.provider = *provider;
+  set.rows_read = 0;
   const std::string provider_name(ProviderName(*provider));
 
   std::map<std::string, ProblemCandidates> by_problem;
@@ -97,8 +104,8 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
   std::string first_duplicate;
   std::optional<HardwareConstants> hardware;
   std::map<std::string, HardwareConstants> hardware_cache;
-  for (size_t i = 0; i < dataset.rows.size(); ++i) {
-    const DatasetRow& row = dataset.rows[i];
+  KSELECT_RETURN_IF_ERROR(rows([&](const DatasetRow& row) -> Status {
+    const auto i = static_cast<size_t>(set.rows_read++);
     // Aborted rows are candidates too, with the latency of their 1-2 timed batches: the bench
     // stopped timing them because they were clearly slow, and a selector must learn that.
     // Leaving them out would train and score the model on the fast configs alone.
@@ -106,7 +113,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     if ((!row.is_valid.value_or(false) && !aborted) || row.provider.value_or("") != provider_name ||
         !row.m || (!aborted && row.measured_tflops.value_or(0.0) <= 0)) {
       ++set.rows_skipped;
-      continue;
+      return Status::Ok();
     }
     auto measurement = MeasurementFromRow(row);
     if (!measurement.ok()) {
@@ -114,20 +121,20 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     }
     if (!measurement->is_valid && !aborted) {  // the file said valid; its figures did not
       ++set.rows_skipped;
-      continue;
+      return Status::Ok();
     }
     if (aborted) {
       DeriveRates(*measurement);
       if (!(measurement->tflops > 0)) {
         ++set.rows_skipped;
-        continue;
+        return Status::Ok();
       }
       ++set.rows_estimated;
     }
     const auto* problem = std::get_if<GemmProblem>(&measurement->problem);
     if (problem == nullptr) {
       ++set.rows_skipped;
-      continue;
+      return Status::Ok();
     }
     // Hardware constants per distinct device description (rows of one run share it).
     const std::string hw_key = row.arch.value_or("") + "|" + row.device_kind.value_or("") + "|" +
@@ -167,7 +174,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
                           " (" + problem_key + ", " + c.config_key + ")";
       }
       ++duplicates;
-      continue;
+      return Status::Ok();
     }
     ProblemCandidates& pc = by_problem[problem_key];
     if (pc.candidates.empty()) {
@@ -177,7 +184,8 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
     }
     pc.candidates.push_back(std::move(c));
     ++set.rows_used;
-  }
+    return Status::Ok();
+  }));
   if (duplicates > 0) {
     return FailedPreconditionError(
         std::to_string(duplicates) + " duplicated (problem, config) row(s), first at " +

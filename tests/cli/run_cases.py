@@ -3,6 +3,7 @@
 
 A case file is a list of steps separated by lines of '----'. Each step has:
   command: <arguments after `kselect`>   (placeholders {fixtures}, {tmp}, {source})
+  copy: <from> <to>             (any number; done before the command, e.g. a byte-identical input)
   exit: <expected exit code>
   stdout-contains: <text>       (any number)
   stdout-lines: <n>             (stdout has exactly n lines; with stdout-contains, exact output)
@@ -17,6 +18,7 @@ import argparse
 import glob
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +58,9 @@ def main():
         with tempfile.TemporaryDirectory(prefix="kselect_cli_") as tmp:
             subst = lambda s: s.format(fixtures=fixtures, tmp=tmp, source=args.source)
             for index, step in enumerate(parse_case(case), 1):
+                for spec in step.get("copy", []):
+                    source, destination = shlex.split(subst(spec))
+                    shutil.copyfile(source, destination)
                 command = [args.kselect] + shlex.split(subst(step["command"][0]))
                 proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
                 problems = []

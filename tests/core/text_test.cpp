@@ -127,8 +127,34 @@ TEST_F(OutputPathTest, RefusesTheSameInputTwice) {
   const Status s = CheckDistinctInputs({input_, Path("link.jsonl")});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--allow-duplicates"), std::string::npos);
-  ASSERT_TRUE(WriteFileAtomically(Path("other.jsonl"), "{}\n").ok());
-  EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());  // same bytes, two files
+  // A byte-identical copy under another name and inode double-counts just the same.
+  ASSERT_TRUE(WriteFileAtomically(Path("copy.jsonl"), "{}\n").ok());
+  const Status copy = CheckDistinctInputs({input_, Path("copy.jsonl")});
+  EXPECT_EQ(copy.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(copy.message().find("is a byte-identical copy of input " + input_), std::string::npos)
+      << copy.message();
+  // Same size, other bytes: distinct inputs.
+  ASSERT_TRUE(WriteFileAtomically(Path("other.jsonl"), "[]\n").ok());
+  EXPECT_TRUE(CheckDistinctInputs({input_, Path("other.jsonl")}).ok());
+}
+
+TEST_F(OutputPathTest, ReplaceFolderLeavesOnlyTheNewFiles) {
+  namespace fs = std::filesystem;
+  fs::create_directories(Path("model"));
+  ASSERT_TRUE(WriteFileAtomically(Path("model/model_tflops.txt"), "old").ok());
+  ASSERT_TRUE(WriteFileAtomically(Path("model/model_latency.txt"), "old").ok());
+  const std::string staged = TempPathBeside(Path("model"));
+  fs::create_directories(staged);
+  ASSERT_TRUE(WriteFileAtomically(staged + "/model_tflops.txt", "new").ok());
+  ASSERT_TRUE(ReplaceFolder(staged, Path("model")).ok());
+  EXPECT_EQ(*ReadFile(Path("model/model_tflops.txt")), "new");
+  EXPECT_FALSE(fs::exists(Path("model/model_latency.txt")));  // stale: gone
+  EXPECT_FALSE(fs::exists(staged));
+  // Into a folder that does not exist yet: a rename.
+  const std::string fresh = TempPathBeside(Path("other"));
+  fs::create_directories(fresh);
+  ASSERT_TRUE(ReplaceFolder(fresh, Path("other")).ok());
+  EXPECT_TRUE(fs::is_directory(Path("other")));
 }
 
 TEST_F(OutputPathTest, WritesEveryFileOrNone) {

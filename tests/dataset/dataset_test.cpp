@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/text.h"
+#include "dataset/dataset_fixture.h"
 #include "kselect/ingest.h"
 
 namespace kselect {
@@ -16,45 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class DatasetTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("kselect_dataset_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static Dataset FromFixture(const std::string& name) {
-    auto result = IngestFile(std::string(KSELECT_FIXTURE_DIR) + "/kselect/" + name, std::nullopt,
-                             IngestOptions{});
-    KSELECT_CHECK_MSG(result.ok(), result.status().ToString());
-    Dataset d;
-    for (const Measurement& m : MergeDuplicateMeasurements(result->measurements)) {
-      d.rows.push_back(RowFromMeasurement(m, result->runs.front()));
-    }
-    return d;
-  }
-
-  // Writes a Parquet file with arbitrary columns and metadata, as a foreign tool would.
-  void WriteRaw(const std::string& path, std::shared_ptr<arrow::Schema> schema,
-                std::vector<std::shared_ptr<arrow::Array>> arrays) {
-    auto table = arrow::Table::Make(schema, arrays);
-    auto sink = arrow::io::FileOutputStream::Open(path);
-    ASSERT_TRUE(sink.ok());
-    auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *sink, 1024,
-                                           parquet::default_writer_properties(), arrow_properties)
-                    .ok());
-    ASSERT_TRUE((*sink)->Close().ok());
-  }
-
-  fs::path dir_;
-};
+class DatasetTest : public testing::DatasetFolderTest {};
 
 TEST_F(DatasetTest, ParquetRoundTripKeepsEveryRowAndField) {
   const Dataset original = FromFixture("bench_small.jsonl");
