@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -160,6 +161,54 @@ struct TuneResult {
   std::vector<TunedGemm> gemms;  // in the log summary's rank order
   double seconds = 0;
 };
+
+// ---- Head to head: the tile engine against cuBLASLt, one timing module for both ----------------
+// Per problem: cuBLASLt's heuristic top N (and optionally its whole enumerated space) and the tile
+// rule set's configs are screened with the graph timer on operands rotated past L2; the fastest
+// `finalists` of each provider (tile finalists verified against the reference first) and
+// cuBLASLt's rank-1 pick are then timed interleaved, so drift between runs cannot favour either.
+struct HeadToHeadOptions {
+  ProviderOptions provider_options;  // device, workspace limit, tile rule set
+  int cublaslt_picks = 16;           // cuBLASLt heuristic's top N screened
+  bool cublaslt_space = false;       // also screen cuBLASLt's whole enumerated space (slow)
+  int finalists = 3;                 // per provider, timed interleaved
+  int rounds = 15;
+  double screen_batch_ms = 0.2;  // GPU time per graph launch while screening
+  double batch_ms = 0.5;         // and in the interleaved rounds
+  int64_t rotate_bytes = 0;      // operand bytes rotated through (0 = 2 x L2)
+};
+
+struct HeadToHead {
+  GemmProblem problem;
+  int64_t tile_screened = 0, cublaslt_screened = 0;
+  // Speedups are over cuBLASLt's rank-1 pick (median of per-round ratios).
+  InterleavedFigure cublaslt_pick;
+  InterleavedFigure cublaslt_best;            // fastest cuBLASLt finalist (may be the pick)
+  std::optional<InterleavedFigure> tile_best;  // fastest verified tile finalist
+  // Median over rounds of cublaslt_best's ms / tile_best's ms (> 1: the tile kernel is faster).
+  double tile_over_cublaslt_best = 0;
+  double peak_gb_s = 0;  // the device's HBM peak, for bandwidth fractions
+  std::string note;      // finalists that failed verification, configs that failed to time
+};
+
+class HeadToHeadRunner {
+ public:
+  // kUnavailable without a GPU.
+  static StatusOr<std::unique_ptr<HeadToHeadRunner>> Create(const HeadToHeadOptions& options);
+  virtual ~HeadToHeadRunner() = default;
+  virtual StatusOr<HeadToHead> Run(const GemmProblem& problem) = 0;
+  virtual const HardwareProfile& hardware() const = 0;
+};
+
+// Bytes a GEMM must move at least (A and B read, C written; C read too when beta != 0) over
+// `ms`, as a fraction of `peak_gb_s`.
+double HbmFraction(const GemmProblem& problem, double ms, double peak_gb_s);
+
+// {"format": "kselect.head_to_head", "format_version": 1, device, versions, run_id, "results":
+// [{problem, cublaslt_pick, cublaslt_best, tile_best: {config, median_ms, tflops, hbm_fraction,
+// speedup_over_pick}, tile_over_cublaslt_best}], "summary": {...}}.
+std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwareProfile& hardware,
+                           const std::string& device_kind, const std::string& run_id);
 
 // Progress lines ("[3/12] m=... tuned 1.071x in 18.2 s"), or nullptr for silence.
 using TuneProgress = std::function<void(const std::string& line)>;

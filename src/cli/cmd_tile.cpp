@@ -5,6 +5,8 @@
 //   tile build  --rules R   compile every (config, variant) spec with NVRTC into the cubin cache
 //   tile verify --rules R   (GPU) every config against a naive fp32 reference on a shape list
 //   tile time   --rules R   (GPU) TFLOP/s of every config on one shape, beside cuBLASLt's pick
+//   tile bench  --rules R   (GPU) head to head with cuBLASLt on shapes, one timing module
+//                           (tuner.h: graph timer, rotated operands, interleaved finalists)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,7 +20,10 @@
 #include "cli/command.h"
 #include "core/text.h"
 #include "kselect/catalogue.h"
+#include "kselect/config_schema.h"
+#include "kselect/shapes.h"
 #include "kselect/tile_checks.h"
+#include "kselect/tuner.h"
 #include "kselect/version.h"
 #include "providers/tile/tile_engine.h"
 
@@ -38,6 +43,18 @@ struct TileOptions {
   std::string shape = "4096,4096,4096";
   int repeats = 20;
   std::string log_path;
+  // tile bench
+  std::vector<std::string> shapes;
+  std::string shape_file;
+  std::string layout = "rcc";
+  std::string dtype = "bf16";
+  int cublaslt_picks = 16;
+  bool cublaslt_space = false;
+  int finalists = 3;
+  int rounds = 15;
+  std::string json_path;
+  std::string device_kind;
+  std::string run_id;
 };
 
 void AddRuleOptions(CLI::App& app, TileOptions& o) {
@@ -210,6 +227,99 @@ int RunTime(const TileOptions& o, const tile::TileRuleSet& rules) {
   return timed.ok() ? kExitOk : ReportError("tile time", timed);
 }
 
+// "m,n,k" or "m,n,k,batch".
+StatusOr<ShapeRow> ParseShapeArg(const std::string& text) {
+  const std::vector<std::string_view> parts = text::Split(text, ',');
+  if (parts.size() != 3 && parts.size() != 4) {
+    return InvalidArgumentError("--shape '" + text + "' is not m,n,k or m,n,k,batch");
+  }
+  int64_t dims[4] = {0, 0, 0, 1};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    KSELECT_ASSIGN_OR_RETURN(dims[i], text::ParseInt64(parts[i]));
+  }
+  ShapeRow row;
+  row.m = dims[0], row.n = dims[1], row.k = dims[2], row.batch = dims[3];
+  return row;
+}
+
+int RunBench(const TileOptions& o) {
+  constexpr const char* kWhat = "tile bench";
+  std::vector<ShapeRow> rows;
+  for (const std::string& s : o.shapes) {
+    StatusOr<ShapeRow> row = ParseShapeArg(s);
+    if (!row.ok()) return ReportError(kWhat, row.status());
+    rows.push_back(*row);
+  }
+  if (!o.shape_file.empty()) {
+    StatusOr<std::vector<ShapeRow>> file = LoadShapeFile(o.shape_file);
+    if (!file.ok()) return ReportError(kWhat, file.status());
+    rows.insert(rows.end(), file->begin(), file->end());
+  }
+  if (rows.empty()) return ReportError(kWhat, InvalidArgumentError("no --shape or --shapes given"));
+  StatusOr<GemmLayout> layout = ParseGemmLayout(o.layout);
+  if (!layout.ok()) return ReportError(kWhat, layout.status());
+  StatusOr<DataType> dtype = ParseDataType(o.dtype);
+  if (!dtype.ok()) return ReportError(kWhat, dtype.status());
+  if (!o.json_path.empty()) {
+    std::vector<std::string> inputs;
+    if (!o.shape_file.empty()) inputs.push_back(o.shape_file);
+    if (Status s = text::CheckOutputFile(o.json_path, "--json", inputs); !s.ok()) {
+      return ReportError(kWhat, s);
+    }
+  }
+  HeadToHeadOptions options;
+  options.provider_options.rule_set = o.rules;
+  options.provider_options.rules_dir = o.rules_dir;
+  options.cublaslt_picks = o.cublaslt_picks;
+  options.cublaslt_space = o.cublaslt_space;
+  options.finalists = o.finalists;
+  options.rounds = o.rounds;
+  StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
+  if (!runner.ok()) return ReportError(kWhat, runner.status());
+  std::vector<HeadToHead> results;
+  std::printf("%-28s %9s %9s %9s  %6s %6s %6s  %7s  %s\n", "problem (us)", "lt pick", "lt best",
+              "tile", "hbm:pk", "best", "tile", "tile/lt", "tile config");
+  for (const ShapeRow& row : rows) {
+    GemmProblem p;
+    p.m = row.m, p.n = row.n, p.k = row.k, p.batch = row.batch;
+    p.layout = *layout;
+    p.dtype_a = p.dtype_b = p.dtype_c = *dtype;
+    StatusOr<HeadToHead> h = (*runner)->Run(p);
+    if (!h.ok()) {
+      std::fprintf(stderr, "tile bench: %s: %s\n", p.ToString().c_str(),
+                   h.status().ToString().c_str());
+      if (h.status().code() == StatusCode::kUnavailable || h.status().code() == StatusCode::kInternal)
+        return kExitFailure;
+      continue;
+    }
+    const double peak = h->peak_gb_s;
+    const char name_none[] = "-";
+    std::printf("%-28s %9.2f %9.2f %9.2f  %6.3f %6.3f %6.3f  %7.3f  %s\n",
+                (std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k))
+                    .c_str(),
+                h->cublaslt_pick.median_ms * 1e3, h->cublaslt_best.median_ms * 1e3,
+                h->tile_best ? h->tile_best->median_ms * 1e3 : 0.0,
+                HbmFraction(p, h->cublaslt_pick.median_ms, peak),
+                HbmFraction(p, h->cublaslt_best.median_ms, peak),
+                h->tile_best ? HbmFraction(p, h->tile_best->median_ms, peak) : 0.0,
+                h->tile_over_cublaslt_best,
+                h->tile_best ? SchemaOf(h->tile_best->config).describe(h->tile_best->config).c_str()
+                             : name_none);
+    std::fflush(stdout);
+    results.push_back(std::move(*h));
+  }
+  if (!o.json_path.empty()) {
+    const std::string run_id =
+        o.run_id.empty() ? "tile-bench-" + text::UtcNowIso8601(/*compact=*/true) : o.run_id;
+    const std::string text =
+        HeadToHeadJson(results, (*runner)->hardware(), o.device_kind, run_id);
+    if (Status s = text::WriteFileAtomically(o.json_path, text); !s.ok()) {
+      return ReportError(kWhat, s);
+    }
+  }
+  return results.size() == rows.size() ? kExitOk : kExitFailure;
+}
+
 }  // namespace
 
 Command TileCommand() {
@@ -242,13 +352,37 @@ Command TileCommand() {
             time->add_option("--shape", o->shape, "m,n,k")->capture_default_str();
             time->add_option("--repeats", o->repeats, "timed launches per config")
                 ->capture_default_str();
-            for (CLI::App* sub : {list, source, build, verify, time}) {
+            CLI::App* bench = app.add_subcommand(
+                "bench", "(GPU) head to head with cuBLASLt on shapes, one timing module");
+            AddRuleOptions(*bench, *o);
+            bench->add_option("--shape", o->shapes, "m,n,k[,batch] (repeatable)");
+            bench->add_option("--shapes", o->shape_file, "a shape CSV (kselect shapes)");
+            bench->add_option("--layout", o->layout,
+                              "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, "
+                              "n = tokens)")
+                ->capture_default_str();
+            bench->add_option("--dtype", o->dtype, "A, B and C type (bf16, fp16)")
+                ->capture_default_str();
+            bench->add_option("--cublaslt-picks", o->cublaslt_picks,
+                              "cuBLASLt heuristic's top N screened")
+                ->capture_default_str();
+            bench->add_flag("--cublaslt-space", o->cublaslt_space,
+                            "also screen cuBLASLt's whole enumerated space (slow)");
+            bench->add_option("--finalists", o->finalists,
+                              "per provider, the fastest screened configs timed interleaved")
+                ->capture_default_str();
+            bench->add_option("--rounds", o->rounds, "interleaved rounds")->capture_default_str();
+            bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
+            bench->add_option("--device-kind", o->device_kind, "lender's kind, recorded");
+            bench->add_option("--run-id", o->run_id, "recorded run id");
+            for (CLI::App* sub : {list, source, build, verify, time, bench}) {
               sub->callback([selected, sub] { *selected = sub->get_name(); });
             }
             return [o, selected]() -> int {
               if (*selected == "list") return RunList(*o);
               if (*selected == "source") return RunSource(*o);
               if (*selected == "build") return RunBuild(*o);
+              if (*selected == "bench") return RunBench(*o);
               StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
               if (!set.ok()) return ReportError("tile", set.status());
               if (*selected == "verify") return RunVerify(*o, *set);

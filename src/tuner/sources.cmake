@@ -9,4 +9,5 @@ set(KSELECT_TUNER_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/graph_timer.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tune.cpp
     ${CMAKE_CURRENT_LIST_DIR}/report.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/replay.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/replay.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/head_to_head.cpp)

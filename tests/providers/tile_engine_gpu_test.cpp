@@ -39,6 +39,10 @@ TileConfig Config(TilePipeline pipeline) {
     c.warps_m = 1, c.warps_n = 4;
     c.instr_m = c.instr_n = c.instr_k = 1;
     c.stages = 1;
+  } else if (pipeline == TilePipeline::kDecode) {
+    c.tile_m = 32, c.tile_n = 16, c.tile_k = 64;
+    c.warps_m = 2, c.warps_n = 1, c.warps_k = 3;
+    c.stages = 2;
   }
   return c;
 }
@@ -50,6 +54,11 @@ TEST_P(TileGpuTest, MatchesTheReference) {
   GemmProblem p;
   p.m = GetParam() == TilePipeline::kSmallM ? 13 : 200;
   p.n = 300, p.k = 136;  // rcr, bf16: no dimension is a multiple of the tile
+  if (GetParam() == TilePipeline::kDecode) {
+    // Framework orientation (cuBLAS TN: tokens in n, C column-major), 11 tokens of 16.
+    p.m = 300, p.n = 11, p.k = 1000;
+    p.layout = *ParseGemmLayout("rcc");
+  }
   StatusOr<TileKernelSpec> spec = SpecForProblem(Config(GetParam()), p);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   CompilerOptions options;
@@ -73,7 +82,7 @@ TEST_P(TileGpuTest, MatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Families, TileGpuTest,
                          ::testing::Values(TilePipeline::kMultistage, TilePipeline::kSmallM,
-                                           TilePipeline::kWarpSpecialized),
+                                           TilePipeline::kWarpSpecialized, TilePipeline::kDecode),
                          [](const auto& info) {
                            return std::string(TilePipelineName(info.param));
                          });

@@ -50,6 +50,17 @@ TileKernelSpec DefaultSpec() {
   return spec;
 }
 
+// A valid decode config: 16 weight rows x 8 tokens per block, 4 warps splitting K.
+TileConfig DecodeConfig() {
+  TileConfig c;
+  c.pipeline = TilePipeline::kDecode;
+  c.tile_m = 16, c.tile_n = 8, c.tile_k = 128;
+  c.warps_m = 1, c.warps_n = 1, c.warps_k = 4;
+  c.instr_m = 16, c.instr_n = 8, c.instr_k = 16;
+  c.stages = 2;
+  return c;
+}
+
 TEST(TileRulesTest, RuleNamesAreUniqueAndDocumented) {
   std::set<std::string> names;
   for (const ValidityRule& rule : ValidityRules()) {
@@ -127,6 +138,37 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
          s.config.pipeline = TilePipeline::kSmallM;
          s.config.tile_m = 32;
        }},
+      {"decode_shape",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.config.tile_n = 32;
+       }},
+      {"decode_k_major",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.layout = *ParseGemmLayout("rrr");
+       }},
+      {"decode_alignment",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.align_b = 4;
+       }},
+      {"decode_masked",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.config.mask_k = false;
+       }},
+      {"decode_registers",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.config.tile_m = 32, s.config.tile_n = 16, s.config.tile_k = 256;
+       }},
+      {"decode_shared",
+       [](TileKernelSpec& s) {
+         s.config = DecodeConfig();
+         s.config.tile_m = 64, s.config.tile_n = 16, s.config.tile_k = 32, s.config.warps_k = 32;
+         s.config.stages = 1;
+       }},
   };
   for (const Case& c : cases) {
     TileKernelSpec spec = DefaultSpec();
@@ -156,6 +198,33 @@ TEST(TileSpecTest, AlignmentsFollowTheProblem) {
   EXPECT_EQ(SpecForProblem(TileConfig{}, p)->align_a, 1);
   p.dtype_b = DataType::kF16;
   EXPECT_EQ(SpecForProblem(TileConfig{}, p).status().code(), StatusCode::kCannotImplement);
+}
+
+TEST(TileSpecTest, DecodeTakesTokensInNOrMAndNeedsKContiguousOperands) {
+  GemmProblem p;
+  p.m = 4096, p.n = 4, p.k = 4096;
+  p.layout = *ParseGemmLayout("rcc");  // nn.Linear through cuBLAS TN: tokens in n
+  StatusOr<TileKernelSpec> spec = SpecForProblem(DecodeConfig(), p);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(CheckValid(*spec).ok()) << CheckValid(*spec).ToString();
+  EXPECT_TRUE(CanImplement(*spec, p).ok()) << CanImplement(*spec, p).ToString();
+  EXPECT_EQ(LaunchShapeOf(*spec).threads, 128);
+
+  GemmProblem tokens_in_m = p;
+  tokens_in_m.m = 3, tokens_in_m.n = 14336;
+  EXPECT_TRUE(CanImplement(*spec, tokens_in_m).ok());
+
+  GemmProblem prefill = p;
+  prefill.n = 9;  // more tokens than tile_n in both dimensions
+  const Status too_many = CanImplement(*spec, prefill);
+  EXPECT_EQ(too_many.code(), StatusCode::kCannotImplement);
+  EXPECT_NE(too_many.message().find("tile_n 8 tokens"), std::string::npos) << too_many.ToString();
+
+  GemmProblem odd_k = p;
+  odd_k.k = 4100;  // K rows are no longer 16-byte aligned
+  StatusOr<TileKernelSpec> odd = SpecForProblem(DecodeConfig(), odd_k);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_NE(CheckValid(*odd).message().find("decode_alignment"), std::string::npos);
 }
 
 TEST(TileSpecTest, CanImplementChecksMasksAndLayouts) {

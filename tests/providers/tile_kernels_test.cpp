@@ -61,7 +61,7 @@ TEST(TileKernelSourcesTest, EmbeddedTextsAreTheKernelFiles) {
     const std::string path = fs::relative(entry.path(), kSourceRoot).string();
     EXPECT_TRUE(embedded.count(path)) << path << " is not listed in KSELECT_TILE_KERNELS";
   }
-  EXPECT_EQ(embedded.size(), 4u);
+  EXPECT_EQ(embedded.size(), 5u);  // the prelude and four families
 }
 
 TileKernelSpec MultistageSpec() {
@@ -114,6 +114,19 @@ std::vector<FamilyCase> FamilyCases() {
     spec.layout = *ParseGemmLayout("rrr");
     spec.output = DataType::kF16;
     cases.push_back({"small_m_rrr_bf16", spec, &kSmallMSource, {"atom.shared.add.f32"}});
+  }
+  {
+    TileKernelSpec spec;
+    spec.config.pipeline = TilePipeline::kDecode;
+    spec.config.tile_m = 32, spec.config.tile_n = 16, spec.config.tile_k = 64;
+    spec.config.warps_m = 2, spec.config.warps_n = 1, spec.config.warps_k = 4;
+    spec.config.stages = 2;
+    spec.layout = *ParseGemmLayout("rcc");
+    cases.push_back({"decode_rcc_bf16",
+                     spec,
+                     &kDecodeSource,
+                     {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                      "ld.global.nc.L1::no_allocate.L2::256B.v4.u32", "bar.sync"}});
   }
   {
     TileKernelSpec spec;

@@ -17,6 +17,7 @@ extern const KernelSource kPreludeSource;
 extern const KernelSource kMultistageSource;
 extern const KernelSource kSmallMSource;
 extern const KernelSource kWarpSpecializedSource;
+extern const KernelSource kDecodeSource;
 
 // Every embedded file, in the order sources.cmake lists them.
 std::span<const KernelSource* const> KernelSources();

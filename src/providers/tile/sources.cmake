@@ -6,7 +6,8 @@ set(KSELECT_TILE_KERNELS
     src/providers/tile/kernels/prelude.cuh
     src/providers/tile/kernels/multistage.cuh
     src/providers/tile/kernels/small_m.cuh
-    src/providers/tile/kernels/warp_specialized.cuh)
+    src/providers/tile/kernels/warp_specialized.cuh
+    src/providers/tile/kernels/decode.cuh)
 set(KSELECT_TILE_KERNEL_SOURCES_CPP ${CMAKE_BINARY_DIR}/generated/tile_kernel_sources.cpp)
 list(TRANSFORM KSELECT_TILE_KERNELS PREPEND ${CMAKE_SOURCE_DIR}/ OUTPUT_VARIABLE
      KSELECT_TILE_KERNEL_PATHS)

@@ -15,7 +15,8 @@ using C = TileConfig;
 constexpr EnumName kPipelines[] = {
     {static_cast<int64_t>(TilePipeline::kMultistage), "multistage"},
     {static_cast<int64_t>(TilePipeline::kWarpSpecialized), "warp_specialized"},
-    {static_cast<int64_t>(TilePipeline::kSmallM), "small_m"}};
+    {static_cast<int64_t>(TilePipeline::kSmallM), "small_m"},
+    {static_cast<int64_t>(TilePipeline::kDecode), "decode"}};
 constexpr EnumName kSchedulers[] = {
     {static_cast<int64_t>(TileScheduler::kDataParallel), "data_parallel"},
     {static_cast<int64_t>(TileScheduler::kPersistent), "persistent"}};
@@ -28,7 +29,7 @@ constexpr int64_t kTileMN[] = {16, 32, 64, 128, 192, 256};
 constexpr int64_t kTileK[] = {16, 32, 64, 128};
 constexpr int64_t kWarps[] = {1, 2, 4};
 constexpr int64_t kStages[] = {2, 3, 4, 5, 6, 7};
-constexpr int64_t kPipelineValues[] = {0, 1, 2};
+constexpr int64_t kPipelineValues[] = {0, 1, 2, 3};
 constexpr int64_t kTwoValues[] = {0, 1};
 constexpr int64_t kSplitK[] = {1, 2, 3, 4, 6, 8, 16};
 constexpr int64_t kCluster[] = {1, 2};

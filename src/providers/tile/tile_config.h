@@ -16,10 +16,12 @@ enum class TilePipeline {
   kMultistage,       // Ampere-style cp.async + ldmatrix + mma.sync ring
   kWarpSpecialized,  // Hopper TMA producer warp + wgmma consumer warpgroups
   kSmallM,           // memory-bound decode kernels (M <= 16), vectorised loads
+  kDecode,           // memory-bound decode kernels, tokens in n or m: streaming loads, mma.sync
 };
 enum class TileScheduler { kDataParallel, kPersistent };
 enum class TileEpilogue { kDirect, kSharedStaged };
-std::string_view TilePipelineName(TilePipeline p);    // "multistage", "warp_specialized", "small_m"
+std::string_view TilePipelineName(TilePipeline p);    // "multistage", "warp_specialized", "small_m",
+                                                      // "decode"
 std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent"
 std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem"
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name);

@@ -147,6 +147,11 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   if (c.pipeline == TilePipeline::kSmallM) {
     config.gridDimX = static_cast<unsigned>(tiles_n);
     config.gridDimY = static_cast<unsigned>(tiles_m);
+  } else if (c.pipeline == TilePipeline::kDecode) {
+    // One block per tile_m weight rows; the rows are m with the tokens in n, else n.
+    const int64_t rows = problem.n <= c.tile_n ? problem.m : problem.n;
+    config.gridDimX = static_cast<unsigned>((rows + c.tile_m - 1) / c.tile_m);
+    config.gridDimY = 1;
   } else {
     config.gridDimX = static_cast<unsigned>(tiles_m * tiles_n);
     config.gridDimY = 1;

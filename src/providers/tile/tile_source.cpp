@@ -50,6 +50,8 @@ const KernelSource& FamilySource(TilePipeline pipeline) {
       return kSmallMSource;
     case TilePipeline::kWarpSpecialized:
       return kWarpSpecializedSource;
+    case TilePipeline::kDecode:
+      return kDecodeSource;
   }
   return kMultistageSource;  // not reached: every pipeline is listed above
 }
@@ -62,7 +64,8 @@ std::string GenerateConstants(const TileKernelSpec& spec) {
   s << "// kselect tile engine, generated: " << SpecKey(spec) << "\n";
   s << "constexpr int kTileM = " << c.tile_m << ", kTileN = " << c.tile_n
     << ", kTileK = " << c.tile_k << ";\n";
-  s << "constexpr int kWarpsM = " << c.warps_m << ", kWarpsN = " << c.warps_n << ";\n";
+  s << "constexpr int kWarpsM = " << c.warps_m << ", kWarpsN = " << c.warps_n
+    << ", kWarpsK = " << c.warps_k << ";\n";
   s << "constexpr int kStages = " << c.stages << ";\n";
   s << "constexpr int kSplitK = " << c.split_k << ";\n";
   s << "constexpr int kSwizzle = " << c.swizzle << ";\n";

@@ -22,6 +22,9 @@ bool IsSmallM(const TileKernelSpec& s) {
 bool IsWarpSpecialized(const TileKernelSpec& s) {
   return s.config.pipeline == TilePipeline::kWarpSpecialized;
 }
+bool IsDecode(const TileKernelSpec& s) {
+  return s.config.pipeline == TilePipeline::kDecode;
+}
 
 // The widest of 8, 4, 2, 1 elements that divides `extent`.
 int32_t WidestAlignment(int64_t extent) {
@@ -99,9 +102,9 @@ const std::vector<ValidityRule>& Rules() {
          return "alignments " + Str(s.align_a) + "." + Str(s.align_b) + "." + Str(s.align_c) +
                 " are not all in {1,2,4,8}";
        }},
-      {"warps_k_one", "no intra-block K split: warps_k is 1",
+      {"warps_k_one", "no intra-block K split (warps_k 1) outside the decode family",
        [](const TileKernelSpec& s) -> std::string {
-         return s.config.warps_k == 1 ? std::string()
+         return IsDecode(s) || s.config.warps_k == 1 ? std::string()
                                       : "warps_k " + Str(s.config.warps_k) + " is not 1";
        }},
       // Multistage (mma.sync) rules.
@@ -144,12 +147,14 @@ const std::vector<ValidityRule>& Rules() {
        }},
       {"stages_range", "the cp.async / TMA ring is 2 to 8 stages deep",
        [](const TileKernelSpec& s) -> std::string {
-         if (IsSmallM(s) || (s.config.stages >= 2 && s.config.stages <= 8)) return {};
+         if (IsSmallM(s) || IsDecode(s) || (s.config.stages >= 2 && s.config.stages <= 8)) {
+           return {};
+         }
          return "stages " + Str(s.config.stages) + " is outside 2..8";
        }},
       {"shared_memory", "the stages' A and B tiles fit in 227 KiB of shared memory",
        [](const TileKernelSpec& s) -> std::string {
-         if (IsSmallM(s)) return {};
+         if (IsSmallM(s) || IsDecode(s)) return {};
          const int64_t bytes = LaunchShapeOf(s).shared_bytes;
          if (bytes <= kMaxSharedBytesPerBlock) return {};
          return Str(bytes) + " bytes of shared memory exceed " + Str(kMaxSharedBytesPerBlock);
@@ -242,6 +247,71 @@ const std::vector<ValidityRule>& Rules() {
          if (c.tile_n % s.align_b == 0 && threads % (c.tile_n / s.align_b) == 0) return {};
          return "tile_n " + Str(c.tile_n) + " / align_b " + Str(s.align_b) +
                 " column groups do not divide " + Str(threads) + " threads";
+       }},
+      // Decode rules.
+      {"decode_shape",
+       "decode: instr 16x8x16 (mma.sync); warps_n 1; tile_m whole m16 tiles per warp (a multiple "
+       "of 16 * warps_m); tile_n 8 or 16 tokens (n8 tiles); tile_k 32..256 in 32-element chunks "
+       "(one 16-byte load per lane and row); stages 1 or 2 register stages; 1..32 warps",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsDecode(s)) return {};
+         if (c.instr_m != 16 || c.instr_n != 8 || c.instr_k != 16) return "instr is not 16x8x16";
+         if (c.warps_n != 1) return "warps_n " + Str(c.warps_n) + " is not 1";
+         if (c.warps_m < 1 || c.tile_m < 16 || c.tile_m % (16 * c.warps_m) != 0) {
+           return "tile_m " + Str(c.tile_m) + " is not a multiple of 16 * warps_m";
+         }
+         if (c.tile_n != 8 && c.tile_n != 16) return "tile_n " + Str(c.tile_n) + " is not 8 or 16";
+         if (c.tile_k < 32 || c.tile_k > 256 || c.tile_k % 32 != 0) {
+           return "tile_k " + Str(c.tile_k) + " is not a multiple of 32 in 32..256";
+         }
+         if (c.stages != 1 && c.stages != 2) return "stages " + Str(c.stages) + " is not 1 or 2";
+         const int64_t warps = static_cast<int64_t>(c.warps_m) * c.warps_k;
+         if (c.warps_k < 1 || warps > 32) return Str(warps) + " warps is outside 1..32";
+         return {};
+       }},
+      {"decode_k_major",
+       "decode: A row-major and B column-major (both k-contiguous: nn.Linear's weights and "
+       "activations), so one 16-byte load is a whole mma fragment",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsDecode(s) ||
+             (s.layout.a == MatrixOrder::kRowMajor && s.layout.b == MatrixOrder::kColMajor)) {
+           return {};
+         }
+         return "layout " + s.layout.ToString() + " is not k-contiguous in A and B";
+       }},
+      {"decode_alignment", "decode: 16-byte loads along K need align_a and align_b 8",
+       [](const TileKernelSpec& s) -> std::string {
+         if (!IsDecode(s) || (s.align_a == 8 && s.align_b == 8)) return {};
+         return "alignments " + Str(s.align_a) + "." + Str(s.align_b) + " are not 8.8";
+       }},
+      {"decode_masked", "decode: the kernel always checks rows, tokens and K (masks on)",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsDecode(s) || (c.mask_m && c.mask_n && c.mask_k)) return {};
+         return "a mask is off";
+       }},
+      {"decode_registers",
+       "decode: the register stages (16 bytes per row and token per 32-element chunk) and the "
+       "accumulators fit in 160 registers per thread",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsDecode(s) || c.warps_m < 1) return {};
+         const int64_t row_tiles = c.tile_m / (16 * c.warps_m);
+         const int64_t token_tiles = c.tile_n / 8;
+         const int64_t regs = 4LL * c.stages * (c.tile_k / 32) * (2 * row_tiles + token_tiles) +
+                              4 * row_tiles * token_tiles;
+         if (regs <= 160) return {};
+         return Str(regs) + " fragment and accumulator registers exceed 160";
+       }},
+      {"decode_shared", "decode: the K-split partial sums fit in 48 KiB of static shared memory",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (!IsDecode(s) || c.warps_m < 1) return {};
+         const int64_t bytes = 4LL * (c.warps_k - 1) * c.warps_m * (c.tile_m / (16 * c.warps_m)) *
+                               (c.tile_n / 8) * 4 * 32;
+         if (bytes <= 48 * 1024) return {};
+         return Str(bytes) + " bytes of partial sums exceed 48 KiB";
        }},
   };
   return rules;
@@ -348,6 +418,13 @@ Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem) {
   }
   const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
   const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  if (c.pipeline == TilePipeline::kDecode) {
+    if (problem.n > c.tile_n && problem.m > c.tile_n) {
+      return CannotImplementError("decode: neither m nor n of " + problem.ToString() +
+                                  " is at most tile_n " + Str(c.tile_n) + " tokens");
+    }
+    return Status::Ok();
+  }
   if (c.pipeline == TilePipeline::kSmallM && tiles_m > 65535) {
     return CannotImplementError("small_m: m / tile_m exceeds the grid's 65535 y-limit");
   }
@@ -358,6 +435,7 @@ Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem) {
 LaunchShape LaunchShapeOf(const TileKernelSpec& spec) {
   const TileConfig& c = spec.config;
   if (c.pipeline == TilePipeline::kSmallM) return {32 * c.warps_n, 0};
+  if (c.pipeline == TilePipeline::kDecode) return {32 * c.warps_m * c.warps_k, 0};
   if (c.pipeline == TilePipeline::kWarpSpecialized) {
     // Stages, 1024 bytes of slack to align them for the 128-byte swizzle, then the mbarriers.
     const int64_t bytes = static_cast<int64_t>(c.stages) * (c.tile_m + c.tile_n) * c.tile_k * 2 +

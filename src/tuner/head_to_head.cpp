@@ -1,0 +1,275 @@
+// The tile engine against cuBLASLt on one timing module: screening with the graph timer, then the
+// finalists of both providers timed interleaved on the same rotated operands (drift between runs
+// cannot favour either side).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "core/statistics.h"
+#include "kselect/config_schema.h"
+#include "kselect/tuner.h"
+#include "kselect/verify.h"
+#include "kselect/version.h"
+#include "tuner/graph_timer.h"
+
+namespace kselect {
+namespace {
+
+using json = nlohmann::json;
+
+struct Screened {
+  KernelConfig config;
+  double ms = 0;
+};
+
+class Runner final : public HeadToHeadRunner {
+ public:
+  explicit Runner(const HeadToHeadOptions& options) : options_(options) {}
+
+  Status Init() {
+    KSELECT_ASSIGN_OR_RETURN(cublaslt_,
+                             CreateProvider(Provider::kCublasLt, options_.provider_options));
+    KSELECT_ASSIGN_OR_RETURN(tile_, CreateProvider(Provider::kTile, options_.provider_options));
+    KSELECT_ASSIGN_OR_RETURN(timer_, tuner::GraphTimer::Create(options_.provider_options.device));
+    verify::VerifyOptions vo;
+    vo.device = options_.provider_options.device;
+    KSELECT_ASSIGN_OR_RETURN(verifier_, verify::Verifier::Create(vo));
+    KSELECT_ASSIGN_OR_RETURN(hardware_, QueryHardwareProfile(options_.provider_options.device));
+    return Status::Ok();
+  }
+
+  const HardwareProfile& hardware() const override { return hardware_; }
+
+  StatusOr<HeadToHead> Run(const GemmProblem& problem) override {
+    KSELECT_RETURN_IF_ERROR(problem.Validate());
+    HeadToHead out;
+    out.problem = problem;
+    out.peak_gb_s = hardware_.peak_mem_bandwidth_gb_s;
+
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
+                             cublaslt_->HeuristicPicks(problem, options_.cublaslt_picks));
+    if (picks.empty()) return CannotImplementError("cuBLASLt has no pick for " + problem.ToString());
+    std::vector<KernelConfig> cublaslt_configs = picks;
+    if (options_.cublaslt_space) {
+      KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> space,
+                               cublaslt_->Enumerate(problem));
+      std::set<std::string> keys;
+      for (const KernelConfig& c : cublaslt_configs) keys.insert(ConfigKey(c));
+      for (const KernelConfig& c : space) {
+        if (keys.insert(ConfigKey(c)).second) cublaslt_configs.push_back(c);
+      }
+    }
+    StatusOr<std::vector<KernelConfig>> tile_configs = tile_->Enumerate(problem);
+    if (!tile_configs.ok()) out.note += "tile: " + tile_configs.status().message() + "; ";
+
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, cublaslt_->Operands(problem));
+    const int64_t rotate =
+        options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * timer_->l2_bytes();
+    KSELECT_ASSIGN_OR_RETURN(
+        const std::unique_ptr<verify::DeviceOperands> operands,
+        verify::DeviceOperands::CreateRotating(specs,
+                                               options_.provider_options.max_workspace_bytes,
+                                               verify::OperandSeed(problem), rotate));
+
+    KSELECT_ASSIGN_OR_RETURN(std::vector<Screened> cublaslt_screen,
+                             Screen(*cublaslt_, problem, cublaslt_configs, *operands, out.note));
+    out.cublaslt_screened = static_cast<int64_t>(cublaslt_screen.size());
+    std::vector<Screened> tile_screen;
+    if (tile_configs.ok()) {
+      KSELECT_ASSIGN_OR_RETURN(tile_screen,
+                               Screen(*tile_, problem, *tile_configs, *operands, out.note));
+    }
+    out.tile_screened = static_cast<int64_t>(tile_screen.size());
+
+    // Finalists: the pick first (the reference), cuBLASLt's fastest, the tile engine's fastest
+    // that pass verification.
+    std::vector<std::pair<KernelProvider*, KernelConfig>> finalists{{cublaslt_.get(), picks[0]}};
+    const std::string pick_key = ConfigKey(picks[0]);
+    std::vector<size_t> cublaslt_slots{0};
+    for (const Screened& s : cublaslt_screen) {
+      if (static_cast<int>(cublaslt_slots.size()) > options_.finalists) break;
+      if (ConfigKey(s.config) == pick_key) continue;
+      cublaslt_slots.push_back(finalists.size());
+      finalists.push_back({cublaslt_.get(), s.config});
+    }
+    std::vector<size_t> tile_slots;
+    if (!tile_screen.empty()) {
+      KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
+                               verifier_->MakeCase(problem, specs));
+      for (const Screened& s : tile_screen) {
+        if (static_cast<int>(tile_slots.size()) >= options_.finalists) break;
+        StatusOr<verify::CheckResult> checked = verify::CheckConfig(*tile_, s.config, *check);
+        if (!checked.ok() || !checked->passed) {
+          out.note += ConfigKey(s.config) + " failed verification: " +
+                      (checked.ok() ? checked->ToString() : checked.status().message()) + "; ";
+          if (!checked.ok() && cudaDeviceSynchronize() != cudaSuccess) return checked.status();
+          continue;
+        }
+        tile_slots.push_back(finalists.size());
+        finalists.push_back({tile_.get(), s.config});
+      }
+    }
+
+    std::vector<std::unique_ptr<PreparedKernel>> kernels;
+    std::vector<PreparedKernel*> pointers;
+    for (const auto& [provider, config] : finalists) {
+      KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> kernel,
+                               provider->Prepare(problem, config));
+      pointers.push_back(kernel.get());
+      kernels.push_back(std::move(kernel));
+    }
+    double gpu_ms = 0;
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<std::vector<double>> rounds,
+                             timer_->TimeInterleaved(pointers, *operands, options_.batch_ms,
+                                                     options_.rounds, &gpu_ms));
+    auto figure = [&](size_t slot) {
+      InterleavedFigure f;
+      f.config = finalists[slot].second;
+      f.median_ms = Median(rounds[slot]);
+      f.speedup = RatioMedian(rounds[0], rounds[slot]);
+      return f;
+    };
+    auto fastest = [&](const std::vector<size_t>& slots) {
+      size_t best = slots.front();
+      for (const size_t s : slots) {
+        if (Median(rounds[s]) < Median(rounds[best])) best = s;
+      }
+      return best;
+    };
+    out.cublaslt_pick = figure(0);
+    const size_t cublaslt_best = fastest(cublaslt_slots);
+    out.cublaslt_best = figure(cublaslt_best);
+    if (!tile_slots.empty()) {
+      const size_t tile_best = fastest(tile_slots);
+      out.tile_best = figure(tile_best);
+      out.tile_over_cublaslt_best = RatioMedian(rounds[cublaslt_best], rounds[tile_best]);
+    }
+    return out;
+  }
+
+ private:
+  // Median over rounds of num[r] / den[r].
+  static double RatioMedian(const std::vector<double>& num, const std::vector<double>& den) {
+    std::vector<double> ratios;
+    for (size_t r = 0; r < num.size() && r < den.size(); ++r) ratios.push_back(num[r] / den[r]);
+    return Median(std::move(ratios));
+  }
+
+  // Every config timed once by the graph timer, fastest first; configs that cannot be prepared or
+  // timed are left out (the first reason goes into `note`). A fault that poisons the context
+  // ends the run.
+  StatusOr<std::vector<Screened>> Screen(KernelProvider& provider, const GemmProblem& problem,
+                                         const std::vector<KernelConfig>& configs,
+                                         const verify::DeviceOperands& operands,
+                                         std::string& note) {
+    std::vector<Screened> out;
+    double best = 0;
+    bool noted = false;
+    for (const KernelConfig& c : configs) {
+      double gpu_ms = 0;
+      StatusOr<std::unique_ptr<PreparedKernel>> kernel = provider.Prepare(problem, c);
+      StatusOr<double> ms = kernel.ok() ? timer_->Time(**kernel, operands, options_.screen_batch_ms,
+                                                       3, best > 0 ? 3 * best : 0, &gpu_ms)
+                                        : StatusOr<double>(kernel.status());
+      if (!ms.ok()) {
+        if (!noted) note += ConfigKey(c) + ": " + ms.status().message() + "; ";
+        noted = true;
+        if (cudaDeviceSynchronize() != cudaSuccess) return ms.status();
+        continue;
+      }
+      if (best == 0 || *ms < best) best = *ms;
+      out.push_back({c, *ms});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Screened& a, const Screened& b) { return a.ms < b.ms; });
+    return out;
+  }
+
+  HeadToHeadOptions options_;
+  std::unique_ptr<KernelProvider> cublaslt_, tile_;
+  std::unique_ptr<tuner::GraphTimer> timer_;
+  std::unique_ptr<verify::Verifier> verifier_;
+  HardwareProfile hardware_;
+};
+
+json FigureJson(const InterleavedFigure& f, const GemmProblem& p, double peak_gb_s) {
+  return {{"config", json_codec::KernelConfigToJson(f.config)},
+          {"name", SchemaOf(f.config).describe(f.config)},
+          {"median_ms", f.median_ms},
+          {"tflops", p.Flops() / (f.median_ms * 1e-3) / 1e12},
+          {"hbm_fraction", HbmFraction(p, f.median_ms, peak_gb_s)},
+          {"speedup_over_pick", f.speedup}};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<HeadToHeadRunner>> HeadToHeadRunner::Create(
+    const HeadToHeadOptions& options) {
+  auto runner = std::make_unique<Runner>(options);
+  KSELECT_RETURN_IF_ERROR(runner->Init());
+  return std::unique_ptr<HeadToHeadRunner>(std::move(runner));
+}
+
+double HbmFraction(const GemmProblem& problem, double ms, double peak_gb_s) {
+  if (ms <= 0 || peak_gb_s <= 0) return 0;
+  return problem.MinBytes() / (ms * 1e-3) / (peak_gb_s * 1e9);
+}
+
+std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwareProfile& hardware,
+                           const std::string& device_kind, const std::string& run_id) {
+  json rows = json::array();
+  double log_tile = 0, log_pick = 0;
+  int compared = 0, at_or_above = 0;
+  for (const HeadToHead& h : results) {
+    json row = {{"problem", json_codec::GemmProblemToJson(h.problem)},
+                {"min_bytes", h.problem.MinBytes()},
+                {"tile_screened", h.tile_screened},
+                {"cublaslt_screened", h.cublaslt_screened},
+                {"cublaslt_pick", FigureJson(h.cublaslt_pick, h.problem, h.peak_gb_s)},
+                {"cublaslt_best", FigureJson(h.cublaslt_best, h.problem, h.peak_gb_s)},
+                {"tile_best", h.tile_best ? FigureJson(*h.tile_best, h.problem, h.peak_gb_s)
+                                          : json(nullptr)},
+                {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best)
+                                                        : json(nullptr)},
+                {"note", h.note}};
+    rows.push_back(std::move(row));
+    if (h.tile_best) {
+      ++compared;
+      log_tile += std::log(h.tile_over_cublaslt_best);
+      log_pick += std::log(h.tile_best->speedup);
+      at_or_above += h.tile_over_cublaslt_best >= 1.0;
+    }
+  }
+  json summary = {
+      {"problems", results.size()},
+      {"problems_with_a_tile_kernel", compared},
+      {"share_of_shapes_at_or_above_cublaslt_best",
+       compared > 0 ? static_cast<double>(at_or_above) / compared : 0.0},
+      {"geomean_tile_over_cublaslt_best", compared > 0 ? std::exp(log_tile / compared) : 0.0},
+      {"geomean_tile_over_cublaslt_pick", compared > 0 ? std::exp(log_pick / compared) : 0.0}};
+  json root = {{"format", "kselect.head_to_head"},
+               {"format_version", 1},
+               {"tool_version", ToolVersion()},
+               {"run_id", run_id},
+               {"device_kind", device_kind},
+               {"device_name", hardware.device_name},
+               {"sm_count", hardware.sm_count},
+               {"peak_mem_bandwidth_gb_s", hardware.peak_mem_bandwidth_gb_s},
+               {"driver_version", hardware.driver_version},
+               {"runtime_version", hardware.runtime_version},
+               {"cublaslt_version", hardware.cublaslt_version},
+               {"nvrtc_version", hardware.nvrtc_version},
+               {"method",
+                "graph timer (CUDA graphs of launches cycling operand sets rotated past 2 x L2), "
+                "screening then the finalists of both providers timed interleaved; medians of "
+                "rounds"},
+               {"results", std::move(rows)},
+               {"summary", std::move(summary)}};
+  return root.dump(2) + "\n";
+}
+
+}  // namespace kselect
