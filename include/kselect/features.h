@@ -143,6 +143,10 @@ bool SpecUsesPeerRanks(const FeatureSpec& spec);
 // kSchemaMismatch naming the first difference (version, provider, feature order, encodings,
 // hardware) and what to do.
 Status CheckSpecCompatible(const FeatureSpec& model, const FeatureSpec& runtime);
+// True when a model's category list is this kselect's or a prefix of it: lists grow only at the
+// end (a new tile pipeline), so the model's codes keep their meaning and a value it never saw
+// falls to the side of each split that no listed value takes.
+bool CategoriesExtend(const std::vector<std::string>& model, const std::vector<std::string>& ours);
 
 std::string FeatureSpecToJson(const FeatureSpec& spec);
 // Strict: unknown keys, missing keys, wrong types, another format major or an unknown encoding

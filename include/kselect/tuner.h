@@ -183,7 +183,7 @@ struct HeadToHead {
   int64_t tile_screened = 0, cublaslt_screened = 0;
   // Speedups are over cuBLASLt's rank-1 pick (median of per-round ratios).
   InterleavedFigure cublaslt_pick;
-  InterleavedFigure cublaslt_best;            // fastest cuBLASLt finalist (may be the pick)
+  InterleavedFigure cublaslt_best;             // fastest cuBLASLt finalist (may be the pick)
   std::optional<InterleavedFigure> tile_best;  // fastest verified tile finalist
   // Median over rounds of cublaslt_best's ms / tile_best's ms (> 1: the tile kernel is faster).
   double tile_over_cublaslt_best = 0;

@@ -19,7 +19,7 @@ lap() { echo "$(( $(date +%s) - t0 )) s"; }
 
 if [ "${TESTS:-1}" = 1 ]; then
   timeout 200 "$BIN/kselect_tests" --gtest_filter="${GPU_TEST_FILTER:-*Tile*}" > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'tests ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
+  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
 fi
 if [ -n "${VERIFY_RULES-tests}" ]; then
   timeout 300 "$BIN/kselect" tile verify --rules "${VERIFY_RULES:-tests}" --log "$OUT/verify.log" \

@@ -26,7 +26,7 @@ lap() { echo "$(( $(date +%s) - t0 )) s"; }
 if [ "${TESTS:-1}" = 1 ]; then
   timeout 200 "$BIN/kselect_tests" --gtest_filter="${GPU_TEST_FILTER:-*Tune*:*Solution*:*Genetic*:*SearchSpace*:*Dispatch*:*WorkerTest*:*Bench*}" \
     > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'tests ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
+  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
 fi
 
 python3 -c "import torch; print(torch.__version__)" > "$OUT/torch.txt" 2>&1

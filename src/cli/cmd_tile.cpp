@@ -288,31 +288,31 @@ int RunBench(const TileOptions& o) {
     if (!h.ok()) {
       std::fprintf(stderr, "tile bench: %s: %s\n", p.ToString().c_str(),
                    h.status().ToString().c_str());
-      if (h.status().code() == StatusCode::kUnavailable || h.status().code() == StatusCode::kInternal)
+      if (h.status().code() == StatusCode::kUnavailable ||
+          h.status().code() == StatusCode::kInternal)
         return kExitFailure;
       continue;
     }
     const double peak = h->peak_gb_s;
     const char name_none[] = "-";
-    std::printf("%-28s %9.2f %9.2f %9.2f  %6.3f %6.3f %6.3f  %7.3f  %s\n",
-                (std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k))
-                    .c_str(),
-                h->cublaslt_pick.median_ms * 1e3, h->cublaslt_best.median_ms * 1e3,
-                h->tile_best ? h->tile_best->median_ms * 1e3 : 0.0,
-                HbmFraction(p, h->cublaslt_pick.median_ms, peak),
-                HbmFraction(p, h->cublaslt_best.median_ms, peak),
-                h->tile_best ? HbmFraction(p, h->tile_best->median_ms, peak) : 0.0,
-                h->tile_over_cublaslt_best,
-                h->tile_best ? SchemaOf(h->tile_best->config).describe(h->tile_best->config).c_str()
-                             : name_none);
+    std::printf(
+        "%-28s %9.2f %9.2f %9.2f  %6.3f %6.3f %6.3f  %7.3f  %s\n",
+        (std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k)).c_str(),
+        h->cublaslt_pick.median_ms * 1e3, h->cublaslt_best.median_ms * 1e3,
+        h->tile_best ? h->tile_best->median_ms * 1e3 : 0.0,
+        HbmFraction(p, h->cublaslt_pick.median_ms, peak),
+        HbmFraction(p, h->cublaslt_best.median_ms, peak),
+        h->tile_best ? HbmFraction(p, h->tile_best->median_ms, peak) : 0.0,
+        h->tile_over_cublaslt_best,
+        h->tile_best ? SchemaOf(h->tile_best->config).describe(h->tile_best->config).c_str()
+                     : name_none);
     std::fflush(stdout);
     results.push_back(std::move(*h));
   }
   if (!o.json_path.empty()) {
     const std::string run_id =
         o.run_id.empty() ? "tile-bench-" + text::UtcNowIso8601(/*compact=*/true) : o.run_id;
-    const std::string text =
-        HeadToHeadJson(results, (*runner)->hardware(), o.device_kind, run_id);
+    const std::string text = HeadToHeadJson(results, (*runner)->hardware(), o.device_kind, run_id);
     if (Status s = text::WriteFileAtomically(o.json_path, text); !s.ok()) {
       return ReportError(kWhat, s);
     }
@@ -357,19 +357,22 @@ Command TileCommand() {
             AddRuleOptions(*bench, *o);
             bench->add_option("--shape", o->shapes, "m,n,k[,batch] (repeatable)");
             bench->add_option("--shapes", o->shape_file, "a shape CSV (kselect shapes)");
-            bench->add_option("--layout", o->layout,
-                              "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, "
-                              "n = tokens)")
+            bench
+                ->add_option("--layout", o->layout,
+                             "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, "
+                             "n = tokens)")
                 ->capture_default_str();
             bench->add_option("--dtype", o->dtype, "A, B and C type (bf16, fp16)")
                 ->capture_default_str();
-            bench->add_option("--cublaslt-picks", o->cublaslt_picks,
-                              "cuBLASLt heuristic's top N screened")
+            bench
+                ->add_option("--cublaslt-picks", o->cublaslt_picks,
+                             "cuBLASLt heuristic's top N screened")
                 ->capture_default_str();
             bench->add_flag("--cublaslt-space", o->cublaslt_space,
                             "also screen cuBLASLt's whole enumerated space (slow)");
-            bench->add_option("--finalists", o->finalists,
-                              "per provider, the fastest screened configs timed interleaved")
+            bench
+                ->add_option("--finalists", o->finalists,
+                             "per provider, the fastest screened configs timed interleaved")
                 ->capture_default_str();
             bench->add_option("--rounds", o->rounds, "interleaved rounds")->capture_default_str();
             bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");

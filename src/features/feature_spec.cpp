@@ -1,4 +1,5 @@
 // FeatureSpec: JSON form, strict reader, compatibility checks, and hardware constants.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -130,6 +131,10 @@ std::vector<int> FeatureSpec::CategoricalIndices() const {
   return out;
 }
 
+bool CategoriesExtend(const std::vector<std::string>& model, const std::vector<std::string>& ours) {
+  return model.size() <= ours.size() && std::equal(model.begin(), model.end(), ours.begin());
+}
+
 Status CheckSpecCompatible(const FeatureSpec& model, const FeatureSpec& runtime) {
   auto mismatch = [](const std::string& what) {
     return SchemaMismatchError("feature spec mismatch: " + what +
@@ -161,7 +166,12 @@ Status CheckSpecCompatible(const FeatureSpec& model, const FeatureSpec& runtime)
     return mismatch(std::to_string(runtime.features.size()) + " features here, " +
                     std::to_string(model.features.size()) + " in the model");
   }
-  if (model.encodings != runtime.encodings) return mismatch("categorical encodings differ");
+  bool encodings_ok = model.encodings.size() == runtime.encodings.size();
+  for (const auto& [name, values] : model.encodings) {
+    const auto ours = runtime.encodings.find(name);
+    encodings_ok &= ours != runtime.encodings.end() && CategoriesExtend(values, ours->second);
+  }
+  if (!encodings_ok) return mismatch("categorical encodings differ");
   if (const std::string d = DescribeHardwareDifference(model.hardware, runtime.hardware);
       !d.empty()) {
     return mismatch("hardware: " + d);

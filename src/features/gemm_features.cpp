@@ -443,7 +443,7 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
     const auto enc = spec.encodings.find(f.name);
     const auto engine_enc = engine.encodings.find(f.name);
     if ((enc == spec.encodings.end()) != (engine_enc == engine.encodings.end()) ||
-        (enc != spec.encodings.end() && enc->second != engine_enc->second)) {
+        (enc != spec.encodings.end() && !CategoriesExtend(enc->second, engine_enc->second))) {
       return SchemaMismatchError("categorical encoding of feature '" + f.name +
                                  "' differs from this kselect's; retrain the model");
     }

@@ -52,7 +52,8 @@ class Runner final : public HeadToHeadRunner {
 
     KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
                              cublaslt_->HeuristicPicks(problem, options_.cublaslt_picks));
-    if (picks.empty()) return CannotImplementError("cuBLASLt has no pick for " + problem.ToString());
+    if (picks.empty())
+      return CannotImplementError("cuBLASLt has no pick for " + problem.ToString());
     std::vector<KernelConfig> cublaslt_configs = picks;
     if (options_.cublaslt_space) {
       KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> space,
@@ -71,8 +72,7 @@ class Runner final : public HeadToHeadRunner {
         options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * timer_->l2_bytes();
     KSELECT_ASSIGN_OR_RETURN(
         const std::unique_ptr<verify::DeviceOperands> operands,
-        verify::DeviceOperands::CreateRotating(specs,
-                                               options_.provider_options.max_workspace_bytes,
+        verify::DeviceOperands::CreateRotating(specs, options_.provider_options.max_workspace_bytes,
                                                verify::OperandSeed(problem), rotate));
 
     KSELECT_ASSIGN_OR_RETURN(std::vector<Screened> cublaslt_screen,
@@ -123,9 +123,9 @@ class Runner final : public HeadToHeadRunner {
       kernels.push_back(std::move(kernel));
     }
     double gpu_ms = 0;
-    KSELECT_ASSIGN_OR_RETURN(const std::vector<std::vector<double>> rounds,
-                             timer_->TimeInterleaved(pointers, *operands, options_.batch_ms,
-                                                     options_.rounds, &gpu_ms));
+    KSELECT_ASSIGN_OR_RETURN(
+        const std::vector<std::vector<double>> rounds,
+        timer_->TimeInterleaved(pointers, *operands, options_.batch_ms, options_.rounds, &gpu_ms));
     auto figure = [&](size_t slot) {
       InterleavedFigure f;
       f.config = finalists[slot].second;
@@ -225,17 +225,17 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
   double log_tile = 0, log_pick = 0;
   int compared = 0, at_or_above = 0;
   for (const HeadToHead& h : results) {
-    json row = {{"problem", json_codec::GemmProblemToJson(h.problem)},
-                {"min_bytes", h.problem.MinBytes()},
-                {"tile_screened", h.tile_screened},
-                {"cublaslt_screened", h.cublaslt_screened},
-                {"cublaslt_pick", FigureJson(h.cublaslt_pick, h.problem, h.peak_gb_s)},
-                {"cublaslt_best", FigureJson(h.cublaslt_best, h.problem, h.peak_gb_s)},
-                {"tile_best", h.tile_best ? FigureJson(*h.tile_best, h.problem, h.peak_gb_s)
-                                          : json(nullptr)},
-                {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best)
-                                                        : json(nullptr)},
-                {"note", h.note}};
+    json row = {
+        {"problem", json_codec::GemmProblemToJson(h.problem)},
+        {"min_bytes", h.problem.MinBytes()},
+        {"tile_screened", h.tile_screened},
+        {"cublaslt_screened", h.cublaslt_screened},
+        {"cublaslt_pick", FigureJson(h.cublaslt_pick, h.problem, h.peak_gb_s)},
+        {"cublaslt_best", FigureJson(h.cublaslt_best, h.problem, h.peak_gb_s)},
+        {"tile_best",
+         h.tile_best ? FigureJson(*h.tile_best, h.problem, h.peak_gb_s) : json(nullptr)},
+        {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best) : json(nullptr)},
+        {"note", h.note}};
     rows.push_back(std::move(row));
     if (h.tile_best) {
       ++compared;

@@ -261,8 +261,15 @@ std::vector<GemmProblem> GemmCheckProblems(DataType input, DataType output, Gemm
     double alpha, beta;
   };
   static constexpr Shape kShapes[] = {
-      {1, 256, 1024, 1, 1.0, 0.0},  {13, 520, 4104, 1, 1.0, 0.0}, {127, 257, 263, 1, 1.0, 0.0},
-      {256, 512, 512, 1, 1.0, 0.0}, {300, 200, 96, 1, 1.5, 0.5},  {64, 96, 80, 3, 1.0, 0.0},
+      {1, 256, 1024, 1, 1.0, 0.0},
+      {13, 520, 4104, 1, 1.0, 0.0},
+      {127, 257, 263, 1, 1.0, 0.0},
+      {256, 512, 512, 1, 1.0, 0.0},
+      {300, 200, 96, 1, 1.5, 0.5},
+      {64, 96, 80, 3, 1.0, 0.0},
+      // Tokens in n (nn.Linear through cuBLAS TN): decode, with batch and alpha/beta.
+      {520, 1, 4104, 1, 1.0, 0.0},
+      {300, 11, 96, 3, 1.5, 0.5},
   };
   std::vector<GemmProblem> problems;
   for (const Shape& s : kShapes) {

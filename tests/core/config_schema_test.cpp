@@ -139,7 +139,7 @@ TEST(ConfigSchemaTest, RuleFieldsComeFromTheTables) {
 TEST(ConfigSchemaTest, FeatureBlocksAndEncodingsComeFromTheTables) {
   const FeatureSpec tile = GemmFeatureSpec(Provider::kTile, HardwareConstants{});
   EXPECT_EQ(tile.encodings.at("tile_pipeline"),
-            (std::vector<std::string>{"multistage", "warp_specialized", "small_m"}));
+            (std::vector<std::string>{"multistage", "warp_specialized", "small_m", "decode"}));
   const FeatureSpec ck = GemmFeatureSpec(Provider::kCkTile, HardwareConstants{});
   EXPECT_EQ(ck.encodings.at("ck_epilogue"), (std::vector<std::string>{"default", "cshuffle"}));
   const FeatureSpec lt = GemmFeatureSpec(Provider::kCublasLt, HardwareConstants{});

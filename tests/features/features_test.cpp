@@ -142,6 +142,17 @@ TEST(FeatureExtractor, RefusesSpecsItCannotFill) {
   EXPECT_TRUE(Contains(e.status().message(), "tile_pipeline"));
 }
 
+TEST(FeatureExtractor, AcceptsAModelWhoseCategoriesThisKselectExtended) {
+  // A model trained before the decode pipeline existed: its codes are a prefix of ours.
+  FeatureSpec spec = GemmFeatureSpec(Provider::kTile, H200());
+  ASSERT_EQ(spec.encodings["tile_pipeline"].back(), "decode");
+  spec.encodings["tile_pipeline"] = {"multistage", "warp_specialized", "small_m"};
+  const auto e = GemmFeatureExtractor::Create(spec);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  spec.encodings["tile_pipeline"] = {"multistage", "warp_specialized", "small_m", "decode", "x"};
+  EXPECT_FALSE(GemmFeatureExtractor::Create(spec).ok());  // longer than ours: not ours
+}
+
 TEST(FeatureExtractor, TheRegistryPicksTheSpecsExtractorAndRefusesUnknownNames) {
   const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200());
   EXPECT_EQ(FeatureExtractorNames(), std::vector<std::string_view>{"gemm"});

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "providers/tile/tile_engine.h"
 #include "kselect/verify.h"
+#include "providers/tile/tile_engine.h"
 #include "providers/tile/tile_provider.h"
 
 namespace kselect::tile {

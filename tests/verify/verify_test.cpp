@@ -211,19 +211,20 @@ TEST(VerifyHostReferenceTest, TransposedGemmComputesTheSameProduct) {
 TEST(VerifyShapesTest, CheckProblemsCoverDecodeOddSizesBatchAndAlphaBeta) {
   const std::vector<GemmProblem> problems =
       GemmCheckProblems(DataType::kF16, DataType::kF32, ParseGemmLayout("rrc").value());
-  ASSERT_EQ(problems.size(), 6u);
-  bool m1 = false, odd_k = false, batch = false, alpha_beta = false;
+  ASSERT_EQ(problems.size(), 8u);
+  bool n1 = false, m1 = false, odd_k = false, batch = false, alpha_beta = false;
   for (const GemmProblem& p : problems) {
     EXPECT_TRUE(p.Validate().ok());
     EXPECT_EQ(p.dtype_a, DataType::kF16);
     EXPECT_EQ(p.dtype_c, DataType::kF32);
     EXPECT_EQ(p.layout.ToString(), "rrc");
     m1 |= p.m == 1;
+    n1 |= p.n == 1;
     odd_k |= p.k % 2 == 1;
     batch |= p.batch > 1;
     alpha_beta |= p.alpha != 1.0 && p.beta != 0.0;
   }
-  EXPECT_TRUE(m1 && odd_k && batch && alpha_beta);
+  EXPECT_TRUE(n1 && m1 && odd_k && batch && alpha_beta);
 }
 
 TEST(OperandSpecTest, GemmOperandsInLaunchOrder) {

@@ -20,8 +20,8 @@ enum class TilePipeline {
 };
 enum class TileScheduler { kDataParallel, kPersistent };
 enum class TileEpilogue { kDirect, kSharedStaged };
-std::string_view TilePipelineName(TilePipeline p);    // "multistage", "warp_specialized", "small_m",
-                                                      // "decode"
+std::string_view TilePipelineName(TilePipeline p);  // "multistage", "warp_specialized", "small_m",
+                                                    // "decode"
 std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent"
 std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem"
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name);

@@ -9,6 +9,9 @@
 //               any M/N/K through masking, split-K through an fp32 workspace and a reduce kernel.
 //   small_m     memory-bound decode GEMMs (M <= tile_m <= 16): CUDA-core FMAs with 16-byte loads
 //               along B's contiguous dimension, split-K as above.
+//   decode      memory-bound GEMMs with <= tile_n tokens in n (nn.Linear through cuBLAS TN) or m:
+//               16-byte streaming loads of k-contiguous weights, mma.sync with a K permutation
+//               that makes each load a fragment, K split over warps and blocks, PDL launches.
 //   warp_specialized  sm_90a: a producer warpgroup issues TMA loads into a stages-deep ring of
 //               128-byte-swizzled tiles (mbarriers), 1-2 consumer warpgroups issue wgmma m64nNk16
 //               (transpose bits for MN-major A/B, so all four layouts); contiguous extents must be

@@ -161,6 +161,15 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
   config.hStream = static_cast<CUstream>(args.stream);
+  // The decode family waits for the preceding grid itself (griddepcontrol.wait, decode.cuh), so
+  // it may be launched before that grid ends: its launch and L2 prefetch overlap the other's tail.
+  CUlaunchAttribute programmatic{};
+  programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  programmatic.value.programmaticStreamSerializationAllowed = 1;
+  if (c.pipeline == TilePipeline::kDecode) {
+    config.attrs = &programmatic;
+    config.numAttrs = 1;
+  }
   KSELECT_RETURN_IF_ERROR(DriverStatus(
       *api, api->launch_kernel_ex(&config, static_cast<CUfunction>(gemm_), kernel_args, nullptr),
       "launching " + std::string(kGemmKernelName)));

@@ -104,8 +104,9 @@ const std::vector<ValidityRule>& Rules() {
        }},
       {"warps_k_one", "no intra-block K split (warps_k 1) outside the decode family",
        [](const TileKernelSpec& s) -> std::string {
-         return IsDecode(s) || s.config.warps_k == 1 ? std::string()
-                                      : "warps_k " + Str(s.config.warps_k) + " is not 1";
+         return IsDecode(s) || s.config.warps_k == 1
+                    ? std::string()
+                    : "warps_k " + Str(s.config.warps_k) + " is not 1";
        }},
       // Multistage (mma.sync) rules.
       {"mma_instr_m16n8k16", "multistage issues mma.sync m16n8k16 (instr 16x8x16)",

@@ -6,12 +6,18 @@
 //
 // The kernel exists to keep HBM busy. Each warp streams 16 weight rows (kRowTiles m16 tiles) over
 // its own contiguous share of K: every lane issues 16-byte loads that bypass L1 (the weights are
-// read once), kTileK / 32 chunks per step and kStages steps in flight (Little's law: about 30 KB per
-// SM at 4.8 TB/s). The tokens are L1-cached loads (every block reads them). The products are
+// read once), kTileK / 32 chunks per step and kStages steps in flight (Little's law: about 30 KB
+// per SM at 4.8 TB/s). The tokens are L1-cached loads (every block reads them). The products are
 // tensor-core mma.sync m16n8k16 with K permuted inside each 32-element chunk: a lane's one 16-byte
 // load of a weight row and one of a token row are exactly the A and B fragments of two k16 steps
 // (the permutation is the same on both sides, so the sum is unchanged). kWarpsK warps split K
 // inside a block and meet in shared memory; split_k splits it over blocks (workspace + reduce).
+//
+// Programmatic dependent launch (the engine launches this family with programmatic stream
+// serialization): a block waits for the preceding grid (griddepcontrol.wait) before its first
+// load, so it is correct whatever the previous kernel wrote, and after its main loop lets the
+// next grid launch (griddepcontrol.launch_dependents): back-to-back decode GEMMs overlap one's
+// reduction and epilogue with the next one's launch.
 // Compiled after the spec's constants and prelude.cuh (see there).
 constexpr int kThreads = 32 * kWarpsM * kWarpsK;
 constexpr int kRowTiles = kTileM / (16 * kWarpsM);  // m16 weight-row tiles per warp
@@ -77,7 +83,8 @@ __device__ __forceinline__ void LoadStep(Frag& f, const DecodeLane& l, int c0) {
 #pragma unroll
     for (int r = 0; r < kRowTiles; ++r) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) LoadStreaming(f.w[c][r][h], l.w_row[r][h] + k, in_k && l.w_ok[r][h]);
+      for (int h = 0; h < 2; ++h)
+        LoadStreaming(f.w[c][r][h], l.w_row[r][h] + k, in_k && l.w_ok[r][h]);
     }
 #pragma unroll
     for (int j = 0; j < kTokenTiles; ++j) LoadCached(f.x[c][j], l.x_row[j] + k, in_k && l.x_ok[j]);
@@ -150,6 +157,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) kselect_tile_gemm(const P
     l.x_row[j] = x + static_cast<i64>(l.x_ok[j] ? token : 0) * p.k;
   }
 
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+
   float acc[kRowTiles][kTokenTiles][4];
 #pragma unroll
   for (int r = 0; r < kRowTiles; ++r)
@@ -180,6 +189,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) kselect_tile_gemm(const P
       if (c >= l.chunk_end) break;
     }
   }
+
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 
   if (kWarpsK > 1) {
     // Warps 1.. of each K group hand their sums to warp 0 through shared memory.
