@@ -14,10 +14,11 @@
 // inside a block and meet in shared memory; split_k splits it over blocks (workspace + reduce).
 //
 // Programmatic dependent launch (the engine launches this family with programmatic stream
-// serialization): a block waits for the preceding grid (griddepcontrol.wait) before its first
-// load, so it is correct whatever the previous kernel wrote, and after its main loop lets the
-// next grid launch (griddepcontrol.launch_dependents): back-to-back decode GEMMs overlap one's
-// reduction and epilogue with the next one's launch.
+// serialization): a warp prefetches the first register stages of its rows into L2, then waits
+// for the preceding grid (griddepcontrol.wait) before its first load, so it is correct whatever
+// the previous kernel wrote, and after its main loop lets the next grid launch
+// (griddepcontrol.launch_dependents): back-to-back decode GEMMs overlap one's reduction and
+// epilogue with the next one's launch and first loads.
 // Compiled after the spec's constants and prelude.cuh (see there).
 constexpr int kThreads = 32 * kWarpsM * kWarpsK;
 constexpr int kRowTiles = kTileM / (16 * kWarpsM);  // m16 weight-row tiles per warp
@@ -157,6 +158,20 @@ extern "C" __global__ void __launch_bounds__(kThreads) kselect_tile_gemm(const P
     l.x_row[j] = x + static_cast<i64>(l.x_ok[j] ? token : 0) * p.k;
   }
 
+  // The first register stages' bytes of this warp's rows go to L2 while the preceding grid
+  // finishes (L2 is the coherence point: a prefetch cannot read stale data).
+  {
+    const int k_begin = min(chunk_begin * 32, p.k);
+    const int k_end = min(min(l.chunk_end * 32, p.k), k_begin + kStages * kTileK);
+    for (int i = lane; i < kRowTiles * 16 && k_end > k_begin; i += 32) {
+      const int row = row0 + i;
+      if (row >= rows) continue;
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                       weights + static_cast<i64>(row) * p.k + k_begin),
+                   "r"(static_cast<u32>(k_end - k_begin) * 2u)
+                   : "memory");
+    }
+  }
   asm volatile("griddepcontrol.wait;" ::: "memory");
 
   float acc[kRowTiles][kTokenTiles][4];
