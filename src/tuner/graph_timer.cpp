@@ -64,6 +64,14 @@ GraphTimer::~GraphTimer() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+StatusOr<std::unique_ptr<verify::DeviceOperands>> GraphTimer::RotatingOperands(
+    const Problem& problem, std::span<const OperandSpec> specs, int64_t workspace_bytes,
+    int64_t rotate_bytes, int64_t max_sets) const {
+  return verify::DeviceOperands::CreateRotating(
+      specs, workspace_bytes, verify::OperandSeed(problem),
+      rotate_bytes > 0 ? rotate_bytes : 2 * l2_bytes_, max_sets);
+}
+
 StatusOr<double> GraphTimer::EagerLaunchMs(PreparedKernel& kernel, const KernelOperands& operands) {
   KSELECT_RETURN_IF_ERROR(timer_->Start(stream_));
   const Status launched = kernel.Launch(operands, stream_);

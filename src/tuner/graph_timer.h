@@ -44,6 +44,13 @@ class GraphTimer {
   ~GraphTimer();
 
   cudaStream_t stream() const { return stream_; }
+
+  // The problem's operands (its fixed seed, verify::OperandSeed) in enough sets to hold
+  // `rotate_bytes`, 2 x this device's L2 when 0, at most `max_sets`: what every timing here
+  // cycles through.
+  StatusOr<std::unique_ptr<verify::DeviceOperands>> RotatingOperands(
+      const Problem& problem, std::span<const OperandSpec> specs, int64_t workspace_bytes,
+      int64_t rotate_bytes, int64_t max_sets = 512) const;
   int64_t l2_bytes() const { return l2_bytes_; }
 
   // Median ms of one launch of `kernel` over `repeats` graph launches of enough launches to fill

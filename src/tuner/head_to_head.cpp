@@ -68,12 +68,10 @@ class Runner final : public HeadToHeadRunner {
     if (!tile_configs.ok()) out.note += "tile: " + tile_configs.status().message() + "; ";
 
     KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, cublaslt_->Operands(problem));
-    const int64_t rotate =
-        options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * timer_->l2_bytes();
     KSELECT_ASSIGN_OR_RETURN(
         const std::unique_ptr<verify::DeviceOperands> operands,
-        verify::DeviceOperands::CreateRotating(specs, options_.provider_options.max_workspace_bytes,
-                                               verify::OperandSeed(problem), rotate));
+        timer_->RotatingOperands(problem, specs, options_.provider_options.max_workspace_bytes,
+                                 options_.rotate_bytes));
 
     KSELECT_ASSIGN_OR_RETURN(std::vector<Screened> cublaslt_screen,
                              Screen(*cublaslt_, problem, cublaslt_configs, *operands, out.note));
@@ -126,19 +124,18 @@ class Runner final : public HeadToHeadRunner {
     KSELECT_ASSIGN_OR_RETURN(
         const std::vector<std::vector<double>> rounds,
         timer_->TimeInterleaved(pointers, *operands, options_.batch_ms, options_.rounds, &gpu_ms));
+    std::vector<double> median_ms;
+    for (const std::vector<double>& r : rounds) median_ms.push_back(Median(r));
     auto figure = [&](size_t slot) {
       InterleavedFigure f;
       f.config = finalists[slot].second;
-      f.median_ms = Median(rounds[slot]);
-      f.speedup = RatioMedian(rounds[0], rounds[slot]);
+      f.median_ms = median_ms[slot];
+      f.speedup = MedianRatio(rounds[0], rounds[slot]);
       return f;
     };
     auto fastest = [&](const std::vector<size_t>& slots) {
-      size_t best = slots.front();
-      for (const size_t s : slots) {
-        if (Median(rounds[s]) < Median(rounds[best])) best = s;
-      }
-      return best;
+      return *std::min_element(slots.begin(), slots.end(),
+                               [&](size_t a, size_t b) { return median_ms[a] < median_ms[b]; });
     };
     out.cublaslt_pick = figure(0);
     const size_t cublaslt_best = fastest(cublaslt_slots);
@@ -146,19 +143,12 @@ class Runner final : public HeadToHeadRunner {
     if (!tile_slots.empty()) {
       const size_t tile_best = fastest(tile_slots);
       out.tile_best = figure(tile_best);
-      out.tile_over_cublaslt_best = RatioMedian(rounds[cublaslt_best], rounds[tile_best]);
+      out.tile_over_cublaslt_best = MedianRatio(rounds[cublaslt_best], rounds[tile_best]);
     }
     return out;
   }
 
  private:
-  // Median over rounds of num[r] / den[r].
-  static double RatioMedian(const std::vector<double>& num, const std::vector<double>& den) {
-    std::vector<double> ratios;
-    for (size_t r = 0; r < num.size() && r < den.size(); ++r) ratios.push_back(num[r] / den[r]);
-    return Median(std::move(ratios));
-  }
-
   // Every config timed once by the graph timer, fastest first; configs that cannot be prepared or
   // timed are left out (the first reason goes into `note`). A fault that poisons the context
   // ends the run.

@@ -26,7 +26,6 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
                            CreateProvider(options.provider, po));
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<tuner::GraphTimer> timer,
                            tuner::GraphTimer::Create(options.device));
-  const int64_t rotate = options.rotate_bytes > 0 ? options.rotate_bytes : 2 * timer->l2_bytes();
 
   // Per distinct GEMM: operands, the default pick and the library's solution.
   struct Distinct {
@@ -47,10 +46,9 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
       ++result.from_library;
     }
     KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider->Operands(problem));
-    KSELECT_ASSIGN_OR_RETURN(distinct[g].operands, verify::DeviceOperands::CreateRotating(
-                                                       specs, po.max_workspace_bytes,
-                                                       verify::OperandSeed(problem), rotate,
-                                                       /*max_sets=*/32));
+    KSELECT_ASSIGN_OR_RETURN(distinct[g].operands,
+                             timer->RotatingOperands(problem, specs, po.max_workspace_bytes,
+                                                     options.rotate_bytes, /*max_sets=*/32));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].reference, provider->Prepare(problem, picks.front()));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].tuned, provider->Prepare(problem, tuned));
     // Module loads happen outside the capture.

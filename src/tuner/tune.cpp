@@ -114,12 +114,10 @@ class TuneWorker {
 
     // Operands rotated past L2, shared by the search and the interleaved comparison.
     KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider_->Operands(problem));
-    const int64_t rotate =
-        options_.rotate_bytes > 0 ? options_.rotate_bytes : 2 * timer_->l2_bytes();
     KSELECT_ASSIGN_OR_RETURN(
         const std::unique_ptr<verify::DeviceOperands> operands,
-        verify::DeviceOperands::CreateRotating(specs, options_.provider_options.max_workspace_bytes,
-                                               verify::OperandSeed(problem), rotate));
+        timer_->RotatingOperands(problem, specs, options_.provider_options.max_workspace_bytes,
+                                 options_.rotate_bytes));
 
     // The search.
     std::map<size_t, double> gpu_ms_of;
@@ -225,10 +223,7 @@ class TuneWorker {
       InterleavedFigure f;
       f.config = space.configs[compared[slot]];
       f.median_ms = Median(rounds[slot]);
-      std::vector<double> ratios;
-      for (size_t r = 0; r < rounds[slot].size(); ++r)
-        ratios.push_back(rounds[0][r] / rounds[slot][r]);
-      f.speedup = Median(std::move(ratios));
+      f.speedup = MedianRatio(rounds[0], rounds[slot]);
       figures.push_back(std::move(f));
     }
     out.reference = figures[0];
