@@ -148,9 +148,11 @@ class Selector {
   struct Impl;
 
  private:
-  friend StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
-                                     const void* b, void* c, void* workspace,
-                                     int64_t workspace_bytes, void* stream);
+  friend StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem,
+                                           std::span<const RankedConfig> ranked,
+                                           DecisionPath path, const void* a, const void* b,
+                                           void* c, void* workspace, int64_t workspace_bytes,
+                                           void* stream);
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
@@ -175,5 +177,12 @@ struct DispatchInfo {
 StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
                             const void* b, void* c, void* workspace, int64_t workspace_bytes,
                             void* stream);
+
+// The same for a ranking the caller decided (a cross-provider decision, a tuner's list): the
+// configs, all of the selector's provider, tried in order until one prepares and launches.
+StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem,
+                                  std::span<const RankedConfig> ranked, DecisionPath path,
+                                  const void* a, const void* b, void* c, void* workspace,
+                                  int64_t workspace_bytes, void* stream);
 
 }  // namespace kselect

@@ -37,6 +37,8 @@ StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path);
 // cuBLASLt runs fp8 on fewer shapes), "edge" (degenerate and alignment-hostile shapes) and
 // "holdout" (~170 linear layers of LLMs the wide set does not name, at token counts 1-4096, none
 // of them a wide shape: a test set for models trained on wide-set data).
+// "<set>_framework" (wide, core, fp8, holdout): the same rows in framework orientation, as
+// PyTorch's nn.Linear reaches cuBLAS (TN): m = out features, n = tokens (m and n swapped).
 // Deterministic: the same kselect writes the same rows.
 StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set);
 // The CSV text of `rows`, with `origin` as the first comment line.

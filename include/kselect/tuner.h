@@ -176,6 +176,18 @@ struct HeadToHeadOptions {
   double screen_batch_ms = 0.2;  // GPU time per graph launch while screening
   double batch_ms = 0.5;         // and in the interleaved rounds
   int64_t rotate_bytes = 0;      // operand bytes rotated through (0 = 2 x L2)
+  // A cross-provider model directory (cross_provider.h): its decision joins the finalists and is
+  // reported as HeadToHead::cross_pick. "" = none.
+  std::string cross_model;
+  // Keep every screened config's time in HeadToHead::screened (an offline evaluation set for
+  // cross-provider selection: both providers timed in one process, minutes of drift excluded).
+  bool keep_screened = false;
+};
+
+// One config's screening time (graph timer, one measurement of 3 launches' median).
+struct ScreenedTime {
+  KernelConfig config;
+  double ms = 0;
 };
 
 struct HeadToHead {
@@ -189,7 +201,40 @@ struct HeadToHead {
   double tile_over_cublaslt_best = 0;
   double peak_gb_s = 0;  // the device's HBM peak, for bandwidth fractions
   std::string note;      // finalists that failed verification, configs that failed to time
+  // With HeadToHeadOptions::keep_screened: every config screened, both providers, fastest first.
+  std::vector<ScreenedTime> screened;
+  // With HeadToHeadOptions::cross_model: the cross-provider decision, timed interleaved.
+  std::optional<InterleavedFigure> cross_pick;
+  double cross_predicted_gain = 0;
 };
+
+// Offline evaluation of a cross-provider decision on head-to-head files written with --screened:
+// per problem, the decision over cuBLASLt's pick and the screened tile configs, scored with the
+// screened times of the same process.
+struct CrossEvaluationRow {
+  GemmProblem problem;
+  bool challenger_chosen = false;
+  double predicted_gain = 0;
+  double pick_ms = 0;            // cuBLASLt's pick, screened
+  double decision_ms = 0;        // the decision, screened
+  double challenger_top_ms = 0;  // the challenger model's top config, screened (0: none)
+  double best_ms = 0;            // fastest screened config of either provider
+  double reference_predicted_tflops = 0, reference_measured_tflops = 0;
+  double challenger_predicted_tflops = 0, challenger_measured_tflops = 0;
+};
+struct CrossEvaluation {
+  std::vector<CrossEvaluationRow> rows;
+  double geomean_decision_over_pick = 0;        // the figure the issue asks for
+  double geomean_challenger_top_over_pick = 0;  // always the tile model's top config
+  double geomean_best_over_pick = 0;            // the ceiling (best of both, screened)
+  double share_challenger_chosen = 0;
+  double worst_decision_over_pick = 0;
+};
+class CrossProviderSelector;
+StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& selector,
+                                                std::span<const std::string> head_to_head_files);
+std::string CrossEvaluationJson(const CrossEvaluation& evaluation, const std::string& model_dir,
+                                std::span<const std::string> sources);
 
 class HeadToHeadRunner {
  public:

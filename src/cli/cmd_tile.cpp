@@ -21,6 +21,7 @@
 #include "core/text.h"
 #include "kselect/catalogue.h"
 #include "kselect/config_schema.h"
+#include "kselect/cross_provider.h"
 #include "kselect/shapes.h"
 #include "kselect/tile_checks.h"
 #include "kselect/tuner.h"
@@ -52,6 +53,10 @@ struct TileOptions {
   bool cublaslt_space = false;
   int finalists = 3;
   int rounds = 15;
+  bool keep_screened = false;
+  std::string cross_model;
+  // tile cross
+  std::vector<std::string> screened_files;
   std::string json_path;
   std::string device_kind;
   std::string run_id;
@@ -274,9 +279,13 @@ int RunBench(const TileOptions& o) {
   options.cublaslt_space = o.cublaslt_space;
   options.finalists = o.finalists;
   options.rounds = o.rounds;
+  options.keep_screened = o.keep_screened;
+  options.cross_model = o.cross_model;
   StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
   if (!runner.ok()) return ReportError(kWhat, runner.status());
   std::vector<HeadToHead> results;
+  const std::string run_id =
+      o.run_id.empty() ? "tile-bench-" + text::UtcNowIso8601(/*compact=*/true) : o.run_id;
   std::printf("%-28s %9s %9s %9s  %6s %6s %6s  %7s  %s\n", "problem (us)", "lt pick", "lt best",
               "tile", "hbm:pk", "best", "tile", "tile/lt", "tile config");
   for (const ShapeRow& row : rows) {
@@ -308,16 +317,58 @@ int RunBench(const TileOptions& o) {
                      : name_none);
     std::fflush(stdout);
     results.push_back(std::move(*h));
-  }
-  if (!o.json_path.empty()) {
-    const std::string run_id =
-        o.run_id.empty() ? "tile-bench-" + text::UtcNowIso8601(/*compact=*/true) : o.run_id;
-    const std::string text = HeadToHeadJson(results, (*runner)->hardware(), o.device_kind, run_id);
-    if (Status s = text::WriteFileAtomically(o.json_path, text); !s.ok()) {
-      return ReportError(kWhat, s);
+    // Rewritten after every shape: a run stopped by a time limit keeps what it measured.
+    if (!o.json_path.empty()) {
+      const std::string text =
+          HeadToHeadJson(results, (*runner)->hardware(), o.device_kind, run_id);
+      if (Status s = text::WriteFileAtomically(o.json_path, text); !s.ok()) {
+        return ReportError(kWhat, s);
+      }
     }
   }
   return results.size() == rows.size() ? kExitOk : kExitFailure;
+}
+
+// Offline: a cross-provider model's decisions scored on head-to-head files with screened times.
+int RunCross(const TileOptions& o) {
+  constexpr const char* kWhat = "tile cross";
+  if (!o.json_path.empty()) {
+    if (Status s = text::CheckOutputFile(o.json_path, "--json", o.screened_files); !s.ok()) {
+      return ReportError(kWhat, s);
+    }
+  }
+  SelectorOptions so;
+  so.check_can_implement = false;
+  so.query_heuristic = false;
+  StatusOr<std::unique_ptr<CrossProviderSelector>> selector =
+      CrossProviderSelector::Open(o.cross_model, so);
+  if (!selector.ok()) return ReportError(kWhat, selector.status());
+  StatusOr<CrossEvaluation> e = EvaluateCrossProvider(**selector, o.screened_files);
+  if (!e.ok()) return ReportError(kWhat, e.status());
+  std::printf("%-24s %7s %8s %8s %8s %8s  %s\n", "problem", "gain", "pick us", "choice",
+              "tile top", "best", "decision");
+  for (const CrossEvaluationRow& r : e->rows) {
+    std::printf("%-24s %7.3f %8.2f %8.2f %8.2f %8.2f  %s %.3f\n",
+                (std::to_string(r.problem.m) + "x" + std::to_string(r.problem.n) + "x" +
+                 std::to_string(r.problem.k))
+                    .c_str(),
+                r.predicted_gain, r.pick_ms * 1e3, r.decision_ms * 1e3, r.challenger_top_ms * 1e3,
+                r.best_ms * 1e3, r.challenger_chosen ? "tile    " : "cublaslt", r.pick_ms / r.decision_ms);
+  }
+  std::printf(
+      "problems %zu: decision over cuBLASLt's pick geomean %.4f (worst %.3f), tile chosen on "
+      "%.1f %%; tile model's top always %.4f; best of both (ceiling) %.4f\n",
+      e->rows.size(), e->geomean_decision_over_pick, e->worst_decision_over_pick,
+      100 * e->share_challenger_chosen, e->geomean_challenger_top_over_pick,
+      e->geomean_best_over_pick);
+  if (!o.json_path.empty()) {
+    if (Status s = text::WriteFileAtomically(
+            o.json_path, CrossEvaluationJson(*e, o.cross_model, o.screened_files));
+        !s.ok()) {
+      return ReportError(kWhat, s);
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -375,10 +426,23 @@ Command TileCommand() {
                              "per provider, the fastest screened configs timed interleaved")
                 ->capture_default_str();
             bench->add_option("--rounds", o->rounds, "interleaved rounds")->capture_default_str();
+            bench->add_flag("--screened", o->keep_screened,
+                            "record every screened config's time in the JSON (both providers)");
+            bench->add_option("--cross-model", o->cross_model,
+                              "a cross-provider model directory: its decision is timed "
+                              "interleaved with the pick");
             bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
+            CLI::App* cross = app.add_subcommand(
+                "cross", "score a cross-provider model on head-to-head files (--screened)");
+            cross->add_option("--model", o->cross_model, "cross-provider model directory")
+                ->required();
+            cross->add_option("--screened", o->screened_files, "kselect tile bench --screened JSON")
+                ->required()
+                ->check(CLI::ExistingFile);
+            cross->add_option("--json", o->json_path, "write kselect.cross_evaluation JSON here");
             bench->add_option("--device-kind", o->device_kind, "lender's kind, recorded");
             bench->add_option("--run-id", o->run_id, "recorded run id");
-            for (CLI::App* sub : {list, source, build, verify, time, bench}) {
+            for (CLI::App* sub : {list, source, build, verify, time, bench, cross}) {
               sub->callback([selected, sub] { *selected = sub->get_name(); });
             }
             return [o, selected]() -> int {
@@ -386,6 +450,7 @@ Command TileCommand() {
               if (*selected == "source") return RunSource(*o);
               if (*selected == "build") return RunBuild(*o);
               if (*selected == "bench") return RunBench(*o);
+              if (*selected == "cross") return RunCross(*o);
               StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
               if (!set.ok()) return ReportError("tile", set.status());
               if (*selected == "verify") return RunVerify(*o, *set);

@@ -9,6 +9,15 @@ namespace kselect {
 StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
                             const void* b, void* c, void* workspace, int64_t workspace_bytes,
                             void* stream) {
+  KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector.Select(problem));
+  return GemmRanked(selector, problem, selection->ranked, selection->path, a, b, c, workspace,
+                    workspace_bytes, stream);
+}
+
+StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem,
+                                  std::span<const RankedConfig> ranked, DecisionPath path,
+                                  const void* a, const void* b, void* c, void* workspace,
+                                  int64_t workspace_bytes, void* stream) {
   if (a == nullptr || b == nullptr || c == nullptr) {
     return InvalidArgumentError("Gemm: A, B and C must be device pointers, not null");
   }
@@ -16,15 +25,19 @@ StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, cons
     return InvalidArgumentError("Gemm: workspace_bytes must be >= 0, with a buffer when > 0");
   }
   KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
-  KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector.Select(problem));
   KernelOperands operands;
   operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
   operands.workspace = workspace;
   operands.workspace_bytes = workspace_bytes;
   const std::string problem_key = problem.ToString();
   std::string failures;
-  for (size_t r = 0; r < selection->ranked.size(); ++r) {
-    const KernelConfig& config = selection->ranked[r].config;
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    const KernelConfig& config = ranked[r].config;
+    if (ProviderOf(config) != provider->id()) {
+      failures += (failures.empty() ? "" : "; ") + DescribeConfig(config) + ": not a " +
+                  std::string(ProviderName(provider->id())) + " config";
+      continue;
+    }
     auto fail = [&](const std::string& why) {
       failures += (failures.empty() ? "" : "; ") + DescribeConfig(config) + ": " + why;
     };
@@ -56,12 +69,12 @@ StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, cons
     }
     DispatchInfo info;
     info.config = config;
-    info.path = selection->path;
+    info.path = path;
     info.rank = static_cast<int>(r + 1);
     if (!failures.empty()) info.note = "fell back past " + failures;
     return info;
   }
-  return CannotImplementError("Gemm: none of the " + std::to_string(selection->ranked.size()) +
+  return CannotImplementError("Gemm: none of the " + std::to_string(ranked.size()) +
                               " selected configs for " + problem_key + " ran: " + failures);
 }
 

@@ -341,14 +341,32 @@ std::vector<ShapeRow> Fp8Set() {
   return WideSample({0, 2, 4});
 }
 
+// A tokens-in-m set as nn.Linear reaches cuBLAS (TN, m = out features, n = tokens): m and n
+// swapped, regimes recomputed, families kept (they name the layer).
+std::vector<ShapeRow> FrameworkOrientation(std::vector<ShapeRow> rows) {
+  for (ShapeRow& r : rows) {
+    std::swap(r.m, r.n);
+    r.regime = ShapeRegime(r.m, r.n, r.k);
+  }
+  return rows;
+}
+
 StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
+  constexpr std::string_view kFramework = "_framework";
+  if (set.size() > kFramework.size() && set.ends_with(kFramework)) {
+    const std::string_view base = set.substr(0, set.size() - kFramework.size());
+    if (base == "edge") return InvalidArgumentError("the edge set has no framework orientation");
+    KSELECT_ASSIGN_OR_RETURN(std::vector<ShapeRow> rows, GenerateShapeSet(base));
+    return FrameworkOrientation(std::move(rows));
+  }
   if (set == "wide") return WideSet();
   if (set == "core") return CoreSet();
   if (set == "fp8") return Fp8Set();
   if (set == "edge") return EdgeSet();
   if (set == "holdout") return HoldoutSet();
   return InvalidArgumentError("unknown shape set '" + std::string(set) +
-                              "' (known: wide, core, fp8, edge, holdout)");
+                              "' (known: wide, core, fp8, edge, holdout; wide, core, fp8 and holdout with the suffix "
+                              "_framework: m and n swapped, tokens in n)");
 }
 
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin) {

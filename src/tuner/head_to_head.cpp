@@ -11,6 +11,9 @@
 #include "core/json_codec.h"
 #include "core/statistics.h"
 #include "kselect/config_schema.h"
+#include "kselect/cross_provider.h"
+#include "kselect/model.h"
+#include "core/text.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "kselect/version.h"
@@ -21,10 +24,7 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Screened {
-  KernelConfig config;
-  double ms = 0;
-};
+using Screened = ScreenedTime;
 
 class Runner final : public HeadToHeadRunner {
  public:
@@ -39,6 +39,11 @@ class Runner final : public HeadToHeadRunner {
     vo.device = options_.provider_options.device;
     KSELECT_ASSIGN_OR_RETURN(verifier_, verify::Verifier::Create(vo));
     KSELECT_ASSIGN_OR_RETURN(hardware_, QueryHardwareProfile(options_.provider_options.device));
+    if (!options_.cross_model.empty()) {
+      SelectorOptions so;
+      so.provider = options_.provider_options;
+      KSELECT_ASSIGN_OR_RETURN(cross_, CrossProviderSelector::Open(options_.cross_model, so));
+    }
     return Status::Ok();
   }
 
@@ -82,6 +87,12 @@ class Runner final : public HeadToHeadRunner {
                                Screen(*tile_, problem, *tile_configs, *operands, out.note));
     }
     out.tile_screened = static_cast<int64_t>(tile_screen.size());
+    if (options_.keep_screened) {
+      out.screened = cublaslt_screen;
+      out.screened.insert(out.screened.end(), tile_screen.begin(), tile_screen.end());
+      std::stable_sort(out.screened.begin(), out.screened.end(),
+                       [](const Screened& a, const Screened& b) { return a.ms < b.ms; });
+    }
 
     // Finalists: the pick first (the reference), cuBLASLt's fastest, the tile engine's fastest
     // that pass verification.
@@ -112,6 +123,32 @@ class Runner final : public HeadToHeadRunner {
       }
     }
 
+    std::optional<size_t> cross_slot;
+    if (cross_) {
+      KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, cross_->Select(problem));
+      out.cross_predicted_gain = d.predicted_gain;
+      const std::string key = ConfigKey(d.config);
+      for (size_t i = 0; i < finalists.size() && !cross_slot; ++i) {
+        if (ConfigKey(finalists[i].second) == key) cross_slot = i;
+      }
+      if (!cross_slot) {
+        KernelProvider* provider = d.challenger_chosen ? tile_.get() : cublaslt_.get();
+        if (d.challenger_chosen) {
+          // Whatever runs for a user is checked first, like the tile finalists.
+          KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
+                                   verifier_->MakeCase(problem, specs));
+          KSELECT_ASSIGN_OR_RETURN(const verify::CheckResult checked,
+                                   verify::CheckConfig(*tile_, d.config, *check));
+          if (!checked.passed) {
+            return InternalError("the cross-provider decision " + key +
+                                 " failed verification: " + checked.ToString());
+          }
+        }
+        cross_slot = finalists.size();
+        finalists.push_back({provider, d.config});
+      }
+    }
+
     std::vector<std::unique_ptr<PreparedKernel>> kernels;
     std::vector<PreparedKernel*> pointers;
     for (const auto& [provider, config] : finalists) {
@@ -138,6 +175,7 @@ class Runner final : public HeadToHeadRunner {
                                [&](size_t a, size_t b) { return median_ms[a] < median_ms[b]; });
     };
     out.cublaslt_pick = figure(0);
+    if (cross_slot) out.cross_pick = figure(*cross_slot);
     const size_t cublaslt_best = fastest(cublaslt_slots);
     out.cublaslt_best = figure(cublaslt_best);
     if (!tile_slots.empty()) {
@@ -183,6 +221,7 @@ class Runner final : public HeadToHeadRunner {
   std::unique_ptr<KernelProvider> cublaslt_, tile_;
   std::unique_ptr<tuner::GraphTimer> timer_;
   std::unique_ptr<verify::Verifier> verifier_;
+  std::unique_ptr<CrossProviderSelector> cross_;
   HardwareProfile hardware_;
 };
 
@@ -213,7 +252,8 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
                            const std::string& device_kind, const std::string& run_id) {
   json rows = json::array();
   double log_tile = 0, log_pick = 0;
-  int compared = 0, at_or_above = 0;
+  int compared = 0, at_or_above = 0, crossed = 0;
+  double log_cross = 0;
   for (const HeadToHead& h : results) {
     json row = {
         {"problem", json_codec::GemmProblemToJson(h.problem)},
@@ -226,12 +266,27 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
          h.tile_best ? FigureJson(*h.tile_best, h.problem, h.peak_gb_s) : json(nullptr)},
         {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best) : json(nullptr)},
         {"note", h.note}};
+    if (h.cross_pick) {
+      row["cross_pick"] = FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
+      row["cross_predicted_gain"] = h.cross_predicted_gain;
+    }
+    if (!h.screened.empty()) {
+      json screened = json::array();
+      for (const ScreenedTime& t : h.screened) {
+        screened.push_back({{"config", json_codec::KernelConfigToJson(t.config)}, {"ms", t.ms}});
+      }
+      row["screened"] = std::move(screened);
+    }
     rows.push_back(std::move(row));
     if (h.tile_best) {
       ++compared;
       log_tile += std::log(h.tile_over_cublaslt_best);
       log_pick += std::log(h.tile_best->speedup);
       at_or_above += h.tile_over_cublaslt_best >= 1.0;
+    }
+    if (h.cross_pick) {
+      ++crossed;
+      log_cross += std::log(h.cross_pick->speedup);
     }
   }
   json summary = {
@@ -241,6 +296,10 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
        compared > 0 ? static_cast<double>(at_or_above) / compared : 0.0},
       {"geomean_tile_over_cublaslt_best", compared > 0 ? std::exp(log_tile / compared) : 0.0},
       {"geomean_tile_over_cublaslt_pick", compared > 0 ? std::exp(log_pick / compared) : 0.0}};
+  if (crossed > 0) {
+    summary["problems_with_a_cross_pick"] = crossed;
+    summary["geomean_cross_pick_over_cublaslt_pick"] = std::exp(log_cross / crossed);
+  }
   json root = {{"format", "kselect.head_to_head"},
                {"format_version", 1},
                {"tool_version", ToolVersion()},
@@ -260,6 +319,128 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
                {"results", std::move(rows)},
                {"summary", std::move(summary)}};
   return root.dump(2) + "\n";
+}
+
+namespace {
+
+// The screened time of `config` in one result's screened list (0 when absent).
+double ScreenedMs(const std::map<std::string, double>& screened, const KernelConfig& config) {
+  auto it = screened.find(ConfigKey(config));
+  return it == screened.end() ? 0.0 : it->second;
+}
+
+}  // namespace
+
+StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& selector,
+                                                std::span<const std::string> head_to_head_files) {
+  CrossEvaluation e;
+  double log_decision = 0, log_top = 0, log_best = 0;
+  int tops = 0, chosen = 0;
+  e.worst_decision_over_pick = 0;
+  for (const std::string& file : head_to_head_files) {
+    KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(file));
+    const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (root.is_discarded() || !root.is_object() || root.value("format", "") != "kselect.head_to_head") {
+      return ParseError(file + ": not a kselect.head_to_head file");
+    }
+    const json& results = root.value("results", json::array());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string where = file + ": results[" + std::to_string(i) + "]";
+      const json& r = results[i];
+      if (!r.contains("screened")) {
+        return ParseError(where + ": no screened times (run kselect tile bench with --screened)");
+      }
+      KSELECT_ASSIGN_OR_RETURN(const Problem problem,
+                               json_codec::ProblemFromJson(r.at("problem"), where + ".problem"));
+      const GemmProblem* gemm = std::get_if<GemmProblem>(&problem);
+      if (gemm == nullptr) return ParseError(where + ": not a GEMM problem");
+      KSELECT_ASSIGN_OR_RETURN(
+          const KernelConfig pick,
+          json_codec::KernelConfigFromJson(r.at("cublaslt_pick").at("config"), where + ".pick"));
+      std::map<std::string, double> screened;
+      std::vector<KernelConfig> challengers;
+      double best_ms = 0;
+      for (const json& t : r.at("screened")) {
+        KSELECT_ASSIGN_OR_RETURN(const KernelConfig c,
+                                 json_codec::KernelConfigFromJson(t.at("config"), where));
+        const double ms = t.at("ms").get<double>();
+        if (!(ms > 0)) return ParseError(where + ": a screened time is not positive");
+        screened[ConfigKey(c)] = ms;
+        if (best_ms == 0 || ms < best_ms) best_ms = ms;
+        if (ProviderOf(c) == selector.manifest().challenger_provider) challengers.push_back(c);
+      }
+      CrossEvaluationRow row;
+      row.problem = *gemm;
+      row.pick_ms = ScreenedMs(screened, pick);
+      if (row.pick_ms == 0) return ParseError(where + ": cuBLASLt's pick was not screened");
+      KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Decide(*gemm, pick, challengers));
+      row.challenger_chosen = d.challenger_chosen;
+      row.predicted_gain = d.predicted_gain;
+      row.decision_ms = ScreenedMs(screened, d.config);
+      row.best_ms = best_ms;
+      const double flops = gemm->Flops();
+      row.reference_predicted_tflops = d.reference_predicted_tflops;
+      row.reference_measured_tflops = flops / (row.pick_ms * 1e-3) / 1e12;
+      if (d.challenger_top) {
+        row.challenger_top_ms = ScreenedMs(screened, *d.challenger_top);
+        row.challenger_predicted_tflops = d.challenger_predicted_tflops;
+        row.challenger_measured_tflops = flops / (row.challenger_top_ms * 1e-3) / 1e12;
+        log_top += std::log(row.pick_ms / row.challenger_top_ms);
+        ++tops;
+      } else {
+        log_top += 0;  // no tile kernel: the pick runs
+        ++tops;
+      }
+      const double ratio = row.pick_ms / row.decision_ms;
+      log_decision += std::log(ratio);
+      log_best += std::log(row.pick_ms / row.best_ms);
+      chosen += row.challenger_chosen;
+      if (e.rows.empty() || ratio < e.worst_decision_over_pick) e.worst_decision_over_pick = ratio;
+      e.rows.push_back(row);
+    }
+  }
+  if (e.rows.empty()) return InvalidArgumentError("no problems in the head-to-head files");
+  const double n = static_cast<double>(e.rows.size());
+  e.geomean_decision_over_pick = std::exp(log_decision / n);
+  e.geomean_challenger_top_over_pick = std::exp(log_top / tops);
+  e.geomean_best_over_pick = std::exp(log_best / n);
+  e.share_challenger_chosen = chosen / n;
+  return e;
+}
+
+std::string CrossEvaluationJson(const CrossEvaluation& e, const std::string& model_dir,
+                                std::span<const std::string> sources) {
+  json rows = json::array();
+  for (const CrossEvaluationRow& r : e.rows) {
+    rows.push_back({{"problem", json_codec::GemmProblemToJson(r.problem)},
+                    {"challenger_chosen", r.challenger_chosen},
+                    {"predicted_gain", r.predicted_gain},
+                    {"pick_ms", r.pick_ms},
+                    {"decision_ms", r.decision_ms},
+                    {"challenger_top_ms", r.challenger_top_ms},
+                    {"best_ms", r.best_ms},
+                    {"reference_predicted_tflops", r.reference_predicted_tflops},
+                    {"reference_measured_tflops", r.reference_measured_tflops},
+                    {"challenger_predicted_tflops", r.challenger_predicted_tflops},
+                    {"challenger_measured_tflops", r.challenger_measured_tflops}});
+  }
+  json root = {{"format", "kselect.cross_evaluation"},
+               {"format_version", 1},
+               {"tool_version", ToolVersion()},
+               {"model", model_dir},
+               {"sources", std::vector<std::string>(sources.begin(), sources.end())},
+               {"method",
+                "screened times of one head-to-head process per problem (graph timer, operands "
+                "rotated past 2 x L2): cuBLASLt's pick, its top 16 and every tile config"},
+               {"summary",
+                {{"problems", e.rows.size()},
+                 {"geomean_decision_over_cublaslt_pick", e.geomean_decision_over_pick},
+                 {"geomean_tile_top1_over_cublaslt_pick", e.geomean_challenger_top_over_pick},
+                 {"geomean_best_of_both_over_cublaslt_pick", e.geomean_best_over_pick},
+                 {"share_tile_chosen", e.share_challenger_chosen},
+                 {"worst_decision_over_cublaslt_pick", e.worst_decision_over_pick}}},
+               {"results", std::move(rows)}};
+  return root.dump(1) + "\n";
 }
 
 }  // namespace kselect

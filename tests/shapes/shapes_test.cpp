@@ -112,7 +112,8 @@ TEST(ShapesTest, HoldoutSharesNoShapeWithWide) {
 
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
-  for (const char* set : {"wide", "core", "fp8", "edge", "holdout"}) {
+  for (const char* set : {"wide", "core", "fp8", "edge", "holdout", "core_framework",
+                          "holdout_framework"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())
@@ -124,6 +125,32 @@ TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
 TEST(ShapesTest, CsvRoundTrips) {
   const auto rows = GenerateShapeSet("edge").value();
   EXPECT_EQ(ParseShapeCsv(ShapeCsv(rows, "test"), "rt.csv").value(), rows);
+}
+
+}  // namespace
+}  // namespace kselect
+
+namespace kselect {
+namespace {
+
+TEST(ShapesTest, FrameworkSetsPutTokensInN) {
+  const auto core = GenerateShapeSet("core").value();
+  const auto framework = GenerateShapeSet("core_framework").value();
+  ASSERT_EQ(framework.size(), core.size());
+  size_t decode = 0;
+  for (size_t i = 0; i < core.size(); ++i) {
+    EXPECT_EQ(framework[i].m, core[i].n);
+    EXPECT_EQ(framework[i].n, core[i].m);
+    EXPECT_EQ(framework[i].k, core[i].k);
+    EXPECT_EQ(framework[i].family, core[i].family);
+    EXPECT_EQ(framework[i].regime, ShapeRegime(framework[i].m, framework[i].n, framework[i].k));
+    decode += framework[i].n <= 16 && framework[i].m >= 1024;
+  }
+  EXPECT_GE(decode, 30u);  // the decode GEMMs nn.Linear issues: n = 1-16 tokens
+  EXPECT_TRUE(GenerateShapeSet("holdout_framework").ok());
+  EXPECT_FALSE(GenerateShapeSet("edge_framework").ok());
+  EXPECT_FALSE(GenerateShapeSet("_framework").ok());
+  EXPECT_FALSE(GenerateShapeSet("nope_framework").ok());
 }
 
 }  // namespace

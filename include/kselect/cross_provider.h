@@ -1,0 +1,92 @@
+// Cross-provider selection: one decision over two providers' kernels, cuBLASLt's and the tile
+// engine's. cuBLASLt is the reference: its own heuristic pick is what a program gets without
+// kselect, so it is the default; the tile engine is the challenger, and its model's best config
+// replaces the pick only where the two providers' TFLOPS models predict it faster by at least
+// `min_predicted_gain`. Both predictions come from regression models trained on data of the same
+// device, so they are in one unit.
+//
+// A cross-provider model directory holds cross_provider.json (format "kselect.cross_provider"):
+//   {"format": "kselect.cross_provider", "format_version": 1,
+//    "reference": {"provider": "cublaslt", "model": "../h200_cublaslt_default"},
+//    "challenger": {"provider": "tile", "model": "../h200_tile_bf16_tn"},
+//    "min_predicted_gain": 1.0, "comment": "..."}
+// Member model paths are relative to the directory. Runtime only: no Arrow, no LightGBM.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kselect/kernel_config.h"
+#include "kselect/problem.h"
+#include "kselect/selector.h"
+#include "kselect/status.h"
+
+namespace kselect {
+
+struct CrossProviderManifest {
+  Provider reference_provider = Provider::kCublasLt;
+  std::string reference_model;  // resolved path
+  Provider challenger_provider = Provider::kTile;
+  std::string challenger_model;  // resolved path
+  double min_predicted_gain = 1.0;
+  std::string comment;
+};
+
+// Reads `dir`/cross_provider.json; errors name the file and field.
+StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir);
+
+struct CrossDecision {
+  KernelConfig config;  // what to run
+  bool challenger_chosen = false;
+  KernelConfig reference_pick;  // the reference provider heuristic's rank-1 pick
+  double reference_predicted_tflops = 0;
+  std::optional<KernelConfig> challenger_top;  // the challenger model's best candidate
+  double challenger_predicted_tflops = 0;
+  double predicted_gain = 0;  // challenger / reference predicted TFLOPS (0 without a challenger)
+  // Best first: the decision, then the other provider's config (dispatch falls back to it).
+  std::vector<RankedConfig> ranked;
+  std::string note;  // why the challenger had no candidate, ...
+};
+
+class CrossProviderSelector {
+ public:
+  // Opens both member models (Selector::Open with `options`; predicted_times is raised to 1 so
+  // the challenger's top config carries its TFLOPS).
+  static StatusOr<std::unique_ptr<CrossProviderSelector>> Open(const std::string& dir,
+                                                               SelectorOptions options = {});
+
+  // Live (GPU): the reference pick from the reference provider's heuristic, the challenger's top
+  // from its selector (candidate table, CanImplement).
+  StatusOr<CrossDecision> Select(const GemmProblem& problem);
+
+  // The decision for a known reference pick and challenger candidates (offline evaluation; no
+  // GPU): the challenger model ranks exactly `challenger_candidates` (none: no challenger).
+  StatusOr<CrossDecision> Decide(const GemmProblem& problem, const KernelConfig& reference_pick,
+                                 std::span<const KernelConfig> challenger_candidates) const;
+
+  const CrossProviderManifest& manifest() const { return manifest_; }
+  Selector& reference() { return *reference_; }
+  Selector& challenger() { return *challenger_; }
+
+ private:
+  CrossProviderSelector(CrossProviderManifest manifest, std::unique_ptr<Selector> reference,
+                        std::unique_ptr<Selector> challenger);
+  StatusOr<CrossDecision> Combine(const GemmProblem& problem, const KernelConfig& reference_pick,
+                                  std::optional<RankedConfig> challenger_top) const;
+
+  CrossProviderManifest manifest_;
+  std::unique_ptr<Selector> reference_, challenger_;
+  std::mutex reference_mutex_;  // the reference provider's heuristic: one caller at a time
+};
+
+// Runs the decision (falling back to the other provider's config when it cannot prepare or
+// launch), like Gemm() for one selector.
+StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& problem,
+                            const void* a, const void* b, void* c, void* workspace,
+                            int64_t workspace_bytes, void* stream);
+
+}  // namespace kselect

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Device calls for the tile dataset and the cross-provider evaluation set (#18). Binaries come in
+# $BIN (scripts/device/make_selector_carry.sh). Steps (STEPS, space-separated):
+#   dataset   kselect bench --provider tile --rules default, bf16 TN (rcc), on DATA_SHAPES
+#             (default shapes/core_framework.csv) into $OUT/tile_dataset.jsonl; RESUME=FILE continues
+#             a partial file from an earlier call; stops starting configs after DATA_LIMIT_S.
+#   screen    kselect tile bench --screened on SCREEN_SHAPES (default shapes/holdout_framework.csv):
+#             cuBLASLt's top 16 and every tile config timed in one process, per shape.
+set -uo pipefail
+BIN="${BIN:-.devcarry-sel}"
+OUT="${OUT:-/tmp/kselect-out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KSELECT_RULES_DIR="$PWD/rules"
+export KSELECT_CACHE_DIR="${KSELECT_CACHE_DIR:-/tmp/kselect-cache}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
+  --format=csv | tee "$OUT/gpu.txt"
+summary=()
+t0=$(date +%s)
+lap() { echo "$(( $(date +%s) - t0 )) s"; }
+for step in ${STEPS:-dataset}; do
+  case "$step" in
+  dataset)
+    resume=()
+    if [ -n "${RESUME:-}" ]; then cp "$RESUME" "$OUT/tile_dataset.jsonl"; resume=(--resume); fi
+    "$BIN/kselect" bench --provider tile --rules default --ops TN --dtype bf16 \
+      --shapes "${DATA_SHAPES:-shapes/core_framework.csv}" -o "$OUT/tile_dataset.jsonl" \
+      --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-tile-core-framework}" \
+      --time-limit-s "${DATA_LIMIT_S:-520}" "${resume[@]}" > "$OUT/dataset.txt" 2>&1
+    summary+=("bench tile rc=$? $(tail -2 "$OUT/dataset.txt" | tr '\n' ' '), $(lap)")
+    ;;
+  screen)
+    timeout "${SCREEN_TIMEOUT:-540}" "$BIN/kselect" tile bench --rules default --screened \
+      --shapes "${SCREEN_SHAPES:-shapes/holdout_framework.csv}" --finalists 2 --rounds 7 \
+      --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-holdout-framework-screen}" \
+      --json "$OUT/screen.json" > "$OUT/screen.txt" 2>&1
+    summary+=("tile bench --screened rc=$? $(grep -c x "$OUT/screen.txt") lines, $(lap)")
+    ;;
+  esac
+done
+cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude='*.jsonl' --exclude='*.json' . \
+  && cd - >/dev/null
+echo "== summary"
+printf '%s\n' "${summary[@]}"

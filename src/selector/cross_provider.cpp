@@ -1,0 +1,231 @@
+// Cross-provider selection: the reference provider's pick, replaced by the challenger model's
+// best config where the TFLOPS models predict a gain (include/kselect/cross_provider.h).
+#include "kselect/cross_provider.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "kselect/model.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr std::string_view kFormat = "kselect.cross_provider";
+constexpr int64_t kVersion = 1;
+
+Status ReadMember(const json* member, const std::string& where, const fs::path& dir,
+                  Provider* provider, std::string* model) {
+  if (member == nullptr) return Status::Ok();  // the reader recorded the error
+  json_codec::ObjectReader reader(*member, where);
+  const std::string provider_name = reader.String("provider");
+  const std::string model_path = reader.String("model");
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  KSELECT_ASSIGN_OR_RETURN(*provider, ParseProvider(provider_name));
+  if (model_path.empty()) return ParseError(where + ".model: empty");
+  *model = fs::path(model_path).is_absolute() ? model_path : (dir / model_path).string();
+  return Status::Ok();
+}
+
+// TFLOPS of `configs` by the member's model (a regression, or a blend's regression member).
+StatusOr<std::vector<double>> PredictTflops(const Selector& selector, const GemmProblem& problem,
+                                            std::span<const KernelConfig> configs) {
+  if (selector.model().UsesPeerRanks()) {
+    return FailedPreconditionError(
+        "a cross-provider member model must not need the heuristic's picks (peer block)");
+  }
+  return selector.model().PredictTflops(Problem(problem), configs);
+}
+
+}  // namespace
+
+StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "cross_provider.json").string();
+  KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(path));
+  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return ParseError(path + ": not a JSON object");
+  json_codec::ObjectReader reader(root, path);
+  const std::string format = reader.String("format");
+  const int64_t version = reader.Int("format_version");
+  CrossProviderManifest m;
+  const json* reference = reader.Child("reference", true);
+  const json* challenger = reader.Child("challenger", true);
+  m.min_predicted_gain = reader.NumberOr("min_predicted_gain", 1.0);
+  m.comment = reader.StringOr("comment", "");
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  if (format != kFormat) {
+    return ParseError(path + ": format is \"" + format + "\", expected \"" + std::string(kFormat) +
+                      "\"");
+  }
+  if (version != kVersion) {
+    return ParseError(path + ": format_version " + std::to_string(version) + ", this build reads " +
+                      std::to_string(kVersion));
+  }
+  if (!(m.min_predicted_gain > 0) || !std::isfinite(m.min_predicted_gain)) {
+    return ParseError(path + ": min_predicted_gain must be a positive number");
+  }
+  const fs::path base(dir);
+  KSELECT_RETURN_IF_ERROR(ReadMember(reference, path + ".reference", base, &m.reference_provider,
+                                     &m.reference_model));
+  KSELECT_RETURN_IF_ERROR(ReadMember(challenger, path + ".challenger", base,
+                                     &m.challenger_provider, &m.challenger_model));
+  if (m.reference_provider == m.challenger_provider) {
+    return ParseError(path + ": reference and challenger are the same provider");
+  }
+  return m;
+}
+
+CrossProviderSelector::CrossProviderSelector(CrossProviderManifest manifest,
+                                             std::unique_ptr<Selector> reference,
+                                             std::unique_ptr<Selector> challenger)
+    : manifest_(std::move(manifest)),
+      reference_(std::move(reference)),
+      challenger_(std::move(challenger)) {}
+
+StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
+    const std::string& dir, SelectorOptions options) {
+  KSELECT_ASSIGN_OR_RETURN(CrossProviderManifest manifest, LoadCrossProviderManifest(dir));
+  options.predicted_times = std::max(options.predicted_times, 1);
+  auto reference = Selector::Open(manifest.reference_model, options);
+  if (!reference.ok()) return reference.status().WithContext(dir + ": reference model");
+  auto challenger = Selector::Open(manifest.challenger_model, options);
+  if (!challenger.ok()) return challenger.status().WithContext(dir + ": challenger model");
+  for (const Selector* s : {reference->get(), challenger->get()}) {
+    if (s->model().UsesPeerRanks()) {
+      return FailedPreconditionError(
+          dir + ": member models must predict TFLOPS without the heuristic's picks");
+    }
+  }
+  if ((*reference)->model().spec().provider != manifest.reference_provider ||
+      (*challenger)->model().spec().provider != manifest.challenger_provider) {
+    return SchemaMismatchError(dir + ": a member model is for another provider than the manifest says");
+  }
+  return std::unique_ptr<CrossProviderSelector>(new CrossProviderSelector(
+      std::move(manifest), std::move(*reference), std::move(*challenger)));
+}
+
+StatusOr<CrossDecision> CrossProviderSelector::Combine(
+    const GemmProblem& problem, const KernelConfig& reference_pick,
+    std::optional<RankedConfig> challenger_top) const {
+  CrossDecision d;
+  d.reference_pick = reference_pick;
+  const KernelConfig pick[] = {reference_pick};
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<double> reference_tflops,
+                           PredictTflops(*reference_, problem, pick));
+  d.reference_predicted_tflops = reference_tflops.at(0);
+  RankedConfig reference_ranked;
+  reference_ranked.config = reference_pick;
+  reference_ranked.score = d.reference_predicted_tflops;
+  reference_ranked.predicted_tflops = d.reference_predicted_tflops;
+  if (challenger_top) {
+    d.challenger_top = challenger_top->config;
+    d.challenger_predicted_tflops = challenger_top->predicted_tflops.value_or(0);
+    if (d.reference_predicted_tflops > 0) {
+      d.predicted_gain = d.challenger_predicted_tflops / d.reference_predicted_tflops;
+    }
+    d.challenger_chosen = d.predicted_gain >= manifest_.min_predicted_gain;
+  }
+  if (d.challenger_chosen) {
+    d.config = challenger_top->config;
+    d.ranked = {*challenger_top, reference_ranked};
+  } else {
+    d.config = reference_pick;
+    d.ranked = {reference_ranked};
+    if (challenger_top) d.ranked.push_back(*challenger_top);
+  }
+  return d;
+}
+
+StatusOr<CrossDecision> CrossProviderSelector::Decide(
+    const GemmProblem& problem, const KernelConfig& reference_pick,
+    std::span<const KernelConfig> challenger_candidates) const {
+  if (ProviderOf(reference_pick) != manifest_.reference_provider) {
+    return InvalidArgumentError("the reference pick is not a " +
+                                std::string(ProviderName(manifest_.reference_provider)) + " config");
+  }
+  std::optional<RankedConfig> top;
+  if (!challenger_candidates.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<double> tflops,
+                             PredictTflops(*challenger_, problem, challenger_candidates));
+    size_t best = 0;
+    for (size_t i = 1; i < tflops.size(); ++i) {
+      if (tflops[i] > tflops[best]) best = i;
+    }
+    RankedConfig r;
+    r.config = challenger_candidates[best];
+    r.score = tflops[best];
+    r.predicted_tflops = tflops[best];
+    top = r;
+  }
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, reference_pick, top));
+  if (!top) d.note = "no challenger candidates";
+  return d;
+}
+
+StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem) {
+  KSELECT_ASSIGN_OR_RETURN(KernelProvider * reference_provider, reference_->provider());
+  std::vector<KernelConfig> picks;
+  {
+    // Selector::provider() hands out a provider that is not thread-safe: one caller at a time.
+    std::lock_guard lock(reference_mutex_);
+    KSELECT_ASSIGN_OR_RETURN(picks, reference_provider->HeuristicPicks(problem, 1));
+  }
+  if (picks.empty()) {
+    return CannotImplementError(std::string(ProviderName(manifest_.reference_provider)) +
+                                " has no pick for " + problem.ToString());
+  }
+  std::optional<RankedConfig> top;
+  std::string note;
+  StatusOr<const Selection*> challenger = challenger_->Select(problem);
+  if (challenger.ok() && !(*challenger)->ranked.empty()) {
+    top = (*challenger)->ranked.front();
+    if (!top->predicted_tflops) {
+      const KernelConfig config[] = {top->config};
+      KSELECT_ASSIGN_OR_RETURN(const std::vector<double> tflops,
+                               PredictTflops(*challenger_, problem, config));
+      top->predicted_tflops = tflops.at(0);
+    }
+    if ((*challenger)->path != DecisionPath::kModel &&
+        (*challenger)->path != DecisionPath::kCache) {
+      // A fallback's TFLOPS are not the model's: do not let it compete.
+      note = "challenger decided by " + std::string(DecisionPathName((*challenger)->path));
+      top.reset();
+    }
+  } else {
+    note = "challenger: " +
+           (challenger.ok() ? std::string("no candidate") : challenger.status().message());
+  }
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, picks.front(), top));
+  d.note = note;
+  return d;
+}
+
+StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& problem,
+                            const void* a, const void* b, void* c, void* workspace,
+                            int64_t workspace_bytes, void* stream) {
+  KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Select(problem));
+  std::string failures;
+  for (size_t r = 0; r < d.ranked.size(); ++r) {
+    const bool reference =
+        ProviderOf(d.ranked[r].config) == selector.manifest().reference_provider;
+    Selector& member = reference ? selector.reference() : selector.challenger();
+    const RankedConfig one[] = {d.ranked[r]};
+    StatusOr<DispatchInfo> info = GemmRanked(member, problem, one, DecisionPath::kModel, a, b, c,
+                                             workspace, workspace_bytes, stream);
+    if (info.ok()) {
+      info->rank = static_cast<int>(r + 1);
+      if (!failures.empty()) info->note = "fell back past " + failures;
+      return info;
+    }
+    failures += (failures.empty() ? "" : "; ") + info.status().message();
+  }
+  return CannotImplementError("Gemm: neither provider's config for " + problem.ToString() +
+                              " ran: " + failures);
+}
+
+}  // namespace kselect
