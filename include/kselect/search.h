@@ -109,7 +109,7 @@ struct SearchOptions {
   double weight = 0.7;
   double crossover = 0.9;
   int repair_attempts = 8;
-  int stagnation_generations = 3;
+  int stagnation_generations = 12;
   // Proposals checked before the search gives up (a space with fewer valid configs than the
   // budget); 0 = 200 x budget, at least 100,000.
   int64_t max_proposals = 0;

@@ -36,6 +36,7 @@ struct SearchCliOptions {
   int population = 0;
   double weight = 0.7;
   double crossover = 0.9;
+  int stagnation = 12;
   std::string json_path;
   bool measure = false;
   int64_t measure_top = 4;
@@ -152,6 +153,7 @@ int Run(const SearchCliOptions& o, bool device_given) {
   options.search.population = o.population;
   options.search.weight = o.weight;
   options.search.crossover = o.crossover;
+  options.search.stagnation_generations = o.stagnation;
   StatusOr<std::unique_ptr<TileSearcher>> searcher = TileSearcher::Open(options);
   if (!searcher.ok()) return ReportError(kWhat, searcher.status());
 
@@ -259,6 +261,9 @@ Command SearchCommand() {
         app.add_option("--de-weight", o->weight, "de: differential weight F")
             ->capture_default_str();
         app.add_option("--de-crossover", o->crossover, "de: crossover rate CR")
+            ->capture_default_str();
+        app.add_option("--de-stagnation", o->stagnation,
+                       "de: generations without a better best before all but the best are re-drawn")
             ->capture_default_str();
         app.add_option("--json", o->json_path, "write kselect.search JSON here");
         app.add_flag("--measure", o->measure,

@@ -370,6 +370,7 @@ class Search {
     // Too few valid configs to pick three others from: what was found is the answer.
     if (population.size() < 4) return Status::Ok();
     int stagnant = 0;
+    double best_so_far = *std::max_element(fitness.begin(), fitness.end());
     while (!Done()) {
       ++trace_.generations;
       struct Pending {
@@ -418,7 +419,11 @@ class Search {
           fitness[p.target] = *p.score;
         }
       }
-      stagnant = scores.empty() ? stagnant + 1 : 0;
+      // Stagnant: the best did not improve (the population converged, or keeps proposing what
+      // it has seen).
+      const double best_now = *std::max_element(fitness.begin(), fitness.end());
+      stagnant = best_now > best_so_far ? 0 : stagnant + 1;
+      best_so_far = std::max(best_so_far, best_now);
       if (stagnant >= std::max(1, options_.stagnation_generations) && !Done()) {
         // Converged: keep the best, draw the rest afresh.
         ++trace_.restarts;
