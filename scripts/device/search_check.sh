@@ -14,24 +14,10 @@ set -uo pipefail
 BIN="${BIN:-.devcarry-sel}"
 OUT="${OUT:-/tmp/kselect-out}"
 MODEL="${MODEL:-models/h200_tile_bf16_tn}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
-export KSELECT_CACHE_DIR="${KSELECT_CACHE_DIR:-/tmp/kselect-cache}"
-# The tests find the shipped models by the source path they were built in.
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
-summary=()
-t0=$(date +%s)
-lap() { echo "$(( $(date +%s) - t0 )) s"; }
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh"
 
-if [ "${TESTS:-1}" = 1 ]; then
-  timeout 240 "$BIN/kselect_tests" \
-    --gtest_filter="${GPU_TEST_FILTER:-*TileSearch*:*SearchGpu*:*TuneGpu*}" \
-    > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Z]' "$OUT/tests.log") skipped, $(lap)")
-fi
+[ "${TESTS:-1}" = 1 ] && gpu_tests 240 "${GPU_TEST_FILTER:-*TileSearch*:*SearchGpu*:*TuneGpu*}"
 if [ "${H2H:-1}" = 1 ]; then
   timeout 200 "$BIN/kselect" tile bench --rules default --shape 4096,1,4096 --layout rcc \
     --device-kind "${DEVICE_KIND:-nvidia-h200}" --json "$OUT/head_to_head.json" \
@@ -53,7 +39,7 @@ for strategy in random de; do
   summary+=("search --strategy $strategy --measure rc=$?, $(lap)")
 done
 
-cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz . && cd - >/dev/null
+pack_logs
 for strategy in random de; do
   echo "== search $strategy"
   cat "$OUT/search_$strategy.txt"

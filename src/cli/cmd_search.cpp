@@ -21,29 +21,22 @@ namespace {
 
 constexpr const char* kWhat = "search";
 
+// The library's options, bound to the flags directly (one default each, in search.h), and what
+// only the command has.
 struct SearchCliOptions {
-  std::string model_dir;
+  TileSearchOptions options;
+  SearchMeasureOptions measure;
   std::vector<std::string> shapes;
   std::string shape_file;
   std::string layout = "rcc";
   std::string dtype = "bf16";
-  std::string rules = "full";
-  std::string rules_dir = tile::DefaultRulesRoot();
   std::string strategy = "random";
-  int64_t budget = 500;
-  uint64_t seed = 1;
-  int64_t top = 8;
-  int population = 0;
-  double weight = 0.7;
-  double crossover = 0.9;
-  int stagnation = 12;
   std::string json_path;
-  bool measure = false;
-  int64_t measure_top = 4;
-  int device = 0;
-  int rounds = 15;
+  bool measure_flag = false;
   std::string device_kind;
   std::string run_id;
+
+  SearchCliOptions() { options.rules_dir = tile::DefaultRulesRoot(); }
 };
 
 // Every file the command reads, so --json can refuse to overwrite one.
@@ -51,10 +44,12 @@ std::vector<std::string> InputFiles(const SearchCliOptions& o) {
   std::vector<std::string> inputs;
   if (!o.shape_file.empty()) inputs.push_back(o.shape_file);
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(o.model_dir, error)) {
+  for (const auto& entry : std::filesystem::directory_iterator(o.options.model_dir, error)) {
     if (entry.is_regular_file(error)) inputs.push_back(entry.path().string());
   }
-  if (std::filesystem::is_regular_file(o.rules, error)) inputs.push_back(o.rules);
+  if (std::filesystem::is_regular_file(o.options.rule_set, error)) {
+    inputs.push_back(o.options.rule_set);
+  }
   return inputs;
 }
 
@@ -141,30 +136,16 @@ int Run(const SearchCliOptions& o, bool device_given) {
     }
   }
 
-  TileSearchOptions options;
-  options.model_dir = o.model_dir;
-  options.rule_set = o.rules;
-  options.rules_dir = o.rules_dir;
-  options.provider.device = o.device;
+  TileSearchOptions options = o.options;
   options.search.strategy = *strategy;
-  options.search.budget = o.budget;
-  options.search.seed = o.seed;
-  options.search.top = static_cast<int>(o.top);
-  options.search.population = o.population;
-  options.search.weight = o.weight;
-  options.search.crossover = o.crossover;
-  options.search.stagnation_generations = o.stagnation;
   StatusOr<std::unique_ptr<TileSearcher>> searcher = TileSearcher::Open(options);
   if (!searcher.ok()) return ReportError(kWhat, searcher.status());
 
   // The device first: a --measure that cannot measure fails before minutes of search.
-  const bool measure = o.measure || device_given;
   std::unique_ptr<SearchMeasurer> measurer;
-  if (measure) {
-    SearchMeasureOptions mo;
-    mo.provider.device = o.device;
-    mo.top = static_cast<int>(o.measure_top);
-    mo.rounds = o.rounds;
+  if (o.measure_flag || device_given) {
+    SearchMeasureOptions mo = o.measure;
+    mo.provider = options.provider;
     StatusOr<std::unique_ptr<SearchMeasurer>> created = SearchMeasurer::Create(mo);
     if (!created.ok()) {
       return ReportError(kWhat, Status(created.status().code(),
@@ -179,7 +160,7 @@ int Run(const SearchCliOptions& o, bool device_given) {
     groups += (groups.empty() ? "" : ", ") + std::string(TilePipelineName(g.pipeline)) + " " +
               std::to_string(static_cast<int64_t>(g.Size()));
   }
-  std::printf("model %s (%s), space %s: %lld configs (%s)\n", o.model_dir.c_str(),
+  std::printf("model %s (%s), space %s: %lld configs (%s)\n", options.model_dir.c_str(),
               (*searcher)->ScoresAreTflops() ? "predicted TFLOPS" : "ranking scores, not TFLOPS",
               space.rule_set.c_str(), static_cast<long long>(space.Size()), groups.c_str());
   std::vector<TileSearchResult> results;
@@ -230,7 +211,8 @@ Command SearchCommand() {
       "evolution); --measure times the best proposals on the GPU",
       [](CLI::App& app) -> RunFunction {
         auto o = std::make_shared<SearchCliOptions>();
-        app.add_option("--model", o->model_dir, "a tile model directory (models/h200_tile_bf16_tn)")
+        app.add_option("--model", o->options.model_dir,
+                       "a tile model directory (models/h200_tile_bf16_tn)")
             ->required();
         app.add_option("--shape", o->shapes, "m,n,k[,batch] (repeatable)");
         app.add_option("--shapes", o->shape_file, "a shape CSV (kselect shapes)");
@@ -239,41 +221,45 @@ Command SearchCommand() {
                "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, n = tokens)")
             ->capture_default_str();
         app.add_option("--dtype", o->dtype, "A, B and C type (bf16, fp16)")->capture_default_str();
-        app.add_option("--rules", o->rules,
+        app.add_option("--rules", o->options.rule_set,
                        "tile rule set whose generator spans the space (a name or a .json path)")
             ->capture_default_str();
-        app.add_option("--rules-dir", o->rules_dir,
+        app.add_option("--rules-dir", o->options.rules_dir,
                        "folder of rule sets (<provider>/<name>.json); default $KSELECT_RULES_DIR, "
                        "else the source tree's rules/")
             ->capture_default_str();
         app.add_option("--strategy", o->strategy, "random or de (differential evolution)")
             ->capture_default_str();
-        app.add_option("--budget", o->budget, "distinct valid configs scored by the model")
+        app.add_option("--budget", o->options.search.budget,
+                       "distinct valid configs scored by the model")
             ->check(PositiveInteger())
             ->capture_default_str();
-        app.add_option("--seed", o->seed, "random seed (same seed, same proposals)")
+        app.add_option("--seed", o->options.search.seed, "random seed (same seed, same proposals)")
             ->capture_default_str();
-        app.add_option("--top", o->top, "best proposals kept in the JSON")
+        app.add_option("--top", o->options.search.top, "best proposals kept in the JSON")
             ->check(PositiveInteger())
             ->capture_default_str();
-        app.add_option("--population", o->population, "de: individuals (0 = budget / 10, 8..32)")
+        app.add_option("--population", o->options.search.population,
+                       "de: individuals (0 = budget / 10, 8..32)")
             ->capture_default_str();
-        app.add_option("--de-weight", o->weight, "de: differential weight F")
+        app.add_option("--de-weight", o->options.search.weight, "de: differential weight F")
             ->capture_default_str();
-        app.add_option("--de-crossover", o->crossover, "de: crossover rate CR")
+        app.add_option("--de-crossover", o->options.search.crossover, "de: crossover rate CR")
             ->capture_default_str();
-        app.add_option("--de-stagnation", o->stagnation,
+        app.add_option("--de-stagnation", o->options.search.stagnation_generations,
                        "de: generations without a better best before all but the best are re-drawn")
             ->capture_default_str();
         app.add_option("--json", o->json_path, "write kselect.search JSON here");
-        app.add_flag("--measure", o->measure,
+        app.add_flag("--measure", o->measure_flag,
                      "(GPU) compile, verify and time the best proposals beside cuBLASLt's pick");
-        app.add_option("--measure-top", o->measure_top, "distinct proposals measured")
+        app.add_option("--measure-top", o->measure.top, "distinct proposals measured")
             ->check(PositiveInteger())
             ->capture_default_str();
-        app.add_option("--device", o->device, "CUDA device to measure on (implies --measure)")
+        app.add_option("--device", o->options.provider.device,
+                       "CUDA device to measure on (implies --measure)")
             ->capture_default_str();
-        app.add_option("--rounds", o->rounds, "interleaved timing rounds")->capture_default_str();
+        app.add_option("--rounds", o->measure.rounds, "interleaved timing rounds")
+            ->capture_default_str();
         app.add_option("--device-kind", o->device_kind, "lender's kind, recorded");
         app.add_option("--run-id", o->run_id, "recorded run id");
         CLI::App* self = &app;

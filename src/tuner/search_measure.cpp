@@ -14,12 +14,8 @@ namespace {
 
 class Measurer final : public SearchMeasurer {
  public:
-  explicit Measurer(const SearchMeasureOptions& options) : options_(options) {}
-
-  Status Init() {
-    KSELECT_ASSIGN_OR_RETURN(device_, tuner::TileAndCublasLt::Create(options_.provider));
-    return Status::Ok();
-  }
+  Measurer(const SearchMeasureOptions& options, tuner::TileAndCublasLt device)
+      : options_(options), device_(std::move(device)) {}
 
   const HardwareProfile& hardware() const override { return device_.hardware; }
 
@@ -102,9 +98,9 @@ class Measurer final : public SearchMeasurer {
 
 StatusOr<std::unique_ptr<SearchMeasurer>> SearchMeasurer::Create(
     const SearchMeasureOptions& options) {
-  auto measurer = std::make_unique<Measurer>(options);
-  KSELECT_RETURN_IF_ERROR(measurer->Init());
-  return std::unique_ptr<SearchMeasurer>(std::move(measurer));
+  KSELECT_ASSIGN_OR_RETURN(tuner::TileAndCublasLt device,
+                           tuner::TileAndCublasLt::Create(options.provider));
+  return std::unique_ptr<SearchMeasurer>(std::make_unique<Measurer>(options, std::move(device)));
 }
 
 }  // namespace kselect
