@@ -104,7 +104,7 @@ struct SearchOptions {
   int batch = 64;  // random: configs per model call
   // Differential evolution: individuals (0 = budget / 10, clamped to 8..32), the differential
   // weight F, the crossover rate CR, re-draws of an invalid trial's mutated genes before the trial
-  // is dropped, and generations without a new config before all but the best are re-drawn.
+  // is dropped, and generations without a better best before all but the best are re-drawn.
   int population = 0;
   double weight = 0.7;
   double crossover = 0.9;

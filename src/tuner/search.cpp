@@ -695,7 +695,7 @@ std::string SearchJson(std::span<const TileSearchResult> results, const TileSear
         {"budget", r.options.budget},
         {"seed", r.options.seed},
         {"rule_set", r.rule_set},
-        {"space_size", r.space_size},
+        {"space_size", static_cast<int64_t>(r.space_size)},
         {"proposals", t.proposals},
         {"rejected", t.rejected},
         {"rejected_share", t.proposals > 0 ? static_cast<double>(t.rejected) / t.proposals : 0.0},
