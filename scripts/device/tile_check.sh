@@ -7,20 +7,10 @@
 set -uo pipefail
 BIN="${BIN:-.devcarry-sel}"
 OUT="${OUT:-/tmp/kselect-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
-export KSELECT_CACHE_DIR="${KSELECT_CACHE_DIR:-/tmp/kselect-cache}"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
-summary=()
-t0=$(date +%s)
-lap() { echo "$(( $(date +%s) - t0 )) s"; }
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh"
 
-if [ "${TESTS:-1}" = 1 ]; then
-  timeout 200 "$BIN/kselect_tests" --gtest_filter="${GPU_TEST_FILTER:-*Tile*}" > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
-fi
+[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Tile*}"
 if [ -n "${VERIFY_RULES-tests}" ]; then
   timeout 300 "$BIN/kselect" tile verify --rules "${VERIFY_RULES:-tests}" --log "$OUT/verify.log" \
     > "$OUT/verify.txt" 2>&1
@@ -37,7 +27,7 @@ timeout "${BENCH_TIMEOUT:-400}" "$BIN/kselect" tile bench --rules "${BENCH_RULES
   --json "$OUT/head_to_head.json" ${BENCH_ARGS:-} > "$OUT/bench.txt" 2>&1
 summary+=("tile bench rc=$?, $(lap)")
 
-cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz . && cd - >/dev/null
+pack_logs
 echo "== bench"
 cat "$OUT/bench.txt"
 echo "== summary"

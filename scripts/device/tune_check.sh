@@ -13,21 +13,10 @@ LAYERS="${LAYERS:-8}"
 BUDGET="${BUDGET:-12}"
 MAX_GEMMS="${MAX_GEMMS:-0}"
 MODEL=models/h200_cublaslt_default_bf16_tn
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
-summary=()
-t0=$(date +%s)
-lap() { echo "$(( $(date +%s) - t0 )) s"; }
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh"
 
-if [ "${TESTS:-1}" = 1 ]; then
-  timeout 200 "$BIN/kselect_tests" --gtest_filter="${GPU_TEST_FILTER:-*Tune*:*Solution*:*Genetic*:*SearchSpace*:*Dispatch*:*WorkerTest*:*Bench*}" \
-    > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(lap)")
-fi
+[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Tune*:*Solution*:*Genetic*:*SearchSpace*:*Dispatch*:*WorkerTest*:*Bench*}"
 
 python3 -c "import torch; print(torch.__version__)" > "$OUT/torch.txt" 2>&1
 strings "$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))')" 2>/dev/null \

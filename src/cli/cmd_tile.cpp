@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/gemm_args.h"
 #include "core/text.h"
 #include "kselect/catalogue.h"
 #include "kselect/config_schema.h"
@@ -232,35 +233,11 @@ int RunTime(const TileOptions& o, const tile::TileRuleSet& rules) {
   return timed.ok() ? kExitOk : ReportError("tile time", timed);
 }
 
-// "m,n,k" or "m,n,k,batch".
-StatusOr<ShapeRow> ParseShapeArg(const std::string& text) {
-  const std::vector<std::string_view> parts = text::Split(text, ',');
-  if (parts.size() != 3 && parts.size() != 4) {
-    return InvalidArgumentError("--shape '" + text + "' is not m,n,k or m,n,k,batch");
-  }
-  int64_t dims[4] = {0, 0, 0, 1};
-  for (size_t i = 0; i < parts.size(); ++i) {
-    KSELECT_ASSIGN_OR_RETURN(dims[i], text::ParseInt64(parts[i]));
-  }
-  ShapeRow row;
-  row.m = dims[0], row.n = dims[1], row.k = dims[2], row.batch = dims[3];
-  return row;
-}
-
 int RunBench(const TileOptions& o) {
   constexpr const char* kWhat = "tile bench";
-  std::vector<ShapeRow> rows;
-  for (const std::string& s : o.shapes) {
-    StatusOr<ShapeRow> row = ParseShapeArg(s);
-    if (!row.ok()) return ReportError(kWhat, row.status());
-    rows.push_back(*row);
-  }
-  if (!o.shape_file.empty()) {
-    StatusOr<std::vector<ShapeRow>> file = LoadShapeFile(o.shape_file);
-    if (!file.ok()) return ReportError(kWhat, file.status());
-    rows.insert(rows.end(), file->begin(), file->end());
-  }
-  if (rows.empty()) return ReportError(kWhat, InvalidArgumentError("no --shape or --shapes given"));
+  StatusOr<std::vector<ShapeRow>> shape_rows = ShapeRowsOf(o.shapes, o.shape_file);
+  if (!shape_rows.ok()) return ReportError(kWhat, shape_rows.status());
+  const std::vector<ShapeRow>& rows = *shape_rows;
   StatusOr<GemmLayout> layout = ParseGemmLayout(o.layout);
   if (!layout.ok()) return ReportError(kWhat, layout.status());
   StatusOr<DataType> dtype = ParseDataType(o.dtype);

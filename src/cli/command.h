@@ -71,6 +71,7 @@ Command ShapesCommand();
 Command CatalogueCommand();
 Command BenchCommand();
 Command TileCommand();
+Command SearchCommand();
 Command LogCommand();
 Command FeaturesCommand();
 Command TrainCommand();

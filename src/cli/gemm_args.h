@@ -1,12 +1,15 @@
-// Options shared by the GEMM subcommands (bench, catalogue): dtype and transpose pair -> problem.
+// Options shared by the GEMM subcommands (bench, catalogue, tile bench, search): dtype and
+// transpose pair -> problem, --shape arguments and shape files -> shape rows.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "core/text.h"
 #include "kselect/problem.h"
+#include "kselect/shapes.h"
 #include "kselect/status.h"
 
 namespace kselect::cli {
@@ -48,6 +51,38 @@ inline StatusOr<GemmProblem> MakeGemmProblem(int64_t m, int64_t n, int64_t k, in
   p.compute = DataType::kF32;
   KSELECT_RETURN_IF_ERROR(p.Validate());
   return p;
+}
+
+// "m,n,k" or "m,n,k,batch" (a --shape argument).
+inline StatusOr<ShapeRow> ParseShapeArg(const std::string& text) {
+  const std::vector<std::string_view> parts = text::Split(text, ',');
+  if (parts.size() != 3 && parts.size() != 4) {
+    return InvalidArgumentError("--shape '" + text + "' is not m,n,k or m,n,k,batch");
+  }
+  int64_t dims[4] = {0, 0, 0, 1};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    KSELECT_ASSIGN_OR_RETURN(dims[i], text::ParseInt64(parts[i]));
+  }
+  ShapeRow row;
+  row.m = dims[0], row.n = dims[1], row.k = dims[2], row.batch = dims[3];
+  return row;
+}
+
+// The rows of the --shape arguments, then of the --shapes file ("" = none); kInvalidArgument when
+// there are none.
+inline StatusOr<std::vector<ShapeRow>> ShapeRowsOf(const std::vector<std::string>& shapes,
+                                                   const std::string& shape_file) {
+  std::vector<ShapeRow> rows;
+  for (const std::string& s : shapes) {
+    KSELECT_ASSIGN_OR_RETURN(ShapeRow row, ParseShapeArg(s));
+    rows.push_back(row);
+  }
+  if (!shape_file.empty()) {
+    KSELECT_ASSIGN_OR_RETURN(std::vector<ShapeRow> file, LoadShapeFile(shape_file));
+    rows.insert(rows.end(), file.begin(), file.end());
+  }
+  if (rows.empty()) return InvalidArgumentError("no --shape or --shapes given");
+  return rows;
 }
 
 }  // namespace kselect::cli

@@ -18,6 +18,7 @@
 #include "kselect/verify.h"
 #include "kselect/version.h"
 #include "tuner/graph_timer.h"
+#include "tuner/interleaved.h"
 
 namespace kselect {
 namespace {
@@ -31,14 +32,7 @@ class Runner final : public HeadToHeadRunner {
   explicit Runner(const HeadToHeadOptions& options) : options_(options) {}
 
   Status Init() {
-    KSELECT_ASSIGN_OR_RETURN(cublaslt_,
-                             CreateProvider(Provider::kCublasLt, options_.provider_options));
-    KSELECT_ASSIGN_OR_RETURN(tile_, CreateProvider(Provider::kTile, options_.provider_options));
-    KSELECT_ASSIGN_OR_RETURN(timer_, tuner::GraphTimer::Create(options_.provider_options.device));
-    verify::VerifyOptions vo;
-    vo.device = options_.provider_options.device;
-    KSELECT_ASSIGN_OR_RETURN(verifier_, verify::Verifier::Create(vo));
-    KSELECT_ASSIGN_OR_RETURN(hardware_, QueryHardwareProfile(options_.provider_options.device));
+    KSELECT_ASSIGN_OR_RETURN(device_, tuner::TileAndCublasLt::Create(options_.provider_options));
     if (!options_.cross_model.empty()) {
       SelectorOptions so;
       so.provider = options_.provider_options;
@@ -47,44 +41,46 @@ class Runner final : public HeadToHeadRunner {
     return Status::Ok();
   }
 
-  const HardwareProfile& hardware() const override { return hardware_; }
+  const HardwareProfile& hardware() const override { return device_.hardware; }
 
   StatusOr<HeadToHead> Run(const GemmProblem& problem) override {
     KSELECT_RETURN_IF_ERROR(problem.Validate());
     HeadToHead out;
     out.problem = problem;
-    out.peak_gb_s = hardware_.peak_mem_bandwidth_gb_s;
+    out.peak_gb_s = device_.hardware.peak_mem_bandwidth_gb_s;
 
     KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
-                             cublaslt_->HeuristicPicks(problem, options_.cublaslt_picks));
+                             device_.cublaslt->HeuristicPicks(problem, options_.cublaslt_picks));
     if (picks.empty())
       return CannotImplementError("cuBLASLt has no pick for " + problem.ToString());
     std::vector<KernelConfig> cublaslt_configs = picks;
     if (options_.cublaslt_space) {
       KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> space,
-                               cublaslt_->Enumerate(problem));
+                               device_.cublaslt->Enumerate(problem));
       std::set<std::string> keys;
       for (const KernelConfig& c : cublaslt_configs) keys.insert(ConfigKey(c));
       for (const KernelConfig& c : space) {
         if (keys.insert(ConfigKey(c)).second) cublaslt_configs.push_back(c);
       }
     }
-    StatusOr<std::vector<KernelConfig>> tile_configs = tile_->Enumerate(problem);
+    StatusOr<std::vector<KernelConfig>> tile_configs = device_.tile->Enumerate(problem);
     if (!tile_configs.ok()) out.note += "tile: " + tile_configs.status().message() + "; ";
 
-    KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, cublaslt_->Operands(problem));
     KSELECT_ASSIGN_OR_RETURN(
-        const std::unique_ptr<verify::DeviceOperands> operands,
-        timer_->RotatingOperands(problem, specs, options_.provider_options.max_workspace_bytes,
+        const tuner::TileAndCublasLt::Operands buffers,
+        device_.RotatingOperands(problem, options_.provider_options.max_workspace_bytes,
                                  options_.rotate_bytes));
+    const std::vector<OperandSpec>& specs = buffers.specs;
+    const verify::DeviceOperands& operands = *buffers.rotating;
 
-    KSELECT_ASSIGN_OR_RETURN(std::vector<Screened> cublaslt_screen,
-                             Screen(*cublaslt_, problem, cublaslt_configs, *operands, out.note));
+    KSELECT_ASSIGN_OR_RETURN(
+        std::vector<Screened> cublaslt_screen,
+        Screen(*device_.cublaslt, problem, cublaslt_configs, operands, out.note));
     out.cublaslt_screened = static_cast<int64_t>(cublaslt_screen.size());
     std::vector<Screened> tile_screen;
     if (tile_configs.ok()) {
       KSELECT_ASSIGN_OR_RETURN(tile_screen,
-                               Screen(*tile_, problem, *tile_configs, *operands, out.note));
+                               Screen(*device_.tile, problem, *tile_configs, operands, out.note));
     }
     out.tile_screened = static_cast<int64_t>(tile_screen.size());
     if (options_.keep_screened) {
@@ -96,30 +92,29 @@ class Runner final : public HeadToHeadRunner {
 
     // Finalists: the pick first (the reference), cuBLASLt's fastest, the tile engine's fastest
     // that pass verification.
-    std::vector<std::pair<KernelProvider*, KernelConfig>> finalists{{cublaslt_.get(), picks[0]}};
+    std::vector<tuner::Contender> finalists{{device_.cublaslt.get(), picks[0]}};
     const std::string pick_key = ConfigKey(picks[0]);
     std::vector<size_t> cublaslt_slots{0};
     for (const Screened& s : cublaslt_screen) {
       if (static_cast<int>(cublaslt_slots.size()) > options_.finalists) break;
       if (ConfigKey(s.config) == pick_key) continue;
       cublaslt_slots.push_back(finalists.size());
-      finalists.push_back({cublaslt_.get(), s.config});
+      finalists.push_back({device_.cublaslt.get(), s.config});
     }
     std::vector<size_t> tile_slots;
     if (!tile_screen.empty()) {
       KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
-                               verifier_->MakeCase(problem, specs));
+                               device_.verifier->MakeCase(problem, specs));
       for (const Screened& s : tile_screen) {
         if (static_cast<int>(tile_slots.size()) >= options_.finalists) break;
-        StatusOr<verify::CheckResult> checked = verify::CheckConfig(*tile_, s.config, *check);
-        if (!checked.ok() || !checked->passed) {
-          out.note += ConfigKey(s.config) + " failed verification: " +
-                      (checked.ok() ? checked->ToString() : checked.status().message()) + "; ";
-          if (!checked.ok() && cudaDeviceSynchronize() != cudaSuccess) return checked.status();
+        KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
+                                 tuner::VerifyConfig(*device_.tile, s.config, *check));
+        if (!verdict.passed) {
+          out.note += ConfigKey(s.config) + " failed verification: " + verdict.detail + "; ";
           continue;
         }
         tile_slots.push_back(finalists.size());
-        finalists.push_back({tile_.get(), s.config});
+        finalists.push_back({device_.tile.get(), s.config});
       }
     }
 
@@ -129,19 +124,20 @@ class Runner final : public HeadToHeadRunner {
       out.cross_predicted_gain = d.predicted_gain;
       const std::string key = ConfigKey(d.config);
       for (size_t i = 0; i < finalists.size() && !cross_slot; ++i) {
-        if (ConfigKey(finalists[i].second) == key) cross_slot = i;
+        if (ConfigKey(finalists[i].config) == key) cross_slot = i;
       }
       if (!cross_slot) {
-        KernelProvider* provider = d.challenger_chosen ? tile_.get() : cublaslt_.get();
+        KernelProvider* provider =
+            d.challenger_chosen ? device_.tile.get() : device_.cublaslt.get();
         if (d.challenger_chosen) {
           // Whatever runs for a user is checked first, like the tile finalists.
           KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
-                                   verifier_->MakeCase(problem, specs));
-          KSELECT_ASSIGN_OR_RETURN(const verify::CheckResult checked,
-                                   verify::CheckConfig(*tile_, d.config, *check));
-          if (!checked.passed) {
+                                   device_.verifier->MakeCase(problem, specs));
+          KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
+                                   tuner::VerifyConfig(*device_.tile, d.config, *check));
+          if (!verdict.passed) {
             return InternalError("the cross-provider decision " + key +
-                                 " failed verification: " + checked.ToString());
+                                 " failed verification: " + verdict.detail);
           }
         }
         cross_slot = finalists.size();
@@ -149,39 +145,22 @@ class Runner final : public HeadToHeadRunner {
       }
     }
 
-    std::vector<std::unique_ptr<PreparedKernel>> kernels;
-    std::vector<PreparedKernel*> pointers;
-    for (const auto& [provider, config] : finalists) {
-      KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> kernel,
-                               provider->Prepare(problem, config));
-      pointers.push_back(kernel.get());
-      kernels.push_back(std::move(kernel));
-    }
-    double gpu_ms = 0;
-    KSELECT_ASSIGN_OR_RETURN(
-        const std::vector<std::vector<double>> rounds,
-        timer_->TimeInterleaved(pointers, *operands, options_.batch_ms, options_.rounds, &gpu_ms));
-    std::vector<double> median_ms;
-    for (const std::vector<double>& r : rounds) median_ms.push_back(Median(r));
-    auto figure = [&](size_t slot) {
-      InterleavedFigure f;
-      f.config = finalists[slot].second;
-      f.median_ms = median_ms[slot];
-      f.speedup = MedianRatio(rounds[0], rounds[slot]);
-      return f;
-    };
+    KSELECT_ASSIGN_OR_RETURN(const tuner::InterleavedRun run,
+                             tuner::TimeContenders(*device_.timer, problem, finalists, operands,
+                                                   options_.batch_ms, options_.rounds));
     auto fastest = [&](const std::vector<size_t>& slots) {
-      return *std::min_element(slots.begin(), slots.end(),
-                               [&](size_t a, size_t b) { return median_ms[a] < median_ms[b]; });
+      return *std::min_element(slots.begin(), slots.end(), [&](size_t a, size_t b) {
+        return run.figures[a].median_ms < run.figures[b].median_ms;
+      });
     };
-    out.cublaslt_pick = figure(0);
-    if (cross_slot) out.cross_pick = figure(*cross_slot);
+    out.cublaslt_pick = run.figures[0];
+    if (cross_slot) out.cross_pick = run.figures[*cross_slot];
     const size_t cublaslt_best = fastest(cublaslt_slots);
-    out.cublaslt_best = figure(cublaslt_best);
+    out.cublaslt_best = run.figures[cublaslt_best];
     if (!tile_slots.empty()) {
       const size_t tile_best = fastest(tile_slots);
-      out.tile_best = figure(tile_best);
-      out.tile_over_cublaslt_best = MedianRatio(rounds[cublaslt_best], rounds[tile_best]);
+      out.tile_best = run.figures[tile_best];
+      out.tile_over_cublaslt_best = MedianRatio(run.rounds[cublaslt_best], run.rounds[tile_best]);
     }
     return out;
   }
@@ -200,9 +179,10 @@ class Runner final : public HeadToHeadRunner {
     for (const KernelConfig& c : configs) {
       double gpu_ms = 0;
       StatusOr<std::unique_ptr<PreparedKernel>> kernel = provider.Prepare(problem, c);
-      StatusOr<double> ms = kernel.ok() ? timer_->Time(**kernel, operands, options_.screen_batch_ms,
-                                                       3, best > 0 ? 3 * best : 0, &gpu_ms)
-                                        : StatusOr<double>(kernel.status());
+      StatusOr<double> ms = kernel.ok()
+                                ? device_.timer->Time(**kernel, operands, options_.screen_batch_ms,
+                                                      3, best > 0 ? 3 * best : 0, &gpu_ms)
+                                : StatusOr<double>(kernel.status());
       if (!ms.ok()) {
         if (!noted) note += ConfigKey(c) + ": " + ms.status().message() + "; ";
         noted = true;
@@ -218,21 +198,9 @@ class Runner final : public HeadToHeadRunner {
   }
 
   HeadToHeadOptions options_;
-  std::unique_ptr<KernelProvider> cublaslt_, tile_;
-  std::unique_ptr<tuner::GraphTimer> timer_;
-  std::unique_ptr<verify::Verifier> verifier_;
+  tuner::TileAndCublasLt device_;
   std::unique_ptr<CrossProviderSelector> cross_;
-  HardwareProfile hardware_;
 };
-
-json FigureJson(const InterleavedFigure& f, const GemmProblem& p, double peak_gb_s) {
-  return {{"config", json_codec::KernelConfigToJson(f.config)},
-          {"name", SchemaOf(f.config).describe(f.config)},
-          {"median_ms", f.median_ms},
-          {"tflops", p.Flops() / (f.median_ms * 1e-3) / 1e12},
-          {"hbm_fraction", HbmFraction(p, f.median_ms, peak_gb_s)},
-          {"speedup_over_pick", f.speedup}};
-}
 
 }  // namespace
 
@@ -260,14 +228,14 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
         {"min_bytes", h.problem.MinBytes()},
         {"tile_screened", h.tile_screened},
         {"cublaslt_screened", h.cublaslt_screened},
-        {"cublaslt_pick", FigureJson(h.cublaslt_pick, h.problem, h.peak_gb_s)},
-        {"cublaslt_best", FigureJson(h.cublaslt_best, h.problem, h.peak_gb_s)},
+        {"cublaslt_pick", tuner::FigureJson(h.cublaslt_pick, h.problem, h.peak_gb_s)},
+        {"cublaslt_best", tuner::FigureJson(h.cublaslt_best, h.problem, h.peak_gb_s)},
         {"tile_best",
-         h.tile_best ? FigureJson(*h.tile_best, h.problem, h.peak_gb_s) : json(nullptr)},
+         h.tile_best ? tuner::FigureJson(*h.tile_best, h.problem, h.peak_gb_s) : json(nullptr)},
         {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best) : json(nullptr)},
         {"note", h.note}};
     if (h.cross_pick) {
-      row["cross_pick"] = FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
+      row["cross_pick"] = tuner::FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
       row["cross_predicted_gain"] = h.cross_predicted_gain;
     }
     if (!h.screened.empty()) {

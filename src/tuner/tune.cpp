@@ -10,13 +10,13 @@
 #include <set>
 #include <thread>
 
-#include "core/statistics.h"
 #include "core/text.h"
 #include "kselect/selector.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "kselect/version.h"
 #include "tuner/graph_timer.h"
+#include "tuner/interleaved.h"
 
 namespace kselect {
 namespace {
@@ -175,19 +175,17 @@ class TuneWorker {
       if (i == reference || static_cast<int>(candidates.size()) >= options_.confirm_candidates) {
         continue;
       }
-      StatusOr<verify::CheckResult> checked =
-          verify::CheckConfig(*provider_, space.configs[i], *check);
-      if (!checked.ok()) {
-        out.note +=
-            ConfigKey(space.configs[i]) + " not verified: " + checked.status().message() + "; ";
-        if (cudaDeviceSynchronize() != cudaSuccess) return checked.status();
+      KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
+                               tuner::VerifyConfig(*provider_, space.configs[i], *check));
+      if (!verdict.checked) {
+        out.note += ConfigKey(space.configs[i]) + " not verified: " + verdict.detail + "; ";
         continue;
       }
-      if (!checked->passed) {
-        out.note += ConfigKey(space.configs[i]) + " rejected: " + checked->ToString() + "; ";
+      if (!verdict.passed) {
+        out.note += ConfigKey(space.configs[i]) + " rejected: " + verdict.detail + "; ";
         continue;
       }
-      if (out.verification.empty()) out.verification = checked->ToString();
+      if (out.verification.empty()) out.verification = verdict.detail;
       candidates.push_back(i);
     }
 
@@ -204,28 +202,14 @@ class TuneWorker {
     constexpr size_t kNone = static_cast<size_t>(-1);
     const size_t model_slot = model_pick ? add(*model_pick) : kNone;
     const size_t pick_slot = best_pick ? add(*best_pick) : kNone;
-    std::vector<std::unique_ptr<PreparedKernel>> kernels;
-    std::vector<PreparedKernel*> kernel_ptrs;
-    for (const size_t i : compared) {
-      KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> kernel,
-                               provider_->Prepare(problem, space.configs[i]));
-      kernel_ptrs.push_back(kernel.get());
-      kernels.push_back(std::move(kernel));
-    }
-    double confirm_gpu_ms = 0;
+    std::vector<tuner::Contender> contenders;
+    for (const size_t i : compared) contenders.push_back({provider_.get(), space.configs[i]});
     KSELECT_ASSIGN_OR_RETURN(
-        const std::vector<std::vector<double>> rounds,
-        timer_->TimeInterleaved(kernel_ptrs, *operands, options_.interleaved_batch_ms,
-                                options_.interleaved_rounds, &confirm_gpu_ms));
+        const tuner::InterleavedRun run,
+        tuner::TimeContenders(*timer_, problem, contenders, *operands,
+                              options_.interleaved_batch_ms, options_.interleaved_rounds));
     out.confirm_s = Seconds(confirm_start);
-    std::vector<InterleavedFigure> figures;
-    for (size_t slot = 0; slot < compared.size(); ++slot) {
-      InterleavedFigure f;
-      f.config = space.configs[compared[slot]];
-      f.median_ms = Median(rounds[slot]);
-      f.speedup = MedianRatio(rounds[0], rounds[slot]);
-      figures.push_back(std::move(f));
-    }
+    const std::vector<InterleavedFigure>& figures = run.figures;
     out.reference = figures[0];
     if (model_slot != kNone) out.model_pick = figures[model_slot];
     if (pick_slot != kNone) out.best_of_top8 = figures[pick_slot];

@@ -191,6 +191,10 @@ struct TileRuleSet {
   std::vector<std::pair<std::string, int64_t>> rejected_by_rule;
 };
 
+// The generator's groups, each expanded into its cross product (before de-duplication, the
+// validity rules and the filter rules), in file order: what GenerateRuleSet starts from, and the
+// field values a search over the rule set's space combines (include/kselect/search.h).
+StatusOr<std::vector<std::vector<TileConfig>>> ExpandGeneratorGroups(const RuleSet& rules);
 // Expands `rules.generator` and applies the rules. Unknown keys and bad values are ParseErrors
 // naming the JSON path.
 StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules);

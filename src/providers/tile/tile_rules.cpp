@@ -221,6 +221,45 @@ TileKernelSpec MakeSpec(const TileConfig& c, const TileBuildVariant& v) {
   return s;
 }
 
+// Every group of the generator object `root` expanded, in file order.
+StatusOr<std::vector<std::vector<TileConfig>>> ExpandGroups(const json& root,
+                                                            const std::string& path) {
+  if (!root.contains("groups")) return ParseError(path + ".groups: required");
+  KSELECT_RETURN_IF_ERROR(ExpectArray(root.at("groups"), path + ".groups"));
+  std::vector<std::vector<TileConfig>> groups;
+  for (size_t i = 0; i < root.at("groups").size(); ++i) {
+    KSELECT_ASSIGN_OR_RETURN(
+        std::vector<TileConfig> configs,
+        ExpandGroup(root.at("groups")[i], path + ".groups[" + std::to_string(i) + "]"));
+    groups.push_back(std::move(configs));
+  }
+  return groups;
+}
+
+// The generator's text parsed, with the JSON path errors name; refuses another provider's set.
+StatusOr<json> GeneratorRoot(const RuleSet& rules, const std::string& path) {
+  if (rules.provider != Provider::kTile) {
+    return InvalidArgumentError(path + ": a rule set for " +
+                                std::string(ProviderName(rules.provider)) + ", not for tile");
+  }
+  if (rules.generator.empty()) {
+    return ParseError(path +
+                      ": required (a tile rule set generates its configs from the build "
+                      "variants and groups there)");
+  }
+  try {
+    json root = json::parse(rules.generator);
+    KSELECT_RETURN_IF_ERROR(CheckKeys(root, path, {"variants", "groups"}));
+    return root;
+  } catch (const json::exception& e) {
+    return ParseError(path + ": " + e.what());
+  }
+}
+
+std::string GeneratorPath(const RuleSet& rules) {
+  return (rules.path.empty() ? rules.name : rules.path) + ".generator";
+}
+
 std::string FirstBrokenRule(const TileKernelSpec& spec) {
   for (const ValidityRule& rule : ValidityRules()) {
     if (!rule.check(spec).empty()) return rule.name;
@@ -235,20 +274,20 @@ std::string DefaultRulesRoot() {
   return std::filesystem::path(KSELECT_SOURCE_RULES_DIR).parent_path().string();
 }
 
-StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules) {
-  const std::string path = (rules.path.empty() ? rules.name : rules.path) + ".generator";
-  if (rules.provider != Provider::kTile) {
-    return InvalidArgumentError(path + ": a rule set for " +
-                                std::string(ProviderName(rules.provider)) + ", not for tile");
-  }
-  if (rules.generator.empty()) {
-    return ParseError(path +
-                      ": required (a tile rule set generates its configs from the build "
-                      "variants and groups there)");
-  }
+StatusOr<std::vector<std::vector<TileConfig>>> ExpandGeneratorGroups(const RuleSet& rules) {
+  const std::string path = GeneratorPath(rules);
+  KSELECT_ASSIGN_OR_RETURN(const json root, GeneratorRoot(rules, path));
   try {
-    const json root = json::parse(rules.generator);
-    KSELECT_RETURN_IF_ERROR(CheckKeys(root, path, {"variants", "groups"}));
+    return ExpandGroups(root, path);
+  } catch (const json::exception& e) {
+    return ParseError(path + ": " + e.what());
+  }
+}
+
+StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules) {
+  const std::string path = GeneratorPath(rules);
+  KSELECT_ASSIGN_OR_RETURN(const json root, GeneratorRoot(rules, path));
+  try {
     TileRuleSet set;
     set.path = rules.path;
     set.name = rules.name;
@@ -261,8 +300,8 @@ StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules) {
           ParseVariant(root.at("variants")[i], path + ".variants[" + std::to_string(i) + "]"));
       set.variants.push_back(v);
     }
-    if (!root.contains("groups")) return ParseError(path + ".groups: required");
-    KSELECT_RETURN_IF_ERROR(ExpectArray(root.at("groups"), path + ".groups"));
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<std::vector<TileConfig>> groups,
+                             ExpandGroups(root, path));
     std::set<std::string> seen;
     std::map<std::string, int64_t> rejected;
     std::vector<std::string> rule_order;
@@ -270,10 +309,7 @@ StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules) {
       if (!rejected.count(rule)) rule_order.push_back(rule);
       ++rejected[rule];
     };
-    for (size_t i = 0; i < root.at("groups").size(); ++i) {
-      KSELECT_ASSIGN_OR_RETURN(
-          std::vector<TileConfig> configs,
-          ExpandGroup(root.at("groups")[i], path + ".groups[" + std::to_string(i) + "]"));
+    for (const std::vector<TileConfig>& configs : groups) {
       for (const TileConfig& c : configs) {
         const std::string key = ConfigKey(c);
         if (!seen.insert(key).second) continue;
