@@ -4,6 +4,7 @@
 #   dataset   kselect bench --provider tile --rules default, bf16 TN (rcc), on DATA_SHAPES
 #             (default shapes/core_framework.csv) into $OUT/tile_dataset.jsonl; RESUME=FILE continues
 #             a partial file from an earlier call; stops starting configs after DATA_LIMIT_S.
+#   cross     kselect tile bench --cross-model on CROSS_SHAPES: the decision timed interleaved.
 #   screen    kselect tile bench --screened on SCREEN_SHAPES (default shapes/holdout_framework.csv):
 #             cuBLASLt's top 16 and every tile config timed in one process, per shape.
 set -uo pipefail
@@ -35,6 +36,16 @@ for step in ${STEPS:-dataset}; do
       --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-holdout-framework-screen}" \
       --json "$OUT/screen.json" > "$OUT/screen.txt" 2>&1
     summary+=("tile bench --screened rc=$? $(grep -c x "$OUT/screen.txt") lines, $(lap)")
+    ;;
+  cross)
+    # The cross-provider model's decision timed interleaved with cuBLASLt's pick (and the
+    # finalists of both providers) on CROSS_SHAPES.
+    timeout "${CROSS_TIMEOUT:-400}" "$BIN/kselect" tile bench --rules default \
+      --cross-model "${CROSS_MODEL:-models/h200_cross_bf16_tn}" \
+      --shapes "${CROSS_SHAPES:-shapes/holdout_framework.csv}" --finalists 2 --rounds 9 \
+      --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-cross-provider-live}" \
+      --json "$OUT/cross.json" > "$OUT/cross.txt" 2>&1
+    summary+=("tile bench --cross-model rc=$? $(grep -c x "$OUT/cross.txt") lines, $(lap)")
     ;;
   esac
 done

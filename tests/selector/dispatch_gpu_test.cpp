@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "kselect/cross_provider.h"
 #include "kselect/selector.h"
 #include "kselect/verify.h"
 #include "testing_util.h"
@@ -81,6 +82,70 @@ TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
                   result->ToString().c_str(),
                   kernel.last().note.empty() ? "" : (" note: " + kernel.last().note).c_str());
     }
+  }
+}
+
+// The same through the cross-provider selector: decode GEMMs go to the tile engine, a large one
+// stays with cuBLASLt's pick, and what runs matches the reference either way.
+class CrossDispatchKernel final : public PreparedKernel {
+ public:
+  CrossDispatchKernel(CrossProviderSelector& selector, const GemmProblem& problem)
+      : selector_(selector), problem_(problem) {}
+  int64_t WorkspaceBytes() const override { return 32ll << 20; }
+  Status Launch(const KernelOperands& operands, void* stream) override {
+    auto info = Gemm(selector_, problem_, operands.buffers[0], operands.buffers[1],
+                     operands.buffers[2], operands.workspace, operands.workspace_bytes, stream);
+    if (!info.ok()) return info.status();
+    last_ = *info;
+    return Status::Ok();
+  }
+  const DispatchInfo& last() const { return last_; }
+
+ private:
+  CrossProviderSelector& selector_;
+  GemmProblem problem_;
+  DispatchInfo last_;
+};
+
+TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    GTEST_SKIP() << "no GPU on this host";
+  }
+  auto verifier = Verifier::Create();
+  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+  const std::string dir =
+      (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / "h200_cross_bf16_tn").string();
+  auto selector = CrossProviderSelector::Open(dir);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  auto provider = (*selector)->reference().provider();
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  struct Case {
+    GemmProblem problem;
+    bool tile_expected;
+  };
+  const std::vector<Case> cases = {{LinearGemm(4096, 1, 4096), true},
+                                   {LinearGemm(14336, 1, 4096), true},
+                                   {LinearGemm(4096, 4096, 4096), false}};
+  for (const Case& c : cases) {
+    auto decision = (*selector)->Select(c.problem);
+    ASSERT_TRUE(decision.ok()) << decision.status().ToString();
+    EXPECT_EQ(decision->challenger_chosen, c.tile_expected)
+        << c.problem.ToString() << ": predicted gain " << decision->predicted_gain << " "
+        << decision->note;
+    auto operands = (*provider)->Operands(c.problem);
+    ASSERT_TRUE(operands.ok()) << operands.status().ToString();
+    auto verify_case = (*verifier)->MakeCase(c.problem, *operands);
+    ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
+    CrossDispatchKernel kernel(**selector, c.problem);
+    auto result = (*verify_case)->Check(kernel);
+    ASSERT_TRUE(result.ok()) << c.problem.ToString() << ": " << result.status().ToString();
+    EXPECT_TRUE(result->passed) << c.problem.ToString() << ": " << result->ToString();
+    EXPECT_EQ(ProviderOf(kernel.last().config), decision->challenger_chosen ? Provider::kTile
+                                                                            : Provider::kCublasLt);
+    std::printf("cross dispatch %-60s gain %.3f %-50s %s\n", c.problem.ToString().c_str(),
+                decision->predicted_gain, DescribeConfig(kernel.last().config).c_str(),
+                result->ToString().c_str());
   }
 }
 

@@ -1,0 +1,139 @@
+// Cross-provider selection without a GPU: the shipped manifest, decisions on measured data (a
+// head-to-head fixture with every config screened in one process), and bad manifests.
+#include "kselect/cross_provider.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kselect/tuner.h"
+#include "testing_util.h"
+
+namespace kselect {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_util::Contains;
+using testing_util::FixturePath;
+using testing_util::LinearGemm;
+using testing_util::ModelDir;
+
+SelectorOptions Offline() {
+  SelectorOptions o;
+  o.check_can_implement = false;
+  o.query_heuristic = false;
+  return o;
+}
+
+TEST(CrossProviderTest, DecisionsOnMeasuredDataBeatCublasLtsPick) {
+  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn"), Offline());
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  EXPECT_EQ((*selector)->manifest().reference_provider, Provider::kCublasLt);
+  EXPECT_EQ((*selector)->manifest().challenger_provider, Provider::kTile);
+  const std::string files[] = {FixturePath("cross", "head_to_head_3.json.gz")};
+  auto e = EvaluateCrossProvider(**selector, files);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->rows.size(), 3u);
+  for (const CrossEvaluationRow& r : e->rows) {
+    // One token: the decode kernels; 64 tokens or a large GEMM: cuBLASLt's pick stays.
+    EXPECT_EQ(r.challenger_chosen, r.problem.n == 1) << r.problem.ToString();
+    EXPECT_GT(r.decision_ms, 0);
+    if (r.challenger_chosen) {
+      EXPECT_GT(r.predicted_gain, 1.0);
+      EXPECT_LT(r.decision_ms, r.pick_ms) << "the decode kernel is faster, measured";
+    } else {
+      EXPECT_EQ(r.decision_ms, r.pick_ms);
+    }
+  }
+  EXPECT_GT(e->geomean_decision_over_pick, 1.03);
+  EXPECT_LE(e->geomean_decision_over_pick, e->geomean_best_over_pick);
+  const std::string json = CrossEvaluationJson(*e, "m", files);
+  EXPECT_TRUE(Contains(json, "\"format\": \"kselect.cross_evaluation\""));
+}
+
+TEST(CrossProviderTest, DecideNeedsAReferencePickOfTheReferenceProvider) {
+  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn"), Offline());
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  const GemmProblem p = LinearGemm(4096, 1, 4096);
+  const std::span<const KernelConfig> tiles = (*selector)->challenger().Candidates(p);
+  ASSERT_FALSE(tiles.empty());
+  auto wrong = (*selector)->Decide(p, tiles[0], tiles);
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  const std::span<const KernelConfig> lt = (*selector)->reference().Candidates(p);
+  ASSERT_FALSE(lt.empty());
+  auto alone = (*selector)->Decide(p, lt[0], {});
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_FALSE(alone->challenger_chosen);
+  EXPECT_EQ(ConfigKey(alone->config), ConfigKey(lt[0]));
+  EXPECT_EQ(alone->note, "no challenger candidates");
+  auto both = (*selector)->Decide(p, lt[0], tiles);
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  ASSERT_EQ(both->ranked.size(), 2u);
+  EXPECT_EQ(ConfigKey(both->ranked[0].config), ConfigKey(both->config));
+}
+
+TEST(CrossProviderTest, BadManifestsAreClearErrors) {
+  const fs::path dir = fs::temp_directory_path() / "kselect_cross_provider_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir / "cross_provider.json") << text;
+  };
+  auto expect_error = [&](const std::string& text, const std::string& needle) {
+    write(text);
+    auto s = CrossProviderSelector::Open(dir.string(), Offline());
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_TRUE(Contains(s.status().message(), needle)) << s.status().ToString();
+  };
+  const std::string members =
+      R"("reference": {"provider": "cublaslt", "model": ")" + ModelDir("h200_cublaslt_default") +
+      R"("}, "challenger": {"provider": "tile", "model": ")" +
+      ModelDir("h200_tile_default_bf16_tn") + R"("})";
+  EXPECT_FALSE(CrossProviderSelector::Open((dir / "none").string(), Offline()).ok());
+  expect_error("{not json", "not a JSON object");
+  expect_error(R"({"format": "other", "format_version": 1, )" + members + "}", "expected");
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 9, )" + members + "}",
+               "format_version 9");
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "min_predicted_gain": -1, )" + members + "}",
+               "min_predicted_gain");
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "tile", "model": "a"},
+                   "challenger": {"provider": "tile", "model": "b"}})",
+               "same provider");
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "cublaslt", "model": "missing_dir"},
+                   "challenger": {"provider": "tile", "model": "b"}})",
+               "reference model");
+  // Members swapped: the manifest's providers do not match the models'.
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "tile", "model": ")" +
+                   ModelDir("h200_cublaslt_default") + R"("},
+                   "challenger": {"provider": "cublaslt", "model": ")" +
+                   ModelDir("h200_tile_default_bf16_tn") + R"("}})",
+               "another provider");
+  // A member that needs the heuristic's picks cannot give a TFLOPS figure without them.
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "cublaslt", "model": ")" +
+                   ModelDir("h200_cublaslt_default_rank") + R"("},
+                   "challenger": {"provider": "tile", "model": ")" +
+                   ModelDir("h200_tile_default_bf16_tn") + R"("}})",
+               "heuristic's picks");
+  fs::remove_all(dir);
+}
+
+TEST(CrossProviderTest, EvaluationNeedsScreenedTimes) {
+  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn"), Offline());
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  const fs::path file = fs::temp_directory_path() / "kselect_cross_no_screened.json";
+  std::ofstream(file) << R"({"format": "kselect.head_to_head", "results": [{"problem": {}}]})";
+  const std::string files[] = {file.string()};
+  auto e = EvaluateCrossProvider(**selector, files);
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(Contains(e.status().message(), "--screened")) << e.status().ToString();
+  fs::remove(file);
+}
+
+}  // namespace
+}  // namespace kselect
