@@ -149,10 +149,9 @@ class Selector {
 
  private:
   friend StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem,
-                                           std::span<const RankedConfig> ranked,
-                                           DecisionPath path, const void* a, const void* b,
-                                           void* c, void* workspace, int64_t workspace_bytes,
-                                           void* stream);
+                                           std::span<const RankedConfig> ranked, DecisionPath path,
+                                           const void* a, const void* b, void* c, void* workspace,
+                                           int64_t workspace_bytes, void* stream);
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();

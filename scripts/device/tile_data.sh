@@ -10,15 +10,8 @@
 set -uo pipefail
 BIN="${BIN:-.devcarry-sel}"
 OUT="${OUT:-/tmp/kselect-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
-export KSELECT_CACHE_DIR="${KSELECT_CACHE_DIR:-/tmp/kselect-cache}"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
-summary=()
-t0=$(date +%s)
-lap() { echo "$(( $(date +%s) - t0 )) s"; }
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh"
 for step in ${STEPS:-dataset}; do
   case "$step" in
   dataset)
@@ -29,6 +22,7 @@ for step in ${STEPS:-dataset}; do
       --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-tile-core-framework}" \
       --time-limit-s "${DATA_LIMIT_S:-520}" "${resume[@]}" > "$OUT/dataset.txt" 2>&1
     summary+=("bench tile rc=$? $(tail -2 "$OUT/dataset.txt" | tr '\n' ' '), $(lap)")
+    gzip -f "$OUT/tile_dataset.jsonl"  # 27 MB plain: over what comes back from the device
     ;;
   screen)
     timeout "${SCREEN_TIMEOUT:-540}" "$BIN/kselect" tile bench --rules default --screened \
@@ -49,7 +43,7 @@ for step in ${STEPS:-dataset}; do
     ;;
   esac
 done
-cd "$OUT" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude='*.jsonl' --exclude='*.json' . \
-  && cd - >/dev/null
+for f in screen.json cross.json; do [ -f "$OUT/$f" ] && gzip -f "$OUT/$f"; done
+pack_logs
 echo "== summary"
 printf '%s\n' "${summary[@]}"

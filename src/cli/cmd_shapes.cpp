@@ -68,7 +68,11 @@ Command ShapesCommand() {
             auto args = std::make_shared<ShapesArgs>();
             app.require_subcommand(1);
             args->generate = app.add_subcommand("generate", "write a named shape set as CSV");
-            args->generate->add_option("--set", args->set, "wide, core, fp8, edge or holdout; wide, core, fp8 and holdout with _framework: tokens in n (TN as nn.Linear calls it)")->required();
+            args->generate
+                ->add_option("--set", args->set,
+                             "wide, core, fp8, edge or holdout; wide, core, fp8 and holdout with "
+                             "_framework: tokens in n (TN as nn.Linear calls it)")
+                ->required();
             args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
             args->check = app.add_subcommand("check", "parse a shape file and count its regimes");
             args->check->add_option("file", args->check_path, "shape CSV")->required();

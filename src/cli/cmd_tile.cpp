@@ -322,15 +322,16 @@ int RunCross(const TileOptions& o) {
   if (!selector.ok()) return ReportError(kWhat, selector.status());
   StatusOr<CrossEvaluation> e = EvaluateCrossProvider(**selector, o.screened_files);
   if (!e.ok()) return ReportError(kWhat, e.status());
-  std::printf("%-24s %7s %8s %8s %8s %8s  %s\n", "problem", "gain", "pick us", "choice",
-              "tile top", "best", "decision");
+  std::printf("%-24s %7s %8s %8s %8s %8s  %s\n", "problem", "gain", "pick us", "choice", "tile top",
+              "best", "decision");
   for (const CrossEvaluationRow& r : e->rows) {
     std::printf("%-24s %7.3f %8.2f %8.2f %8.2f %8.2f  %s %.3f\n",
                 (std::to_string(r.problem.m) + "x" + std::to_string(r.problem.n) + "x" +
                  std::to_string(r.problem.k))
                     .c_str(),
                 r.predicted_gain, r.pick_ms * 1e3, r.decision_ms * 1e3, r.challenger_top_ms * 1e3,
-                r.best_ms * 1e3, r.challenger_chosen ? "tile    " : "cublaslt", r.pick_ms / r.decision_ms);
+                r.best_ms * 1e3, r.challenger_chosen ? "tile    " : "cublaslt",
+                r.pick_ms / r.decision_ms);
   }
   std::printf(
       "problems %zu: decision over cuBLASLt's pick geomean %.4f (worst %.3f), tile chosen on "
@@ -351,89 +352,89 @@ int RunCross(const TileOptions& o) {
 }  // namespace
 
 Command TileCommand() {
-  return {"tile", "list, build, verify and time the tile engine's NVRTC kernels",
-          [](CLI::App& app) -> RunFunction {
-            auto o = std::make_shared<TileOptions>();
-            auto selected = std::make_shared<std::string>();
-            app.require_subcommand(1);
-            CLI::App* list = app.add_subcommand("list", "one catalogue config key per line");
-            AddRuleOptions(*list, *o);
-            list->add_flag("--stats", o->stats, "counts per validity and filter rule on stderr");
-            list->add_option("--snapshot", o->snapshot,
-                             "also write the catalogue snapshot JSON to FILE "
-                             "(rules/tile/snapshots/<name>.json)");
-            CLI::App* source = app.add_subcommand("source", "print one build spec's source");
-            AddRuleOptions(*source, *o);
-            source->add_option("--index", o->index, "build spec index")->capture_default_str();
-            CLI::App* build = app.add_subcommand("build", "compile every build spec (NVRTC)");
-            AddRuleOptions(*build, *o);
-            AddCompileOptions(*build, *o);
-            CLI::App* verify =
-                app.add_subcommand("verify", "(GPU) check every config against a reference");
-            AddRuleOptions(*verify, *o);
-            AddCompileOptions(*verify, *o);
-            verify->add_flag("--fail-fast", o->fail_fast, "stop at the first mismatch");
-            verify->add_option("--log", o->log_path, "write one line per check here");
-            CLI::App* time = app.add_subcommand("time", "(GPU) TFLOP/s per config on one shape");
-            AddRuleOptions(*time, *o);
-            AddCompileOptions(*time, *o);
-            time->add_option("--shape", o->shape, "m,n,k")->capture_default_str();
-            time->add_option("--repeats", o->repeats, "timed launches per config")
-                ->capture_default_str();
-            CLI::App* bench = app.add_subcommand(
-                "bench", "(GPU) head to head with cuBLASLt on shapes, one timing module");
-            AddRuleOptions(*bench, *o);
-            bench->add_option("--shape", o->shapes, "m,n,k[,batch] (repeatable)");
-            bench->add_option("--shapes", o->shape_file, "a shape CSV (kselect shapes)");
-            bench
-                ->add_option("--layout", o->layout,
-                             "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, "
-                             "n = tokens)")
-                ->capture_default_str();
-            bench->add_option("--dtype", o->dtype, "A, B and C type (bf16, fp16)")
-                ->capture_default_str();
-            bench
-                ->add_option("--cublaslt-picks", o->cublaslt_picks,
-                             "cuBLASLt heuristic's top N screened")
-                ->capture_default_str();
-            bench->add_flag("--cublaslt-space", o->cublaslt_space,
-                            "also screen cuBLASLt's whole enumerated space (slow)");
-            bench
-                ->add_option("--finalists", o->finalists,
-                             "per provider, the fastest screened configs timed interleaved")
-                ->capture_default_str();
-            bench->add_option("--rounds", o->rounds, "interleaved rounds")->capture_default_str();
-            bench->add_flag("--screened", o->keep_screened,
-                            "record every screened config's time in the JSON (both providers)");
-            bench->add_option("--cross-model", o->cross_model,
-                              "a cross-provider model directory: its decision is timed "
-                              "interleaved with the pick");
-            bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
-            CLI::App* cross = app.add_subcommand(
-                "cross", "score a cross-provider model on head-to-head files (--screened)");
-            cross->add_option("--model", o->cross_model, "cross-provider model directory")
-                ->required();
-            cross->add_option("--screened", o->screened_files, "kselect tile bench --screened JSON")
-                ->required()
-                ->check(CLI::ExistingFile);
-            cross->add_option("--json", o->json_path, "write kselect.cross_evaluation JSON here");
-            bench->add_option("--device-kind", o->device_kind, "lender's kind, recorded");
-            bench->add_option("--run-id", o->run_id, "recorded run id");
-            for (CLI::App* sub : {list, source, build, verify, time, bench, cross}) {
-              sub->callback([selected, sub] { *selected = sub->get_name(); });
-            }
-            return [o, selected]() -> int {
-              if (*selected == "list") return RunList(*o);
-              if (*selected == "source") return RunSource(*o);
-              if (*selected == "build") return RunBuild(*o);
-              if (*selected == "bench") return RunBench(*o);
-              if (*selected == "cross") return RunCross(*o);
-              StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
-              if (!set.ok()) return ReportError("tile", set.status());
-              if (*selected == "verify") return RunVerify(*o, *set);
-              return RunTime(*o, *set);
-            };
-          }};
+  return {
+      "tile", "list, build, verify and time the tile engine's NVRTC kernels",
+      [](CLI::App& app) -> RunFunction {
+        auto o = std::make_shared<TileOptions>();
+        auto selected = std::make_shared<std::string>();
+        app.require_subcommand(1);
+        CLI::App* list = app.add_subcommand("list", "one catalogue config key per line");
+        AddRuleOptions(*list, *o);
+        list->add_flag("--stats", o->stats, "counts per validity and filter rule on stderr");
+        list->add_option("--snapshot", o->snapshot,
+                         "also write the catalogue snapshot JSON to FILE "
+                         "(rules/tile/snapshots/<name>.json)");
+        CLI::App* source = app.add_subcommand("source", "print one build spec's source");
+        AddRuleOptions(*source, *o);
+        source->add_option("--index", o->index, "build spec index")->capture_default_str();
+        CLI::App* build = app.add_subcommand("build", "compile every build spec (NVRTC)");
+        AddRuleOptions(*build, *o);
+        AddCompileOptions(*build, *o);
+        CLI::App* verify =
+            app.add_subcommand("verify", "(GPU) check every config against a reference");
+        AddRuleOptions(*verify, *o);
+        AddCompileOptions(*verify, *o);
+        verify->add_flag("--fail-fast", o->fail_fast, "stop at the first mismatch");
+        verify->add_option("--log", o->log_path, "write one line per check here");
+        CLI::App* time = app.add_subcommand("time", "(GPU) TFLOP/s per config on one shape");
+        AddRuleOptions(*time, *o);
+        AddCompileOptions(*time, *o);
+        time->add_option("--shape", o->shape, "m,n,k")->capture_default_str();
+        time->add_option("--repeats", o->repeats, "timed launches per config")
+            ->capture_default_str();
+        CLI::App* bench = app.add_subcommand(
+            "bench", "(GPU) head to head with cuBLASLt on shapes, one timing module");
+        AddRuleOptions(*bench, *o);
+        bench->add_option("--shape", o->shapes, "m,n,k[,batch] (repeatable)");
+        bench->add_option("--shapes", o->shape_file, "a shape CSV (kselect shapes)");
+        bench
+            ->add_option("--layout", o->layout,
+                         "A, B, C orders; rcc = cuBLAS TN, nn.Linear's (m = out features, "
+                         "n = tokens)")
+            ->capture_default_str();
+        bench->add_option("--dtype", o->dtype, "A, B and C type (bf16, fp16)")
+            ->capture_default_str();
+        bench
+            ->add_option("--cublaslt-picks", o->cublaslt_picks,
+                         "cuBLASLt heuristic's top N screened")
+            ->capture_default_str();
+        bench->add_flag("--cublaslt-space", o->cublaslt_space,
+                        "also screen cuBLASLt's whole enumerated space (slow)");
+        bench
+            ->add_option("--finalists", o->finalists,
+                         "per provider, the fastest screened configs timed interleaved")
+            ->capture_default_str();
+        bench->add_option("--rounds", o->rounds, "interleaved rounds")->capture_default_str();
+        bench->add_flag("--screened", o->keep_screened,
+                        "record every screened config's time in the JSON (both providers)");
+        bench->add_option("--cross-model", o->cross_model,
+                          "a cross-provider model directory: its decision is timed "
+                          "interleaved with the pick");
+        bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
+        CLI::App* cross = app.add_subcommand(
+            "cross", "score a cross-provider model on head-to-head files (--screened)");
+        cross->add_option("--model", o->cross_model, "cross-provider model directory")->required();
+        cross->add_option("--screened", o->screened_files, "kselect tile bench --screened JSON")
+            ->required()
+            ->check(CLI::ExistingFile);
+        cross->add_option("--json", o->json_path, "write kselect.cross_evaluation JSON here");
+        bench->add_option("--device-kind", o->device_kind, "lender's kind, recorded");
+        bench->add_option("--run-id", o->run_id, "recorded run id");
+        for (CLI::App* sub : {list, source, build, verify, time, bench, cross}) {
+          sub->callback([selected, sub] { *selected = sub->get_name(); });
+        }
+        return [o, selected]() -> int {
+          if (*selected == "list") return RunList(*o);
+          if (*selected == "source") return RunSource(*o);
+          if (*selected == "build") return RunBuild(*o);
+          if (*selected == "bench") return RunBench(*o);
+          if (*selected == "cross") return RunCross(*o);
+          StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o->rules, o->rules_dir);
+          if (!set.ok()) return ReportError("tile", set.status());
+          if (*selected == "verify") return RunVerify(*o, *set);
+          return RunTime(*o, *set);
+        };
+      }};
 }
 
 }  // namespace kselect::cli

@@ -35,8 +35,7 @@ const std::vector<Command>& Commands() {
 }
 
 const std::vector<PlannedCommand>& PlannedCommands() {
-  static const std::vector<PlannedCommand> planned = {
-  };
+  static const std::vector<PlannedCommand> planned = {};
   return planned;
 }
 

@@ -70,10 +70,10 @@ StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir
     return ParseError(path + ": min_predicted_gain must be a positive number");
   }
   const fs::path base(dir);
-  KSELECT_RETURN_IF_ERROR(ReadMember(reference, path + ".reference", base, &m.reference_provider,
-                                     &m.reference_model));
-  KSELECT_RETURN_IF_ERROR(ReadMember(challenger, path + ".challenger", base,
-                                     &m.challenger_provider, &m.challenger_model));
+  KSELECT_RETURN_IF_ERROR(
+      ReadMember(reference, path + ".reference", base, &m.reference_provider, &m.reference_model));
+  KSELECT_RETURN_IF_ERROR(ReadMember(challenger, path + ".challenger", base, &m.challenger_provider,
+                                     &m.challenger_model));
   if (m.reference_provider == m.challenger_provider) {
     return ParseError(path + ": reference and challenger are the same provider");
   }
@@ -103,7 +103,8 @@ StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
   }
   if ((*reference)->model().spec().provider != manifest.reference_provider ||
       (*challenger)->model().spec().provider != manifest.challenger_provider) {
-    return SchemaMismatchError(dir + ": a member model is for another provider than the manifest says");
+    return SchemaMismatchError(dir +
+                               ": a member model is for another provider than the manifest says");
   }
   return std::unique_ptr<CrossProviderSelector>(new CrossProviderSelector(
       std::move(manifest), std::move(*reference), std::move(*challenger)));
@@ -146,7 +147,8 @@ StatusOr<CrossDecision> CrossProviderSelector::Decide(
     std::span<const KernelConfig> challenger_candidates) const {
   if (ProviderOf(reference_pick) != manifest_.reference_provider) {
     return InvalidArgumentError("the reference pick is not a " +
-                                std::string(ProviderName(manifest_.reference_provider)) + " config");
+                                std::string(ProviderName(manifest_.reference_provider)) +
+                                " config");
   }
   std::optional<RankedConfig> top;
   if (!challenger_candidates.empty()) {
@@ -211,8 +213,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
   KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Select(problem));
   std::string failures;
   for (size_t r = 0; r < d.ranked.size(); ++r) {
-    const bool reference =
-        ProviderOf(d.ranked[r].config) == selector.manifest().reference_provider;
+    const bool reference = ProviderOf(d.ranked[r].config) == selector.manifest().reference_provider;
     Selector& member = reference ? selector.reference() : selector.challenger();
     const RankedConfig one[] = {d.ranked[r]};
     StatusOr<DispatchInfo> info = GemmRanked(member, problem, one, DecisionPath::kModel, a, b, c,

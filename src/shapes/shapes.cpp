@@ -364,9 +364,10 @@ StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
   if (set == "fp8") return Fp8Set();
   if (set == "edge") return EdgeSet();
   if (set == "holdout") return HoldoutSet();
-  return InvalidArgumentError("unknown shape set '" + std::string(set) +
-                              "' (known: wide, core, fp8, edge, holdout; wide, core, fp8 and holdout with the suffix "
-                              "_framework: m and n swapped, tokens in n)");
+  return InvalidArgumentError(
+      "unknown shape set '" + std::string(set) +
+      "' (known: wide, core, fp8, edge, holdout; wide, core, fp8 and holdout with the suffix "
+      "_framework: m and n swapped, tokens in n)");
 }
 
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin) {

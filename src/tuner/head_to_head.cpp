@@ -10,10 +10,10 @@
 
 #include "core/json_codec.h"
 #include "core/statistics.h"
+#include "core/text.h"
 #include "kselect/config_schema.h"
 #include "kselect/cross_provider.h"
 #include "kselect/model.h"
-#include "core/text.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "kselect/version.h"
@@ -308,7 +308,8 @@ StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& sel
   for (const std::string& file : head_to_head_files) {
     KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(file));
     const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (root.is_discarded() || !root.is_object() || root.value("format", "") != "kselect.head_to_head") {
+    if (root.is_discarded() || !root.is_object() ||
+        root.value("format", "") != "kselect.head_to_head") {
       return ParseError(file + ": not a kselect.head_to_head file");
     }
     const json& results = root.value("results", json::array());

@@ -77,26 +77,25 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
   const fs::path dir = fs::temp_directory_path() / "kselect_cross_provider_test";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  auto write = [&](const std::string& text) {
-    std::ofstream(dir / "cross_provider.json") << text;
-  };
+  auto write = [&](const std::string& text) { std::ofstream(dir / "cross_provider.json") << text; };
   auto expect_error = [&](const std::string& text, const std::string& needle) {
     write(text);
     auto s = CrossProviderSelector::Open(dir.string(), Offline());
     ASSERT_FALSE(s.ok()) << text;
     EXPECT_TRUE(Contains(s.status().message(), needle)) << s.status().ToString();
   };
-  const std::string members =
-      R"("reference": {"provider": "cublaslt", "model": ")" + ModelDir("h200_cublaslt_default") +
-      R"("}, "challenger": {"provider": "tile", "model": ")" +
-      ModelDir("h200_tile_default_bf16_tn") + R"("})";
+  const std::string members = R"("reference": {"provider": "cublaslt", "model": ")" +
+                              ModelDir("h200_cublaslt_default") +
+                              R"("}, "challenger": {"provider": "tile", "model": ")" +
+                              ModelDir("h200_tile_default_bf16_tn") + R"("})";
   EXPECT_FALSE(CrossProviderSelector::Open((dir / "none").string(), Offline()).ok());
   expect_error("{not json", "not a JSON object");
   expect_error(R"({"format": "other", "format_version": 1, )" + members + "}", "expected");
   expect_error(R"({"format": "kselect.cross_provider", "format_version": 9, )" + members + "}",
                "format_version 9");
   expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
-                   "min_predicted_gain": -1, )" + members + "}",
+                   "min_predicted_gain": -1, )" +
+                   members + "}",
                "min_predicted_gain");
   expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
                    "reference": {"provider": "tile", "model": "a"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "kselect/cross_provider.h"
 #include "kselect/selector.h"
@@ -19,16 +20,22 @@ using verify::CheckResult;
 using verify::Verifier;
 using verify::VerifyCase;
 
-// A "kernel" that is the whole dispatcher: Launch asks the selector and runs its choice, so the
-// verify module checks exactly what an application's kselect::Gemm call computes.
+// A "kernel" that is the whole dispatcher: Launch runs a kselect::Gemm call (one selector's or the
+// cross-provider selector's), so the verify module checks exactly what an application's call
+// computes.
 class DispatchKernel final : public PreparedKernel {
  public:
-  DispatchKernel(Selector& selector, const GemmProblem& problem)
-      : selector_(selector), problem_(problem) {}
+  using Dispatch = std::function<StatusOr<DispatchInfo>(const KernelOperands&, void* stream)>;
+  explicit DispatchKernel(Dispatch dispatch) : dispatch_(std::move(dispatch)) {}
+  template <typename AnySelector>
+  DispatchKernel(AnySelector& selector, const GemmProblem& problem)
+      : dispatch_([&selector, problem](const KernelOperands& o, void* stream) {
+          return Gemm(selector, problem, o.buffers[0], o.buffers[1], o.buffers[2], o.workspace,
+                      o.workspace_bytes, stream);
+        }) {}
   int64_t WorkspaceBytes() const override { return 32ll << 20; }
   Status Launch(const KernelOperands& operands, void* stream) override {
-    auto info = Gemm(selector_, problem_, operands.buffers[0], operands.buffers[1],
-                     operands.buffers[2], operands.workspace, operands.workspace_bytes, stream);
+    auto info = dispatch_(operands, stream);
     if (!info.ok()) return info.status();
     last_ = *info;
     return Status::Ok();
@@ -36,8 +43,7 @@ class DispatchKernel final : public PreparedKernel {
   const DispatchInfo& last() const { return last_; }
 
  private:
-  Selector& selector_;
-  GemmProblem problem_;
+  Dispatch dispatch_;
   DispatchInfo last_;
 };
 
@@ -87,26 +93,6 @@ TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
 
 // The same through the cross-provider selector: decode GEMMs go to the tile engine, a large one
 // stays with cuBLASLt's pick, and what runs matches the reference either way.
-class CrossDispatchKernel final : public PreparedKernel {
- public:
-  CrossDispatchKernel(CrossProviderSelector& selector, const GemmProblem& problem)
-      : selector_(selector), problem_(problem) {}
-  int64_t WorkspaceBytes() const override { return 32ll << 20; }
-  Status Launch(const KernelOperands& operands, void* stream) override {
-    auto info = Gemm(selector_, problem_, operands.buffers[0], operands.buffers[1],
-                     operands.buffers[2], operands.workspace, operands.workspace_bytes, stream);
-    if (!info.ok()) return info.status();
-    last_ = *info;
-    return Status::Ok();
-  }
-  const DispatchInfo& last() const { return last_; }
-
- private:
-  CrossProviderSelector& selector_;
-  GemmProblem problem_;
-  DispatchInfo last_;
-};
-
 TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -137,12 +123,12 @@ TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
     ASSERT_TRUE(operands.ok()) << operands.status().ToString();
     auto verify_case = (*verifier)->MakeCase(c.problem, *operands);
     ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
-    CrossDispatchKernel kernel(**selector, c.problem);
+    DispatchKernel kernel(**selector, c.problem);
     auto result = (*verify_case)->Check(kernel);
     ASSERT_TRUE(result.ok()) << c.problem.ToString() << ": " << result.status().ToString();
     EXPECT_TRUE(result->passed) << c.problem.ToString() << ": " << result->ToString();
-    EXPECT_EQ(ProviderOf(kernel.last().config), decision->challenger_chosen ? Provider::kTile
-                                                                            : Provider::kCublasLt);
+    EXPECT_EQ(ProviderOf(kernel.last().config),
+              decision->challenger_chosen ? Provider::kTile : Provider::kCublasLt);
     std::printf("cross dispatch %-60s gain %.3f %-50s %s\n", c.problem.ToString().c_str(),
                 decision->predicted_gain, DescribeConfig(kernel.last().config).c_str(),
                 result->ToString().c_str());
