@@ -141,7 +141,7 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"decode_shape",
        [](TileKernelSpec& s) {
          s.config = DecodeConfig();
-         s.config.tile_n = 32;
+         s.config.tile_n = 24;  // whole n8 tiles, but not 8, 16, 32 or 64
        }},
       {"decode_k_major",
        [](TileKernelSpec& s) {

@@ -252,7 +252,7 @@ const std::vector<ValidityRule>& Rules() {
       // Decode rules.
       {"decode_shape",
        "decode: instr 16x8x16 (mma.sync); warps_n 1; tile_m whole m16 tiles per warp (a multiple "
-       "of 16 * warps_m); tile_n 8 or 16 tokens (n8 tiles); tile_k 32..256 in 32-element chunks "
+       "of 16 * warps_m); tile_n 8, 16, 32 or 64 tokens (n8 tiles); tile_k 32..256 in 32-element chunks "
        "(one 16-byte load per lane and row); stages 1 or 2 register stages; 1..32 warps",
        [](const TileKernelSpec& s) -> std::string {
          const TileConfig& c = s.config;
@@ -262,7 +262,9 @@ const std::vector<ValidityRule>& Rules() {
          if (c.warps_m < 1 || c.tile_m < 16 || c.tile_m % (16 * c.warps_m) != 0) {
            return "tile_m " + Str(c.tile_m) + " is not a multiple of 16 * warps_m";
          }
-         if (c.tile_n != 8 && c.tile_n != 16) return "tile_n " + Str(c.tile_n) + " is not 8 or 16";
+         if (c.tile_n != 8 && c.tile_n != 16 && c.tile_n != 32 && c.tile_n != 64) {
+           return "tile_n " + Str(c.tile_n) + " is not 8, 16, 32 or 64";
+         }
          if (c.tile_k < 32 || c.tile_k > 256 || c.tile_k % 32 != 0) {
            return "tile_k " + Str(c.tile_k) + " is not a multiple of 32 in 32..256";
          }
