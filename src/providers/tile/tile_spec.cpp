@@ -252,7 +252,8 @@ const std::vector<ValidityRule>& Rules() {
       // Decode rules.
       {"decode_shape",
        "decode: instr 16x8x16 (mma.sync); warps_n 1; tile_m whole m16 tiles per warp (a multiple "
-       "of 16 * warps_m); tile_n 8, 16, 32 or 64 tokens (n8 tiles); tile_k 32..256 in 32-element chunks "
+       "of 16 * warps_m); tile_n 8, 16, 32 or 64 tokens (n8 tiles); tile_k 32..256 in 32-element "
+       "chunks "
        "(one 16-byte load per lane and row); stages 1 or 2 register stages; 1..32 warps",
        [](const TileKernelSpec& s) -> std::string {
          const TileConfig& c = s.config;
