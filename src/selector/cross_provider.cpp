@@ -192,10 +192,10 @@ StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem
                                PredictTflops(*challenger_, problem, config));
       top->predicted_tflops = tflops.at(0);
     }
-    if ((*challenger)->path != DecisionPath::kModel &&
-        (*challenger)->path != DecisionPath::kCache) {
-      // A fallback's TFLOPS are not the model's: do not let it compete.
-      note = "challenger decided by " + std::string(DecisionPathName((*challenger)->path));
+    if ((*challenger)->decided_by != DecisionPath::kModel) {
+      // A fallback's TFLOPS are not the model's (a cached decision says which stage made it):
+      // do not let it compete.
+      note = "challenger decided by " + std::string(DecisionPathName((*challenger)->decided_by));
       top.reset();
     }
   } else {
