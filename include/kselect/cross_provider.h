@@ -14,7 +14,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,7 +79,6 @@ class CrossProviderSelector {
 
   CrossProviderManifest manifest_;
   std::unique_ptr<Selector> reference_, challenger_;
-  std::mutex reference_mutex_;  // the reference provider's heuristic: one caller at a time
 };
 
 // Runs the decision (falling back to the other provider's config when it cannot prepare or

@@ -142,6 +142,10 @@ class Selector {
   // FNV-1a 64 over the model directory's model files, spec and candidate table (hex).
   const std::string& model_fingerprint() const;
 
+  // The provider library's own top `count` picks for `problem` (GPU), taken under the lock that
+  // guards the provider for selection and dispatch; kUnavailable without a provider.
+  StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count);
+
   // The provider the model's configs run on (dispatch prepares kernels through it); kUnavailable
   // in builds or on hosts without one.
   StatusOr<KernelProvider*> provider();

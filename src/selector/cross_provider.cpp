@@ -32,13 +32,10 @@ Status ReadMember(const json* member, const std::string& where, const fs::path& 
   return Status::Ok();
 }
 
-// TFLOPS of `configs` by the member's model (a regression, or a blend's regression member).
+// TFLOPS of `configs` by the member's model (a regression, or a blend's regression member; Open
+// refused members that need the heuristic's picks).
 StatusOr<std::vector<double>> PredictTflops(const Selector& selector, const GemmProblem& problem,
                                             std::span<const KernelConfig> configs) {
-  if (selector.model().UsesPeerRanks()) {
-    return FailedPreconditionError(
-        "a cross-provider member model must not need the heuristic's picks (peer block)");
-  }
   return selector.model().PredictTflops(Problem(problem), configs);
 }
 
@@ -170,13 +167,8 @@ StatusOr<CrossDecision> CrossProviderSelector::Decide(
 }
 
 StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem) {
-  KSELECT_ASSIGN_OR_RETURN(KernelProvider * reference_provider, reference_->provider());
-  std::vector<KernelConfig> picks;
-  {
-    // Selector::provider() hands out a provider that is not thread-safe: one caller at a time.
-    std::lock_guard lock(reference_mutex_);
-    KSELECT_ASSIGN_OR_RETURN(picks, reference_provider->HeuristicPicks(problem, 1));
-  }
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
+                           reference_->HeuristicPicks(problem, 1));
   if (picks.empty()) {
     return CannotImplementError(std::string(ProviderName(manifest_.reference_provider)) +
                                 " has no pick for " + problem.ToString());

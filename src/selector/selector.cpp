@@ -131,6 +131,8 @@ struct Selector::Impl {
   std::unique_ptr<KernelProvider> provider;
   Status provider_status;
   std::mutex provider_mutex;  // providers are not thread-safe; only the cold path takes it
+  // The provider library's own top `count` picks, under provider_mutex.
+  StatusOr<std::vector<KernelConfig>> LockedHeuristicPicks(const Problem& problem, int count);
   std::unordered_map<std::string, KernelConfig> solutions;  // ProblemToString -> config
   DecisionCache cache;
   std::mutex record_mutex;
@@ -311,6 +313,17 @@ std::mutex& Selector::dispatch_mutex() {
 }
 std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& Selector::prepared_kernels() {
   return impl_->prepared;
+}
+
+StatusOr<std::vector<KernelConfig>> Selector::Impl::LockedHeuristicPicks(const Problem& problem,
+                                                                         int count) {
+  if (provider == nullptr) return provider_status;
+  std::lock_guard lock(provider_mutex);
+  return provider->HeuristicPicks(problem, count);
+}
+
+StatusOr<std::vector<KernelConfig>> Selector::HeuristicPicks(const Problem& problem, int count) {
+  return impl_->LockedHeuristicPicks(problem, count);
 }
 
 StatusOr<KernelProvider*> Selector::provider() {
@@ -506,10 +519,7 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
                                        : " (query_heuristic is off)");
       return std::optional<Selection>();
     }
-    StatusOr<std::vector<KernelConfig>> listed = [&] {
-      std::lock_guard lock(provider_mutex);
-      return provider->HeuristicPicks(problem, 8);
-    }();
+    StatusOr<std::vector<KernelConfig>> listed = LockedHeuristicPicks(problem, 8);
     if (!listed.ok()) {
       *note = "the model needs the heuristic's picks, and the library cannot be asked (" +
               listed.status().message() + ")";
@@ -666,10 +676,7 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromHeuristic(const Problem& 
     *note = provider_status.message();
     return std::optional<Selection>();
   }
-  StatusOr<std::vector<KernelConfig>> picks = [&] {
-    std::lock_guard lock(provider_mutex);
-    return provider->HeuristicPicks(problem, options.top_k);
-  }();
+  StatusOr<std::vector<KernelConfig>> picks = LockedHeuristicPicks(problem, options.top_k);
   if (!picks.ok() || picks->empty()) {
     *note = picks.ok() ? "the library's heuristic has no algorithm for the problem"
                        : picks.status().message();

@@ -101,14 +101,19 @@ class Runner final : public HeadToHeadRunner {
       cublaslt_slots.push_back(finalists.size());
       finalists.push_back({device_.cublaslt.get(), s.config});
     }
+    // The reference for tile configs, made once per problem when the first one needs it.
+    std::unique_ptr<verify::VerifyCase> check;
+    auto verify_tile = [&](const KernelConfig& config) -> StatusOr<tuner::DeviceVerdict> {
+      if (!check) {
+        KSELECT_ASSIGN_OR_RETURN(check, device_.verifier->MakeCase(problem, specs));
+      }
+      return tuner::VerifyConfig(*device_.tile, config, *check);
+    };
     std::vector<size_t> tile_slots;
     if (!tile_screen.empty()) {
-      KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
-                               device_.verifier->MakeCase(problem, specs));
       for (const Screened& s : tile_screen) {
         if (static_cast<int>(tile_slots.size()) >= options_.finalists) break;
-        KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
-                                 tuner::VerifyConfig(*device_.tile, s.config, *check));
+        KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict, verify_tile(s.config));
         if (!verdict.passed) {
           out.note += ConfigKey(s.config) + " failed verification: " + verdict.detail + "; ";
           continue;
@@ -127,14 +132,11 @@ class Runner final : public HeadToHeadRunner {
         if (ConfigKey(finalists[i].config) == key) cross_slot = i;
       }
       if (!cross_slot) {
-        KernelProvider* provider =
-            d.challenger_chosen ? device_.tile.get() : device_.cublaslt.get();
-        if (d.challenger_chosen) {
+        const bool tile = ProviderOf(d.config) == Provider::kTile;
+        KernelProvider* provider = tile ? device_.tile.get() : device_.cublaslt.get();
+        if (tile) {
           // Whatever runs for a user is checked first, like the tile finalists.
-          KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
-                                   device_.verifier->MakeCase(problem, specs));
-          KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
-                                   tuner::VerifyConfig(*device_.tile, d.config, *check));
+          KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict, verify_tile(d.config));
           if (!verdict.passed) {
             return InternalError("the cross-provider decision " + key +
                                  " failed verification: " + verdict.detail);
@@ -303,46 +305,52 @@ StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& sel
                                                 std::span<const std::string> head_to_head_files) {
   CrossEvaluation e;
   double log_decision = 0, log_top = 0, log_best = 0;
-  int tops = 0, chosen = 0;
-  e.worst_decision_over_pick = 0;
+  int chosen = 0;
   for (const std::string& file : head_to_head_files) {
     KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(file));
     const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (root.is_discarded() || !root.is_object() ||
-        root.value("format", "") != "kselect.head_to_head") {
+        root.value("format", "") != "kselect.head_to_head" || !root.contains("results") ||
+        !root.at("results").is_array()) {
       return ParseError(file + ": not a kselect.head_to_head file");
     }
-    const json& results = root.value("results", json::array());
+    const json& results = root.at("results");
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string where = file + ": results[" + std::to_string(i) + "]";
       const json& r = results[i];
-      if (!r.contains("screened")) {
+      if (!r.is_object() || !r.contains("screened")) {
         return ParseError(where + ": no screened times (run kselect tile bench with --screened)");
       }
-      KSELECT_ASSIGN_OR_RETURN(const Problem problem,
-                               json_codec::ProblemFromJson(r.at("problem"), where + ".problem"));
-      const GemmProblem* gemm = std::get_if<GemmProblem>(&problem);
-      if (gemm == nullptr) return ParseError(where + ": not a GEMM problem");
-      KSELECT_ASSIGN_OR_RETURN(
-          const KernelConfig pick,
-          json_codec::KernelConfigFromJson(r.at("cublaslt_pick").at("config"), where + ".pick"));
+      // The fields this reads, with a wrong or missing one an error naming the result.
+      std::optional<Problem> problem;
+      std::optional<KernelConfig> pick;
       std::map<std::string, double> screened;
       std::vector<KernelConfig> challengers;
       double best_ms = 0;
-      for (const json& t : r.at("screened")) {
-        KSELECT_ASSIGN_OR_RETURN(const KernelConfig c,
-                                 json_codec::KernelConfigFromJson(t.at("config"), where));
-        const double ms = t.at("ms").get<double>();
-        if (!(ms > 0)) return ParseError(where + ": a screened time is not positive");
-        screened[ConfigKey(c)] = ms;
-        if (best_ms == 0 || ms < best_ms) best_ms = ms;
-        if (ProviderOf(c) == selector.manifest().challenger_provider) challengers.push_back(c);
+      try {
+        KSELECT_ASSIGN_OR_RETURN(problem,
+                                 json_codec::ProblemFromJson(r.at("problem"), where + ".problem"));
+        KSELECT_ASSIGN_OR_RETURN(pick, json_codec::KernelConfigFromJson(
+                                           r.at("cublaslt_pick").at("config"), where + ".pick"));
+        for (const json& t : r.at("screened")) {
+          KSELECT_ASSIGN_OR_RETURN(const KernelConfig c,
+                                   json_codec::KernelConfigFromJson(t.at("config"), where));
+          const double ms = t.at("ms").get<double>();
+          if (!(ms > 0)) return ParseError(where + ": a screened time is not positive");
+          screened[ConfigKey(c)] = ms;
+          if (best_ms == 0 || ms < best_ms) best_ms = ms;
+          if (ProviderOf(c) == selector.manifest().challenger_provider) challengers.push_back(c);
+        }
+      } catch (const json::exception& ex) {
+        return ParseError(where + ": " + ex.what());
       }
+      const GemmProblem* gemm = std::get_if<GemmProblem>(&*problem);
+      if (gemm == nullptr) return ParseError(where + ": not a GEMM problem");
       CrossEvaluationRow row;
       row.problem = *gemm;
-      row.pick_ms = ScreenedMs(screened, pick);
+      row.pick_ms = ScreenedMs(screened, *pick);
       if (row.pick_ms == 0) return ParseError(where + ": cuBLASLt's pick was not screened");
-      KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Decide(*gemm, pick, challengers));
+      KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Decide(*gemm, *pick, challengers));
       row.challenger_chosen = d.challenger_chosen;
       row.predicted_gain = d.predicted_gain;
       row.decision_ms = ScreenedMs(screened, d.config);
@@ -350,15 +358,11 @@ StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& sel
       const double flops = gemm->Flops();
       row.reference_predicted_tflops = d.reference_predicted_tflops;
       row.reference_measured_tflops = flops / (row.pick_ms * 1e-3) / 1e12;
-      if (d.challenger_top) {
+      if (d.challenger_top) {  // else no tile kernel: "always the tile top" runs the pick
         row.challenger_top_ms = ScreenedMs(screened, *d.challenger_top);
         row.challenger_predicted_tflops = d.challenger_predicted_tflops;
         row.challenger_measured_tflops = flops / (row.challenger_top_ms * 1e-3) / 1e12;
         log_top += std::log(row.pick_ms / row.challenger_top_ms);
-        ++tops;
-      } else {
-        log_top += 0;  // no tile kernel: the pick runs
-        ++tops;
       }
       const double ratio = row.pick_ms / row.decision_ms;
       log_decision += std::log(ratio);
@@ -371,7 +375,7 @@ StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& sel
   if (e.rows.empty()) return InvalidArgumentError("no problems in the head-to-head files");
   const double n = static_cast<double>(e.rows.size());
   e.geomean_decision_over_pick = std::exp(log_decision / n);
-  e.geomean_challenger_top_over_pick = std::exp(log_top / tops);
+  e.geomean_challenger_top_over_pick = std::exp(log_top / n);
   e.geomean_best_over_pick = std::exp(log_best / n);
   e.share_challenger_chosen = chosen / n;
   return e;

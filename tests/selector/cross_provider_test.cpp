@@ -131,6 +131,17 @@ TEST(CrossProviderTest, EvaluationNeedsScreenedTimes) {
   auto e = EvaluateCrossProvider(**selector, files);
   ASSERT_FALSE(e.ok());
   EXPECT_TRUE(Contains(e.status().message(), "--screened")) << e.status().ToString();
+  // Hostile files: wrong types and missing fields are parse errors naming the result.
+  for (const char* text :
+       {R"({"format": "kselect.head_to_head", "results": {"a": 1}})",
+        R"({"format": "kselect.head_to_head", "results": [{"screened": [], "problem": 3}]})",
+        R"({"format": "kselect.head_to_head", "results": [{"screened": [{"ms": "fast"}],
+            "problem": {"kind": "gemm", "m": 8, "n": 8, "k": 8}}]})"}) {
+    std::ofstream(file) << text;
+    auto bad = EvaluateCrossProvider(**selector, files);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_EQ(bad.status().code(), StatusCode::kParseError) << bad.status().ToString();
+  }
   fs::remove(file);
 }
 
