@@ -61,6 +61,9 @@ struct Measurement {
   bool aborted = false;       // stopped early: clearly slower than the best so far
   double abort_bound_ms = 0;  // when aborted: the latency it was known to exceed
   std::optional<int32_t> peer_rank;  // rank in the peer heuristic's list (1 = its pick), if listed
+  // Rank in the provider's second heuristic, where it has one (cuDNN: peer_rank is heuristic
+  // mode A, peer_rank_b mode B); empty for providers with one heuristic.
+  std::optional<int32_t> peer_rank_b;
   MeasurementMethod method;
   std::string run_id;
   std::string timestamp;  // ISO 8601 UTC

@@ -74,6 +74,12 @@ struct KernelOperands {
 // Batches are strided densely one after another; every address aligned to `alignment` bytes.
 std::vector<OperandSpec> GemmOperandSpecs(const GemmProblem& problem, int64_t alignment);
 
+// The operands of a convolution, in launch order, whatever the direction: "x" (input, n*di*hi*wi*c
+// elements), "w" (weight, k*z*y*x*(c/g)) and "y" (output, n*do*ho*wo*k), channels innermost
+// (NHWC / KYXC, or their 3D forms). The direction decides which one is written: y for fwd, x for
+// bwd_data (dx from dy and w), w for bwd_weight (dw from x and dy).
+std::vector<OperandSpec> ConvOperandSpecs(const ConvProblem& problem, int64_t alignment);
+
 // OK when `operands` has one non-null, aligned buffer per spec and at least `workspace_bytes`
 // of workspace; kInvalidArgument saying which operand is wrong otherwise.
 Status CheckOperands(std::span<const OperandSpec> specs, const KernelOperands& operands,
@@ -146,6 +152,16 @@ class KernelProvider {
   // The provider's own heuristic ranking, best first, at most `count` configs (rank = index + 1).
   // Recorded as peers (Measurement::peer_rank). Providers without a heuristic return {}.
   virtual StatusOr<std::vector<KernelConfig>> HeuristicPicks(const Problem& problem, int count) = 0;
+
+  // The provider's second heuristic, where the library has two (cuDNN: HeuristicPicks is mode A,
+  // this mode B), best first, at most `count`; recorded as Measurement::peer_rank_b. {} when the
+  // library has only one.
+  virtual StatusOr<std::vector<KernelConfig>> SecondHeuristicPicks(const Problem& problem,
+                                                                   int count) {
+    (void)problem;
+    (void)count;
+    return std::vector<KernelConfig>{};
+  }
 };
 
 // One row of the provider registry: the table CreateProvider looks providers up in.

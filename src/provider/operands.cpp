@@ -1,4 +1,5 @@
-// Operand descriptions shared by the providers: the GEMM operand list and the launch-time check.
+// Operand descriptions shared by the providers: the GEMM and convolution operand lists and the
+// launch-time check.
 #include <cstdint>
 #include <string>
 
@@ -29,6 +30,21 @@ std::vector<OperandSpec> GemmOperandSpecs(const GemmProblem& p, int64_t alignmen
       {"a", p.dtype_a, bytes(p.m, p.k, p.dtype_a), alignment, OperandAccess::kRead},
       {"b", p.dtype_b, bytes(p.k, p.n, p.dtype_b), alignment, OperandAccess::kRead},
       {"c", p.dtype_c, bytes(p.m, p.n, p.dtype_c), alignment, c_access},
+  };
+}
+
+std::vector<OperandSpec> ConvOperandSpecs(const ConvProblem& p, int64_t alignment) {
+  const int64_t element_bytes = DataTypeBits(p.dtype) / 8;
+  const int64_t x_bytes = p.n * p.di * p.hi * p.wi * p.c * element_bytes;
+  const int64_t w_bytes = p.k * p.z * p.y * p.x * (p.c / p.g) * element_bytes;
+  const int64_t y_bytes = p.n * p.Do() * p.Ho() * p.Wo() * p.k * element_bytes;
+  auto access = [&](ConvDirection written) {
+    return p.direction == written ? OperandAccess::kWrite : OperandAccess::kRead;
+  };
+  return {
+      {"x", p.dtype, x_bytes, alignment, access(ConvDirection::kBackwardData)},
+      {"w", p.dtype, w_bytes, alignment, access(ConvDirection::kBackwardWeight)},
+      {"y", p.dtype, y_bytes, alignment, access(ConvDirection::kForward)},
   };
 }
 
