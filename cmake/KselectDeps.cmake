@@ -120,6 +120,20 @@ if(KSELECT_WITH_LIGHTGBM)
   message(STATUS "kselect: LightGBM from ${_lgb}")
 endif()
 
+# ------------------------------------------------------------------------------------ cudnn-frontend
+# Header-only; the cuDNN provider compiles it with dynamic loading, so no binary links libcudnn.
+set(_cfe "${KSELECT_DEPS_DIR}/cudnn_frontend")
+if(NOT EXISTS "${_cfe}/include/cudnn_frontend.h")
+  _kselect_deps_fail("the cudnn-frontend headers are not set up (no ${_cfe}/include/cudnn_frontend.h).")
+endif()
+if(NOT TARGET kselect_dep::cudnn_frontend)
+  add_library(kselect_dep::cudnn_frontend INTERFACE IMPORTED GLOBAL)
+  set_target_properties(kselect_dep::cudnn_frontend PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_cfe}/include"
+    INTERFACE_COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING")
+endif()
+message(STATUS "kselect: cudnn-frontend from ${_cfe}")
+
 function(kselect_deps_rpath tgt)
   set_property(TARGET ${tgt} APPEND PROPERTY BUILD_RPATH ${KSELECT_DEPS_RPATH})
   set_property(TARGET ${tgt} APPEND PROPERTY INSTALL_RPATH ${KSELECT_DEPS_RPATH})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kselect dependency set-up: one command on a fresh Debian 12 machine.
 #
-#   scripts/setup.sh                 # apt packages, .deps/{venv,arrow,lightgbm}, configure + build
+#   scripts/setup.sh                 # apt packages, .deps/{venv,arrow,lightgbm,cudnn_frontend}, configure + build
 #   SETUP_SKIP_BUILD=1 scripts/setup.sh   # everything except the CMake configure/build
 #
 # Idempotent: every step checks a stamp (or dpkg) and is skipped when up to date.
@@ -105,6 +105,21 @@ else
     || die "the venv's packages do not import; rm -rf $VENV and rerun"
   echo "$REQ_SHA" > "$VENV/.kselect-stamp"
   step_done "installed"
+fi
+
+# --------------------------------------------------------------------------- cudnn-frontend
+step cudnn_frontend "cudnn-frontend headers -> $DEPS/cudnn_frontend/include"
+CFE="$DEPS/cudnn_frontend"
+CFE_STAMP_WANT="$(sha256_of "$REQ")"
+if stamp_ok "$CFE/.kselect-stamp" "$CFE_STAMP_WANT" && [ -f "$CFE/include/cudnn_frontend.h" ]; then
+  step_done "up to date"
+else
+  CFE_SRC="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/include"
+  [ -f "$CFE_SRC/cudnn_frontend.h" ] || die "the nvidia-cudnn-frontend wheel has no include/cudnn_frontend.h under $CFE_SRC"
+  rm -rf "$CFE"; mkdir -p "$CFE"
+  cp -a "$CFE_SRC" "$CFE/include"
+  echo "$CFE_STAMP_WANT" > "$CFE/.kselect-stamp"
+  step_done "cudnn-frontend $(sed -n 's/^#define CUDNN_FRONTEND_\(MAJOR\|MINOR\|PATCH\)_VERSION \([0-9]*\)/\2/p' "$CFE/include/cudnn_frontend_version.h" | paste -sd.)"
 fi
 
 # --------------------------------------------------------------------------- c. Arrow

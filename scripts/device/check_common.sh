@@ -5,6 +5,12 @@
 # shellcheck shell=bash
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# cuDNN 9 (dlopen'ed by the cuDNN provider) and the shared CUDA runtime cudnn-frontend loads: from
+# the Python wheels (nvidia-cudnn-cu13, nvidia-cuda-runtime) when the toolkit has none.
+for pkg in cudnn cuda_runtime; do
+  d=$(python3 -c "import importlib, os; m = importlib.import_module('nvidia.$pkg'); print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null) &&
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
 export KSELECT_RULES_DIR="$PWD/rules"
 export KSELECT_CACHE_DIR="${KSELECT_CACHE_DIR:-/tmp/kselect-cache}"
 # The tests find fixtures and shipped models by the source path they were built in.

@@ -19,6 +19,7 @@ const std::vector<Command>& Commands() {
       CatalogueCommand(),
       BenchCommand(),
       TileCommand(),
+      ConvCommand(),
       SearchCommand(),
       LogCommand(),
       FeaturesCommand(),

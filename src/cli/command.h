@@ -71,6 +71,7 @@ Command ShapesCommand();
 Command CatalogueCommand();
 Command BenchCommand();
 Command TileCommand();
+Command ConvCommand();
 Command SearchCommand();
 Command LogCommand();
 Command FeaturesCommand();

@@ -3,6 +3,7 @@
 
 #include "kselect/provider.h"
 #include "providers/cublaslt/cublaslt_provider.h"
+#include "providers/cudnn/cudnn_provider.h"
 #include "providers/tile/tile_provider.h"
 
 namespace kselect {
@@ -13,6 +14,9 @@ constexpr std::array kRegistry = {
                   &cublaslt::CreateCublasLtProvider},
     ProviderEntry{Provider::kTile, "kselect tile engine (NVRTC-compiled GEMM kernels, rules/tile)",
                   &tile::CreateTileProvider},
+    ProviderEntry{Provider::kCudnn,
+                  "cuDNN engine configs for grouped convolution (graph API, engine x knob space)",
+                  &cudnn::CreateCudnnProvider},
 };
 
 }  // namespace
@@ -27,7 +31,7 @@ StatusOr<std::unique_ptr<KernelProvider>> CreateProvider(Provider provider,
     if (entry.provider == provider) return entry.create(options);
   }
   return NotFoundError("no kernel provider '" + std::string(ProviderName(provider)) +
-                       "' in this build (runnable: cublaslt, tile)");
+                       "' in this build (runnable: cublaslt, tile, cudnn)");
 }
 
 }  // namespace kselect

@@ -1,5 +1,6 @@
-// A cuDNN engine config: the engine's global index and its knob settings (knob type, value). Its
-// fields are described once, in the table in cudnn_config.cpp.
+// A cuDNN engine config: the engine's global index and its knob settings (knob type, value), the
+// type a cudnnBackendKnobType_t value (cuDNN's own numbering: cudnn-frontend's KnobType_t lacks
+// some), sorted by type. Its fields are described once, in the table in cudnn_config.cpp.
 #pragma once
 
 #include <cstdint>
