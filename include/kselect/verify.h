@@ -2,8 +2,9 @@
 // test-backend-ops idea): one reference per operation, random non-zero inputs, outputs poisoned
 // (NaN bytes) before each launch so an element left unwritten fails, NaN/Inf never passing, a
 // tolerance per dtype; and the median of event-timed launches. Any provider's config is checked
-// through KernelProvider (Operands, Prepare, Launch). GEMM has a reference now; a convolution
-// returns kUnimplemented until its reference lands (MakeCase dispatches on the Problem variant).
+// through KernelProvider (Operands, Prepare, Launch). Both problem kinds have a reference (MakeCase
+// dispatches on the Problem variant): the GEMM, and the grouped 2D/3D convolution in all three
+// directions over the channels-last operands ConvOperandSpecs describes.
 //
 // The library neither prints nor exits: results are structs, failures Status. No CUDA type
 // appears here. CPU-only parts (tolerances, element decoding, comparison, random fill) work on
@@ -43,7 +44,26 @@ struct Tolerance {
 // accumulate with fewer than fp32's mantissa bits between promotions.
 // The rms bounds for bf16/fp16/fp32 are those `kselect tile verify` has always used.
 Tolerance GemmTolerance(DataType input, DataType output);
-// The tolerance for `problem`'s output; kUnimplemented for a convolution.
+// Convolution tolerance for `dtype` outputs whose elements each sum L = `reduction_length`
+// products (ConvReductionLength). cuDNN accumulates in fp32, but engines with the
+// REDUCED_PRECISION_REDUCTION note may round partial sums (split reductions) to the output type,
+// and DOWN_CONVERT_INPUTS engines round fp32 inputs to tf32. With u the unit of that rounding
+// (half an ulp: bf16 2^-8, fp16 and tf32 2^-11, e4m3 2^-4, e5m2 2^-3) and a reduction split
+// pairwise with every partial sum rounded, level d holds 2^d partials of about rms/2^(d/2) each
+// (random signs), so each of the levels = 1 + log2(L) levels adds about u * rms in quadrature:
+//   element = max(GEMM's element bound, 4 u sqrt(levels))  (a 6-sigma tail, rounded up)
+//   rms     = max(GEMM's rms bound,     1.5 u sqrt(levels)) (2.6x the modelled rms)
+// bf16 at L = 2304 (3x3, C/G = 256): element 5.5e-2, rms 2.0e-2; at L = 1e5 (bwd_weight, N = 32
+// at 56x56): 6.6e-2 and 2.5e-2. A wrong element (a missed tap, a wrong channel group or tile) is
+// off by O(1) of the output's scale, 5x or more above these. fp32 outputs get tf32's bounds. An
+// engine accumulating a long reduction sequentially in 16 bits (error ~ u sqrt(L)) is not
+// covered: no bound passes it and still fails wrong elements.
+Tolerance ConvTolerance(DataType dtype, int64_t reduction_length);
+// Products summed into one element of the written operand: (C/G)*Z*Y*X for fwd, (K/G)*Z*Y*X for
+// bwd_data (an upper bound: strides skip taps), N*Do*Ho*Wo for bwd_weight. The problem must be
+// valid.
+int64_t ConvReductionLength(const ConvProblem& problem);
+// The tolerance for `problem`'s output; kInvalidArgument for an invalid problem.
 StatusOr<Tolerance> ToleranceFor(const Problem& problem);
 
 // The outcome of comparing one output with the reference.
@@ -83,6 +103,19 @@ CheckResult CompareWithReference(std::span<const uint8_t> output, DataType type,
 // C (batch*m*n) in the problem's C order. For tests and cross-checks of the device reference.
 std::vector<double> HostGemmReference(const GemmProblem& problem, std::span<const double> a,
                                       std::span<const double> b, std::span<const double> c0);
+
+// The grouped convolution on the host in double precision (cross-correlation: no filter flip, as
+// cuDNN's CROSS_CORRELATION mode and PyTorch compute it), over decoded operands laid out as
+// ConvOperandSpecs describes them: x (n, di, hi, wi, c), w (k, z, y, x, c/g), y (n, do, ho, wo, k),
+// channel c of group c / (c/g), output channel k of group k / (k/g). Returns the operand the
+// direction writes (fwd: y from x and w; bwd_data: x from y and w; bwd_weight: w from x and y);
+// that operand's input is not read and may be empty. kInvalidArgument for an invalid problem or
+// an operand of the wrong size; kUnimplemented for channels-first problems. For tests and
+// cross-checks of the device reference.
+StatusOr<std::vector<double>> HostConvReference(const ConvProblem& problem,
+                                                std::span<const double> x,
+                                                std::span<const double> w,
+                                                std::span<const double> y);
 
 // The GEMM shapes a config is checked on, as problems of the given dtypes and layout: M = 1 and
 // M < 16 (decode), sizes prime to every tile, K not a multiple of any tile_k and odd K (alignment
@@ -126,8 +159,10 @@ class Verifier {
   // kUnavailable without a GPU or driver.
   static StatusOr<std::unique_ptr<Verifier>> Create(const VerifyOptions& options = {});
   // Allocates `operands` (a provider's Operands(problem)), fills the inputs with random non-zero
-  // data and computes the reference. kUnimplemented for problems without a reference
-  // (convolution); kInvalidArgument when the operands are not the problem's.
+  // data and computes the reference (a convolution's inputs are filled on the device with
+  // FillDeviceRandom, as the bench fills them). kInvalidArgument for an invalid problem or
+  // operands that are not the problem's; kUnimplemented for a channels-first convolution (the
+  // operands are described channels-last).
   virtual StatusOr<std::unique_ptr<VerifyCase>> MakeCase(const Problem& problem,
                                                          std::span<const OperandSpec> operands) = 0;
 };

@@ -38,6 +38,194 @@ extern "C" __global__ void reference_gemm(const float* a, const float* b, const 
     c[o] = alpha * acc + (beta != 0.0 ? beta * c0[o] : 0.0);
   }
 }
+
+// The convolution references read the operands as stored (the bench's own device-filled bytes),
+// decoding each element to double, so no widened copy of a multi-GB input is made.
+// Dtype codes: ConvTypeCode in device_checks.cpp.
+__device__ double decode_float(unsigned bits, int exponent_bits, int mantissa_bits, int bias,
+                               bool finite_only) {
+  const unsigned e = (bits >> mantissa_bits) & ((1u << exponent_bits) - 1);
+  const unsigned m = bits & ((1u << mantissa_bits) - 1);
+  const bool negative = (bits >> (exponent_bits + mantissa_bits)) & 1;
+  double v;
+  if (finite_only ? (e == (1u << exponent_bits) - 1 && m == (1u << mantissa_bits) - 1)
+                  : e == (1u << exponent_bits) - 1) {
+    v = (finite_only || m != 0) ? __longlong_as_double(0x7ff8000000000000ll)
+                                : __longlong_as_double(0x7ff0000000000000ll);
+  } else if (e == 0) {
+    v = ldexp((double)m, 1 - bias - mantissa_bits);
+  } else {
+    v = ldexp((double)((1u << mantissa_bits) + m), (int)e - bias - mantissa_bits);
+  }
+  return negative ? -v : v;
+}
+
+__device__ double load(const void* p, long long i, int type) {
+  switch (type) {
+    case 0: return ((const float*)p)[i];
+    case 1: return decode_float(((const unsigned short*)p)[i], 5, 10, 15, false);
+    case 2: return __uint_as_float((unsigned)((const unsigned short*)p)[i] << 16);
+    case 3: return decode_float(((const unsigned char*)p)[i], 4, 3, 7, true);
+    case 4: return decode_float(((const unsigned char*)p)[i], 5, 2, 15, false);
+    case 5: return ((const signed char*)p)[i];
+    default: return ((const int*)p)[i];
+  }
+}
+
+// Every size of a convolution problem (ConvShape in device_checks.cpp, field for field).
+struct ConvShape {
+  long long n, c, k, g, di, hi, wi, z, y, x, d_o, ho, wo;
+  long long sd, sh, sw, pd, ph, pw, dd, dh, dw;
+};
+
+__device__ long long x_index(const ConvShape& s, long long n, long long d, long long h, long long w,
+                             long long c) {
+  return (((n * s.di + d) * s.hi + h) * s.wi + w) * s.c + c;
+}
+__device__ long long w_index(const ConvShape& s, long long k, long long z, long long y, long long x,
+                             long long c) {
+  return (((k * s.z + z) * s.y + y) * s.x + x) * (s.c / s.g) + c;
+}
+__device__ long long y_index(const ConvShape& s, long long n, long long d, long long h, long long w,
+                             long long k) {
+  return (((n * s.d_o + d) * s.ho + h) * s.wo + w) * s.k + k;
+}
+// The output position reading input `in` through tap `tap`, or -1 (between strides, outside).
+__device__ long long output_of(long long in, long long tap, long long stride, long long pad,
+                              long long dilation, long long out_size) {
+  const long long t = in + pad - tap * dilation;
+  if (t < 0 || t % stride != 0 || t / stride >= out_size) return -1;
+  return t / stride;
+}
+
+// y from x and w: one thread per y element (k innermost, so a warp shares its x reads).
+extern "C" __global__ void reference_conv_fwd(const void* x, const void* w, int type, ConvShape s,
+                                              double* y) {
+  const long long cg = s.c / s.g, kg = s.k / s.g;
+  const long long total = s.n * s.d_o * s.ho * s.wo * s.k;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long r = i;
+    const long long k = r % s.k; r /= s.k;
+    const long long ow = r % s.wo; r /= s.wo;
+    const long long oh = r % s.ho; r /= s.ho;
+    const long long od = r % s.d_o;
+    const long long n = r / s.d_o;
+    const long long c0 = k / kg * cg;
+    double acc = 0.0;
+    for (long long fz = 0; fz < s.z; ++fz) {
+      const long long id = od * s.sd - s.pd + fz * s.dd;
+      if (id < 0 || id >= s.di) continue;
+      for (long long fy = 0; fy < s.y; ++fy) {
+        const long long ih = oh * s.sh - s.ph + fy * s.dh;
+        if (ih < 0 || ih >= s.hi) continue;
+        for (long long fx = 0; fx < s.x; ++fx) {
+          const long long iw = ow * s.sw - s.pw + fx * s.dw;
+          if (iw < 0 || iw >= s.wi) continue;
+          const long long xb = x_index(s, n, id, ih, iw, c0), wb = w_index(s, k, fz, fy, fx, 0);
+          for (long long cc = 0; cc < cg; ++cc) {
+            acc = fma(load(x, xb + cc, type), load(w, wb + cc, type), acc);
+          }
+        }
+      }
+    }
+    y[i] = acc;
+  }
+}
+
+// dx from dy and w: one thread per dx element (c innermost, so a warp reads w contiguously).
+extern "C" __global__ void reference_conv_bwd_data(const void* dy, const void* w, int type,
+                                                   ConvShape s, double* dx) {
+  const long long cg = s.c / s.g, kg = s.k / s.g;
+  const long long total = s.n * s.di * s.hi * s.wi * s.c;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long r = i;
+    const long long c = r % s.c; r /= s.c;
+    const long long iw = r % s.wi; r /= s.wi;
+    const long long ih = r % s.hi; r /= s.hi;
+    const long long id = r % s.di;
+    const long long n = r / s.di;
+    const long long k0 = c / cg * kg, cc = c % cg;
+    double acc = 0.0;
+    for (long long fz = 0; fz < s.z; ++fz) {
+      const long long od = output_of(id, fz, s.sd, s.pd, s.dd, s.d_o);
+      if (od < 0) continue;
+      for (long long fy = 0; fy < s.y; ++fy) {
+        const long long oh = output_of(ih, fy, s.sh, s.ph, s.dh, s.ho);
+        if (oh < 0) continue;
+        for (long long fx = 0; fx < s.x; ++fx) {
+          const long long ow = output_of(iw, fx, s.sw, s.pw, s.dw, s.wo);
+          if (ow < 0) continue;
+          const long long yb = y_index(s, n, od, oh, ow, k0);
+          for (long long kk = 0; kk < kg; ++kk) {
+            const long long wk = w_index(s, k0 + kk, fz, fy, fx, cc);
+            acc = fma(load(dy, yb + kk, type), load(w, wk, type), acc);
+          }
+        }
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
+// dw from x and dy. The sum over N*Do*Ho*Wo can be 1e5 terms or more while dw has few elements
+// (depthwise), so the sum is split: thread (split, element) sums `chunk` consecutive output
+// positions into partial[split * elements + element], and reference_sum_splits adds the splits
+// in order (deterministic; with one split the partial is dw itself).
+extern "C" __global__ void reference_conv_bwd_weight(const void* x, const void* dy, int type,
+                                                     ConvShape s, long long splits, long long chunk,
+                                                     double* partial) {
+  const long long cg = s.c / s.g, kg = s.k / s.g;
+  const long long elements = s.k * s.z * s.y * s.x * cg;
+  const long long positions = s.n * s.d_o * s.ho * s.wo;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < elements * splits;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long e = i % elements, split = i / elements;
+    long long r = e;
+    const long long cc = r % cg; r /= cg;
+    const long long fx = r % s.x; r /= s.x;
+    const long long fy = r % s.y; r /= s.y;
+    const long long fz = r % s.z;
+    const long long k = r / s.z;
+    const long long c = k / kg * cg + cc;
+    const long long begin = split * chunk;
+    const long long end = min(positions, begin + chunk);
+    // The position's coordinates advance with carries: no divisions in the loop.
+    long long ow = begin % s.wo, oh = begin / s.wo % s.ho, od = begin / (s.wo * s.ho) % s.d_o;
+    long long n = begin / (s.wo * s.ho * s.d_o);
+    double acc = 0.0;
+    for (long long q = begin; q < end; ++q) {
+      const long long id = od * s.sd - s.pd + fz * s.dd;
+      const long long ih = oh * s.sh - s.ph + fy * s.dh;
+      const long long iw = ow * s.sw - s.pw + fx * s.dw;
+      if (id >= 0 && id < s.di && ih >= 0 && ih < s.hi && iw >= 0 && iw < s.wi) {
+        acc = fma(load(x, x_index(s, n, id, ih, iw, c), type), load(dy, q * s.k + k, type), acc);
+      }
+      if (++ow == s.wo) {
+        ow = 0;
+        if (++oh == s.ho) {
+          oh = 0;
+          if (++od == s.d_o) {
+            od = 0;
+            ++n;
+          }
+        }
+      }
+    }
+    partial[i] = acc;
+  }
+}
+
+extern "C" __global__ void reference_sum_splits(const double* partial, long long splits,
+                                                long long elements, double* out) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < elements;
+       i += (long long)gridDim.x * blockDim.x) {
+    double acc = 0.0;
+    for (long long split = 0; split < splits; ++split) acc += partial[split * elements + i];
+    out[i] = acc;
+  }
+}
 )CUDA";
 
 // Owns the loaded reference module.
@@ -60,10 +248,18 @@ class ReferenceModule {
       module_ = nullptr;
       return InternalError("cannot load the reference kernel: " + cuda::DriverErrorText(*api_, r));
     }
-    if (const CUresult r = api_->module_get_function(&gemm_, module_, "reference_gemm");
-        r != CUDA_SUCCESS) {
-      return InternalError("no reference_gemm in the reference module: " +
-                           cuda::DriverErrorText(*api_, r));
+    const std::pair<CUfunction*, const char*> functions[] = {
+        {&gemm_, "reference_gemm"},
+        {&conv_fwd_, "reference_conv_fwd"},
+        {&conv_bwd_data_, "reference_conv_bwd_data"},
+        {&conv_bwd_weight_, "reference_conv_bwd_weight"},
+        {&sum_splits_, "reference_sum_splits"}};
+    for (const auto& [function, name] : functions) {
+      if (const CUresult r = api_->module_get_function(function, module_, name);
+          r != CUDA_SUCCESS) {
+        return InternalError(std::string("no ") + name +
+                             " in the reference module: " + cuda::DriverErrorText(*api_, r));
+      }
     }
     return Status::Ok();
   }
@@ -76,22 +272,114 @@ class ReferenceModule {
     int c_row = p.layout.c == MatrixOrder::kRowMajor;
     double alpha = p.alpha, beta = p.beta;
     void* args[] = {&a, &b, &c0, &c, &m, &n, &k, &batch, &a_row, &b_row, &c_row, &alpha, &beta};
-    CUlaunchConfig config{};
-    config.gridDimX = 1024;
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = 256;
-    config.blockDimY = config.blockDimZ = 1;
-    if (const CUresult r = api_->launch_kernel_ex(&config, gemm_, args, nullptr);
-        r != CUDA_SUCCESS) {
-      return InternalError("reference launch failed: " + cuda::DriverErrorText(*api_, r));
-    }
+    KSELECT_RETURN_IF_ERROR(LaunchGridStride(gemm_, args, 1024 * 256));
     return cuda::RuntimeStatus(cudaDeviceSynchronize(), "reference kernel");
   }
 
+  // The operand `p.direction` writes, as doubles in `out` (its ConvOperandSpecs layout), from
+  // the two operands it reads (`x`, `w`, `y` as stored, elements of p.dtype; the written one is
+  // not read); waits.
+  Status Conv(const ConvProblem& p, const void* x, const void* w, const void* y,
+              double* out) const {
+    ConvShape shape{p.n,     p.c,          p.k,          p.g,         p.di,    p.hi,
+                    p.wi,    p.z,          p.y,          p.x,         p.Do(),  p.Ho(),
+                    p.Wo(),  p.stride_d,   p.stride_h,   p.stride_w,  p.pad_d, p.pad_h,
+                    p.pad_w, p.dilation_d, p.dilation_h, p.dilation_w};
+    int type = ConvTypeCode(p.dtype);
+    switch (p.direction) {
+      case ConvDirection::kForward: {
+        void* args[] = {&x, &w, &type, &shape, &out};
+        KSELECT_RETURN_IF_ERROR(
+            LaunchGridStride(conv_fwd_, args, p.n * p.Do() * p.Ho() * p.Wo() * p.k));
+        break;
+      }
+      case ConvDirection::kBackwardData: {
+        void* args[] = {&y, &w, &type, &shape, &out};
+        KSELECT_RETURN_IF_ERROR(
+            LaunchGridStride(conv_bwd_data_, args, p.n * p.di * p.hi * p.wi * p.c));
+        break;
+      }
+      case ConvDirection::kBackwardWeight: {
+        long long elements = p.k * p.z * p.y * p.x * (p.c / p.g);
+        const long long positions = p.n * p.Do() * p.Ho() * p.Wo();
+        // Enough (split, element) threads to fill the GPU, each summing at least 256 positions.
+        constexpr long long kThreads = 1 << 21, kMinChunk = 256;
+        long long splits = std::clamp((kThreads + elements - 1) / elements, 1ll,
+                                      std::max(1ll, positions / kMinChunk));
+        long long chunk = (positions + splits - 1) / splits;
+        splits = (positions + chunk - 1) / chunk;  // no empty split
+        cuda::DeviceBuffer partial;
+        double* target = out;
+        if (splits > 1) {
+          KSELECT_RETURN_IF_ERROR(
+              partial.Reserve(static_cast<int64_t>(splits * elements * sizeof(double))));
+          target = static_cast<double*>(partial.data());
+        }
+        void* args[] = {&x, &y, &type, &shape, &splits, &chunk, &target};
+        KSELECT_RETURN_IF_ERROR(LaunchGridStride(conv_bwd_weight_, args, splits * elements));
+        if (splits > 1) {
+          const double* summed = target;
+          void* sum_args[] = {&summed, &splits, &elements, &out};
+          KSELECT_RETURN_IF_ERROR(LaunchGridStride(sum_splits_, sum_args, elements));
+        }
+        // Waits here: `partial` is freed on return.
+        return cuda::RuntimeStatus(cudaDeviceSynchronize(), "convolution reference kernel");
+      }
+    }
+    return cuda::RuntimeStatus(cudaDeviceSynchronize(), "convolution reference kernel");
+  }
+
  private:
+  // The kernel's layout of ConvShape (every field a long long: no padding to disagree on).
+  struct ConvShape {
+    long long n, c, k, g, di, hi, wi, z, y, x, d_o, ho, wo;
+    long long sd, sh, sw, pd, ph, pw, dd, dh, dw;
+  };
+
+  // The kernels' dtype codes (load() in kReferenceSource).
+  static int ConvTypeCode(DataType type) {
+    switch (type) {
+      case DataType::kF32:
+      case DataType::kTF32:
+        return 0;
+      case DataType::kF16:
+        return 1;
+      case DataType::kBF16:
+        return 2;
+      case DataType::kF8E4M3:
+        return 3;
+      case DataType::kF8E5M2:
+        return 4;
+      case DataType::kI8:
+        return 5;
+      case DataType::kI32:
+        return 6;
+    }
+    return 6;
+  }
+
+  // Launches a grid-stride kernel with enough 256-thread blocks for `threads` (at most 8192
+  // blocks: the loops cover the rest).
+  Status LaunchGridStride(CUfunction function, void** args, int64_t threads) const {
+    CUlaunchConfig config{};
+    config.gridDimX = static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, 8192));
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 256;
+    config.blockDimY = config.blockDimZ = 1;
+    if (const CUresult r = api_->launch_kernel_ex(&config, function, args, nullptr);
+        r != CUDA_SUCCESS) {
+      return InternalError("reference launch failed: " + cuda::DriverErrorText(*api_, r));
+    }
+    return Status::Ok();
+  }
+
   const cuda::DriverApi* api_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction gemm_ = nullptr;
+  CUfunction conv_fwd_ = nullptr;
+  CUfunction conv_bwd_data_ = nullptr;
+  CUfunction conv_bwd_weight_ = nullptr;
+  CUfunction sum_splits_ = nullptr;
 };
 
 Status Upload(cuda::DeviceBuffer& buffer, const void* host, size_t bytes) {
@@ -200,27 +488,76 @@ class DeviceVerifier final : public Verifier {
   StatusOr<std::unique_ptr<VerifyCase>> MakeCase(const Problem& problem,
                                                  std::span<const OperandSpec> operands) override {
     KSELECT_ASSIGN_OR_RETURN(const Tolerance tolerance, ToleranceFor(problem));
-    const auto* gemm = std::get_if<GemmProblem>(&problem);
-    if (gemm == nullptr) return UnimplementedError("no reference for " + ProblemToString(problem));
-    KSELECT_RETURN_IF_ERROR(gemm->Validate());
+    KSELECT_RETURN_IF_ERROR(ValidateProblem(problem));
+    for (const OperandSpec& spec : operands) {
+      if (spec.alignment > 256) {
+        return InvalidArgumentError("operand " + spec.name + " needs " +
+                                    std::to_string(spec.alignment) +
+                                    "-byte alignment; device allocations give 256");
+      }
+    }
     auto c = std::make_unique<DeviceVerifyCase>(
         problem, std::vector<OperandSpec>(operands.begin(), operands.end()), tolerance);
     std::mt19937_64 rng(options_.seed + cases_made_++);
+    if (const auto* conv = std::get_if<ConvProblem>(&problem)) {
+      KSELECT_RETURN_IF_ERROR(ComputeConvReference(*conv, c->mutable_operands(), rng));
+      return std::unique_ptr<VerifyCase>(std::move(c));
+    }
+    const GemmProblem& gemm = std::get<GemmProblem>(problem);
     for (CaseOperand& o : c->mutable_operands()) {
-      if (o.spec.alignment > 256) {
-        return InvalidArgumentError("operand " + o.spec.name + " needs " +
-                                    std::to_string(o.spec.alignment) +
-                                    "-byte alignment; device allocations give 256");
-      }
       o.initial.assign(static_cast<size_t>(o.spec.bytes), kPoisonByte);
       if (o.spec.access != OperandAccess::kWrite) FillRandomNonZero(o.initial, o.spec.dtype, rng);
       KSELECT_RETURN_IF_ERROR(Upload(o.buffer, o.initial.data(), o.initial.size()));
     }
-    KSELECT_RETURN_IF_ERROR(ComputeGemmReference(*gemm, c->mutable_operands()));
+    KSELECT_RETURN_IF_ERROR(ComputeGemmReference(gemm, c->mutable_operands()));
     return std::unique_ptr<VerifyCase>(std::move(c));
   }
 
  private:
+  // Checks the operands against ConvOperandSpecs before anything is allocated, fills x, w, y
+  // (inputs random on the device, the written one poisoned), then computes the reference of the
+  // written one.
+  Status ComputeConvReference(const ConvProblem& p, std::vector<CaseOperand>& operands,
+                              std::mt19937_64& rng) {
+    if (p.layout != ConvLayout::kChannelsLast) {
+      return UnimplementedError(
+          "the convolution reference reads channels-last operands (ConvOperandSpecs) only: " +
+          p.ToString());
+    }
+    const std::vector<OperandSpec> expected = ConvOperandSpecs(p, 1);
+    std::vector<OperandSpec> specs;
+    for (const CaseOperand& o : operands) specs.push_back(o.spec);
+    if (specs.size() != expected.size()) {
+      return InvalidArgumentError("a convolution takes 3 operands (x, w, y), got " +
+                                  std::to_string(specs.size()));
+    }
+    size_t index[3];  // x, w, y
+    for (size_t i = 0; i < expected.size(); ++i) {
+      KSELECT_ASSIGN_OR_RETURN(index[i], FindOperand(specs, expected[i]));
+    }
+    CaseOperand* written = nullptr;
+    for (CaseOperand& o : operands) {
+      if (o.spec.access == OperandAccess::kRead) {
+        KSELECT_RETURN_IF_ERROR(o.buffer.Reserve(o.spec.bytes));
+        KSELECT_RETURN_IF_ERROR(FillDeviceRandom(o.buffer.data(), o.spec.bytes, o.spec.dtype, rng));
+      } else {
+        written = &o;
+        o.initial.assign(static_cast<size_t>(o.spec.bytes), kPoisonByte);
+        KSELECT_RETURN_IF_ERROR(Upload(o.buffer, o.initial.data(), o.initial.size()));
+      }
+    }
+    const size_t elements = static_cast<size_t>(written->spec.bytes / (DataTypeBits(p.dtype) / 8));
+    cuda::DeviceBuffer out;
+    KSELECT_RETURN_IF_ERROR(out.Reserve(static_cast<int64_t>(elements * sizeof(double))));
+    KSELECT_RETURN_IF_ERROR(
+        reference_.Conv(p, operands[index[0]].buffer.data(), operands[index[1]].buffer.data(),
+                        operands[index[2]].buffer.data(), static_cast<double*>(out.data())));
+    written->reference.resize(elements);
+    return cuda::RuntimeStatus(cudaMemcpy(written->reference.data(), out.data(),
+                                          elements * sizeof(double), cudaMemcpyDeviceToHost),
+                               "cudaMemcpy(reference)");
+  }
+
   Status ComputeGemmReference(const GemmProblem& p, std::vector<CaseOperand>& operands) {
     const std::vector<OperandSpec> expected = GemmOperandSpecs(p, 1);
     std::vector<OperandSpec> specs;

@@ -87,7 +87,45 @@ StatusOr<Tolerance> ToleranceFor(const Problem& problem) {
         DataTypeBits(gemm->dtype_a) <= DataTypeBits(gemm->dtype_b) ? gemm->dtype_a : gemm->dtype_b;
     return GemmTolerance(input, gemm->dtype_c);
   }
-  return UnimplementedError("no convolution reference yet: " + ProblemToString(problem));
+  const ConvProblem& conv = std::get<ConvProblem>(problem);
+  KSELECT_RETURN_IF_ERROR(conv.Validate());
+  return ConvTolerance(conv.dtype, ConvReductionLength(conv));
+}
+
+Tolerance ConvTolerance(DataType dtype, int64_t reduction_length) {
+  // The unit of the roundings a correct engine may apply (verify.h): the output's half ulp, or
+  // tf32's where fp32 inputs may be down-converted.
+  double unit = std::ldexp(1.0, -11);
+  switch (dtype) {
+    case DataType::kBF16:
+      unit = std::ldexp(1.0, -8);
+      break;
+    case DataType::kF8E4M3:
+      unit = std::ldexp(1.0, -4);
+      break;
+    case DataType::kF8E5M2:
+      unit = std::ldexp(1.0, -3);
+      break;
+    default:
+      break;
+  }
+  const double levels =
+      1.0 + std::log2(static_cast<double>(std::max<int64_t>(reduction_length, 1)));
+  const Tolerance gemm = OutputTolerance(dtype);
+  return {std::max(gemm.relative_rms, 1.5 * unit * std::sqrt(levels)),
+          std::max(gemm.element, 4.0 * unit * std::sqrt(levels))};
+}
+
+int64_t ConvReductionLength(const ConvProblem& p) {
+  switch (p.direction) {
+    case ConvDirection::kForward:
+      return p.c / p.g * p.z * p.y * p.x;
+    case ConvDirection::kBackwardData:
+      return p.k / p.g * p.z * p.y * p.x;
+    case ConvDirection::kBackwardWeight:
+      break;
+  }
+  return p.n * p.Do() * p.Ho() * p.Wo();
 }
 
 std::string CheckResult::ToString() const {
