@@ -44,6 +44,9 @@ struct HeuristicOutcome {
   std::optional<double> top1_efficiency;       // unset: no valid rank-1 measurement
   std::optional<double> best_of_8_efficiency;  // unset: no valid rank 1..8 measurement
   bool top1_is_oracle = false;                 // ties with the oracle count
+  // The provider's second heuristic (peer_rank_b, cuDNN's mode B), likewise.
+  std::optional<double> top1_b_efficiency;
+  std::optional<double> best_of_8_b_efficiency;
 };
 
 // A rule set against the full config space on one problem.
@@ -86,6 +89,11 @@ struct GroupBaselines {
   double geomean_speedup_over_top1 = 0;  // geomean of oracle / top-1 TFLOPS; 0 when no top-1
   int64_t top1_is_oracle = 0;
   std::vector<HeuristicOutcome> problems;  // sorted by m, n, k, batch
+  // The second heuristic (peer_rank_b; cuDNN's mode B): false when no row carries its rank.
+  bool has_heuristic_b = false;
+  int64_t heuristic_b_rows = 0;  // rows with peer_rank_b 1..8
+  Spread top1_b, best_of_8_b;
+  double geomean_speedup_over_top1_b = 0;  // geomean of oracle / its top-1 TFLOPS
 
   // The rule set vs the full sample; has_sample is false without full-sample rows for the group.
   bool has_sample = false;

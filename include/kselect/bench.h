@@ -56,12 +56,28 @@ std::string PairKey(const Problem& problem, const KernelConfig& config);
 // The configs a sweep times again after a problem (BenchOptions::confirm_top): indices into
 // `configs` (the problem's timing order, heuristic picks first) of the `top` fastest distinct
 // valid configs in `valid_rows` ((latency_ms, PairKey) in any order, repeats allowed), then the
-// heuristic's rank-1 pick (`peer_rank`: ConfigKey -> rank) when it is valid and not among them.
+// heuristic's rank-1 pick (`peer_rank`: ConfigKey -> rank) and the second heuristic's
+// (`peer_rank_b`) when valid and not among them.
 std::vector<size_t> ConfirmationSet(const Problem& problem,
                                     const std::vector<KernelConfig>& configs,
                                     const std::map<std::string, int32_t>& peer_rank,
-                                    std::vector<std::pair<double, std::string>> valid_rows,
-                                    int top);
+                                    std::vector<std::pair<double, std::string>> valid_rows, int top,
+                                    const std::map<std::string, int32_t>& peer_rank_b = {});
+
+// The order a sweep times one problem's configs in, and the heuristics' ranks (ConfigKey ->
+// 1-based rank in that heuristic's list, repeats in a list ignored).
+struct TimingOrder {
+  std::vector<KernelConfig> configs;
+  std::map<std::string, int32_t> peer_rank;    // the provider's heuristic (cuDNN: mode A)
+  std::map<std::string, int32_t> peer_rank_b;  // its second heuristic (cuDNN: mode B), if any
+};
+// The first heuristic's picks by rank (so the abort bound is tight from the first configs on),
+// then the second heuristic's picks the first did not list (a config only the second lists is
+// timed too), then the first `max_catalogue_configs` catalogue configs (0 = all) not listed yet.
+TimingOrder PlanTimingOrder(const std::vector<KernelConfig>& peers,
+                            const std::vector<KernelConfig>& peers_b,
+                            const std::vector<KernelConfig>& catalogue,
+                            int64_t max_catalogue_configs);
 
 // One JSONL line (with its trailing '\n') of a run record and of a measurement record.
 std::string RunRecordLine(const RunInfo& run);
@@ -130,7 +146,9 @@ struct BenchOptions {
   // (and the peer's pick) is not the one lucky draw among thousands of near-ties.
   int confirm_top = 8;
   int confirm_rounds = 2;
-  int heuristic_picks = 8;  // the provider heuristic's top-N, timed first, ranked as peers
+  // The provider heuristic's top-N (and its second heuristic's, where it has one), timed first,
+  // ranked as peers.
+  int heuristic_picks = 8;
   int64_t max_workspace_bytes = 32ll << 20;
   int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
   int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)

@@ -17,9 +17,11 @@
 
 namespace kselect {
 
-// Major versions are incompatible (readers refuse them); minor versions only add metadata.
+// Major versions are incompatible (readers refuse them); minor versions add metadata or nullable
+// columns (kDatasetColumnsAddedLater), which files of an earlier minor version lack and read as
+// null. 1.1 added peer_rank_b.
 inline constexpr int kDatasetSchemaMajor = 1;
-inline constexpr int kDatasetSchemaMinor = 0;
+inline constexpr int kDatasetSchemaMinor = 1;
 
 // clang-format off
 // X(name, type, group, description). Types: String, Int, Double, Bool. Every column is nullable:
@@ -83,6 +85,7 @@ inline constexpr int kDatasetSchemaMinor = 0;
   X(aborted, Bool, "figures", "stopped early: clearly slower than the best so far")             \
   X(abort_bound_ms, Double, "figures", "for aborted rows: latency the kernel was known to exceed") \
   X(peer_rank, Int, "figures", "rank in the peer heuristic's list (1 = its pick), null if unlisted") \
+  X(peer_rank_b, Int, "figures", "rank in the provider's second heuristic (cuDNN mode B), null if unlisted or none") \
   /* kernel config: fields shared by providers */                                               \
   X(split_k, Int, "config", "split-K factor (1 = none)")                                         \
   X(tile_m, Int, "config", "block tile rows")                                                    \
@@ -160,6 +163,10 @@ inline constexpr int kDatasetSchemaMinor = 0;
   X(cudnn_version, Int, "hardware", "cuDNN version (0 = absent)")                                \
   X(nvrtc_version, Int, "hardware", "NVRTC version")
 // clang-format on
+
+// Columns added by a minor schema version: a file written before them lacks them, and reads (and
+// merges) as if every row held null there.
+inline constexpr std::string_view kDatasetColumnsAddedLater[] = {"peer_rank_b"};
 
 namespace dataset_types {
 using String = std::string;
@@ -248,8 +255,8 @@ struct RowFilter {
   std::optional<int64_t> m, n, k;
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
-  // Only the rows the provider's heuristic listed (peer_rank > 0): its picks per problem, what a
-  // peer model needs on a host without the GPU to ask.
+  // Only the rows the provider's heuristics listed (peer_rank or peer_rank_b > 0): their picks
+  // per problem, what a peer model needs on a host without the GPU to ask.
   bool peer_picks_only = false;
 };
 Dataset FilterDataset(const Dataset& dataset, const RowFilter& filter);

@@ -8,7 +8,9 @@
 //   NDCG@k       = graded: relevance of a config = its TFLOPS / oracle TFLOPS; DCG over the
 //                  predicted order, divided by the DCG of the measured order (1 = perfect)
 // Peers: "peer_top1" = the config the peer ranks 1; "peer_best_of_8" = the best measured of the
-// peer's top 8 (what "autotune the heuristic's top 8" gets).
+// peer's top 8 (what "autotune the heuristic's top 8" gets). Where rows carry peer_rank_b (a
+// provider's second heuristic, cuDNN's mode B), "peer_b_top1" and "peer_b_best_of_8" are the same
+// for it, reported as a peer of its own.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +37,8 @@ struct Candidate {
   double latency_ms = 0;
   double bandwidth_gb_s = 0;
   std::optional<int32_t> peer_rank;
-  bool estimated = false;  // an aborted row: its latency comes from 1-2 timed batches
+  std::optional<int32_t> peer_rank_b;  // rank in the provider's second heuristic, if it has one
+  bool estimated = false;              // an aborted row: its latency comes from 1-2 timed batches
 };
 
 // All valid measured configs of one problem.
@@ -85,6 +88,8 @@ struct ProblemOutcome {
   double ndcg_at_5 = 0, ndcg_at_10 = 0;
   std::optional<double> peer_top1_efficiency;
   std::optional<double> peer_best_of_8_efficiency;
+  std::optional<double> peer_b_top1_efficiency;  // the second heuristic's, where recorded
+  std::optional<double> peer_b_best_of_8_efficiency;
 };
 ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const double> scores);
 
@@ -95,6 +100,28 @@ double NdcgAtK(std::span<const double> tflops, std::span<const double> scores, i
 struct EfficiencyStats {
   int64_t count = 0;
   double mean = 0, median = 0, p10 = 0, min = 0;
+};
+
+// What reports call a provider's two heuristics: `name` heads a rank-1 row ("peer heuristic
+// (rank 1)"), `short_name` a best-of-8 row ("peer best of top 8"). cuDNN: "cudnn heuristic mode
+// A" and "mode B"; providers with one heuristic keep "peer heuristic" and name the second
+// generically.
+struct PeerName {
+  std::string name, short_name;
+};
+struct PeerNames {
+  PeerName a, b;
+};
+PeerNames PeerNamesOf(Provider provider);
+
+// One heuristic's figures over the problems where it ranked candidates.
+struct PeerSummary {
+  EfficiencyStats top1;       // over problems with a rank-1 row
+  EfficiencyStats best_of_8;  // over problems with ranked rows
+  // Geomean over problems with a rank-1 row of model efficiency / its rank-1 efficiency, and how
+  // often that is above/below 1.
+  double speedup_over_top1 = 0;
+  int64_t speedup_problems = 0, faster_than_top1 = 0, slower_than_top1 = 0;
 };
 // Linear-interpolation quantiles (numpy's default). Empty input gives count 0 and zeros.
 EfficiencyStats ComputeStats(std::vector<double> values);
@@ -109,6 +136,11 @@ struct EvalSummary {
   // (= the speedup of the model's picks over the peer's own), and how often it is above/below 1.
   double speedup_over_peer_top1 = 0;
   int64_t speedup_problems = 0, faster_than_peer_top1 = 0, slower_than_peer_top1 = 0;
+  // The provider's second heuristic (peer_rank_b), empty (counts 0) when no row carries a rank.
+  PeerSummary peer_b;
+  bool HasPeerB() const { return peer_b.top1.count > 0 || peer_b.best_of_8.count > 0; }
+  // The heuristics' names in reports (EvaluateScores sets them from the data's provider).
+  PeerNames peer_names = PeerNamesOf(Provider::kCublasLt);
   // Model efficiency per slice of problems (ck_tile_heuristics.md §4.4 thresholds), keyed
   // "m: tiny (<32)", "m: small (32-255)", "m: medium (256-4095)", "m: large (>=4096)",
   // "k: shallow (<512)", "k: medium (512-4095)", "k: deep (>=4096)". Efficiency stays relative

@@ -79,29 +79,17 @@ json PlanRequest(const Problem& problem) {
   return json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(problem)}};
 }
 
-// The problem's timing order: the heuristic's picks by rank (so the abort bound is tight from
-// the first configs on), then the catalogue's configs in their enumeration order. Fills
-// `peer_rank` (ConfigKey -> 1-based rank).
-std::vector<KernelConfig> TimingOrder(const json& plan, int64_t max_catalogue_configs,
-                                      std::map<std::string, int32_t>* peer_rank) {
-  std::vector<KernelConfig> order;
-  std::set<std::string> listed;
-  int32_t rank = 0;
-  for (const json& c : plan["peers"]) {
-    const KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan.peers");
-    std::string key = ConfigKey(config);
-    if (!listed.insert(key).second) continue;
-    (*peer_rank)[key] = ++rank;
-    order.push_back(config);
-  }
-  int64_t catalogue = 0;
-  for (const json& c : plan["configs"]) {
-    if (max_catalogue_configs > 0 && catalogue >= max_catalogue_configs) break;
-    ++catalogue;
-    KernelConfig config = *json_codec::KernelConfigFromJson(c, "plan");
-    if (listed.insert(ConfigKey(config)).second) order.push_back(std::move(config));
-  }
-  return order;
+// The problem's timing order and the heuristics' ranks from the planner's reply (PlanTimingOrder).
+TimingOrder TimingOrderOf(const json& plan, int64_t max_catalogue_configs) {
+  auto configs_of = [&](const char* field) {
+    std::vector<KernelConfig> configs;
+    if (!plan.contains(field)) return configs;  // a planner of an older kselect: no peers_b
+    for (const json& c : plan[field])
+      configs.push_back(*json_codec::KernelConfigFromJson(c, std::string("plan.") + field));
+    return configs;
+  };
+  return PlanTimingOrder(configs_of("peers"), configs_of("peers_b"), configs_of("configs"),
+                         max_catalogue_configs);
 }
 
 // Sweeps `problems` on one device, appending to `fd`. Planner workers enumerate the next
@@ -162,12 +150,17 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       continue;
     }
     const double problem_start = NowSeconds();
-    std::map<std::string, int32_t> peer_rank;
-    const std::vector<KernelConfig> configs =
-        TimingOrder(*plan, options.max_configs_per_problem, &peer_rank);
+    const TimingOrder order = TimingOrderOf(*plan, options.max_configs_per_problem);
+    const std::vector<KernelConfig>& configs = order.configs;
+    const std::map<std::string, int32_t>& peer_rank = order.peer_rank;
+    const std::map<std::string, int32_t>& peer_rank_b = order.peer_rank_b;
     std::cerr << "kselect bench: device " << device << ": " << ProblemToString(p) << ": "
               << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
-              << peer_rank.size() << " heuristic picks)\n";
+              << peer_rank.size() << " heuristic picks"
+              << (peer_rank_b.empty()
+                      ? std::string()
+                      : ", " + std::to_string(peer_rank_b.size()) + " from the second heuristic")
+              << ")\n";
     ProblemDone done;
     done.run_id = run.run_id;
     done.problem = p;
@@ -204,6 +197,8 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       m.device_uuid = device_uuid;
       if (const auto it = peer_rank.find(ConfigKey(config)); it != peer_rank.end())
         m.peer_rank = it->second;
+      if (const auto it = peer_rank_b.find(ConfigKey(config)); it != peer_rank_b.end())
+        m.peer_rank_b = it->second;
       if (!reply.ok()) {
         m.invalid_reason = reply.status().ToString();
       } else if (!(*reply).value("ok", false)) {
@@ -260,7 +255,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     }
     // Confirmation: the fastest configs and the heuristic's pick, timed again (no abort).
     const std::vector<size_t> confirm =
-        ConfirmationSet(p, configs, peer_rank, valid_rows, options.confirm_top);
+        ConfirmationSet(p, configs, peer_rank, valid_rows, options.confirm_top, peer_rank_b);
     if (options.confirm_rounds > 0) {
       for (int round = 0; round < options.confirm_rounds; ++round) {
         for (const size_t i : confirm) {

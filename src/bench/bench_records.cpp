@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -97,8 +98,8 @@ std::string PairKey(const Problem& problem, const KernelConfig& config) {
 
 std::vector<size_t> ConfirmationSet(const Problem& p, const std::vector<KernelConfig>& configs,
                                     const std::map<std::string, int32_t>& peer_rank,
-                                    std::vector<std::pair<double, std::string>> valid_rows,
-                                    int top) {
+                                    std::vector<std::pair<double, std::string>> valid_rows, int top,
+                                    const std::map<std::string, int32_t>& peer_rank_b) {
   std::unordered_map<std::string, size_t> index_of;
   for (size_t i = 0; i < configs.size(); ++i) index_of.emplace(PairKey(p, configs[i]), i);
   std::sort(valid_rows.begin(), valid_rows.end());
@@ -113,16 +114,47 @@ std::vector<size_t> ConfirmationSet(const Problem& p, const std::vector<KernelCo
       chosen.push_back(it->second);
     }
   }
-  // The heuristic's picks come first in the timing order, so this search ends early.
+  // The heuristics' picks come first in the timing order, so this search ends early.
   for (size_t i = 0; i < configs.size(); ++i) {
-    const auto rank = peer_rank.find(ConfigKey(configs[i]));
-    if (rank == peer_rank.end()) break;
-    if (rank->second == 1 && valid.contains(i) &&
+    const std::string config_key = ConfigKey(configs[i]);
+    const auto rank = peer_rank.find(config_key);
+    const auto rank_b = peer_rank_b.find(config_key);
+    if (rank == peer_rank.end() && rank_b == peer_rank_b.end()) break;
+    const bool top_pick = (rank != peer_rank.end() && rank->second == 1) ||
+                          (rank_b != peer_rank_b.end() && rank_b->second == 1);
+    if (top_pick && valid.contains(i) &&
         std::find(chosen.begin(), chosen.end(), i) == chosen.end()) {
       chosen.push_back(i);
     }
   }
   return chosen;
+}
+
+TimingOrder PlanTimingOrder(const std::vector<KernelConfig>& peers,
+                            const std::vector<KernelConfig>& peers_b,
+                            const std::vector<KernelConfig>& catalogue,
+                            int64_t max_catalogue_configs) {
+  TimingOrder order;
+  std::set<std::string> listed;
+  auto rank_list = [&](const std::vector<KernelConfig>& picks,
+                       std::map<std::string, int32_t>& ranks) {
+    int32_t rank = 0;
+    for (const KernelConfig& config : picks) {
+      std::string key = ConfigKey(config);
+      if (ranks.contains(key)) continue;  // a heuristic listing a config twice ranks it once
+      ranks[key] = ++rank;
+      if (listed.insert(std::move(key)).second) order.configs.push_back(config);
+    }
+  };
+  rank_list(peers, order.peer_rank);
+  rank_list(peers_b, order.peer_rank_b);
+  int64_t taken = 0;
+  for (const KernelConfig& config : catalogue) {
+    if (max_catalogue_configs > 0 && taken >= max_catalogue_configs) break;
+    ++taken;
+    if (listed.insert(ConfigKey(config)).second) order.configs.push_back(config);
+  }
+  return order;
 }
 
 std::string RunRecordLine(const RunInfo& run) {
@@ -156,6 +188,8 @@ std::string MeasurementLine(const Measurement& m) {
   j["aborted"] = m.aborted;
   j["abort_bound_ms"] = m.abort_bound_ms;
   j["peer_rank"] = m.peer_rank ? json(*m.peer_rank) : json(nullptr);
+  // Only providers with a second heuristic write it: files of the others stay as they were.
+  if (m.peer_rank_b) j["peer_rank_b"] = *m.peer_rank_b;
   j["method"] = json_codec::MethodToJson(m.method);
   j["timestamp"] = m.timestamp;
   if (!m.device_uuid.empty()) j["device_uuid"] = m.device_uuid;

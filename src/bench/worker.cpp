@@ -305,11 +305,15 @@ json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const 
       return json{{"ok", false}, {"reason", configs.status().ToString()}, {"fatal", false}};
     const std::vector<KernelConfig>& kept = *configs;
     auto peers = timer.provider()->HeuristicPicks(*problem, options.heuristic_picks);
+    // The provider's second heuristic (cuDNN's mode B), where it has one: its picks are timed
+    // and ranked like the first's.
+    auto peers_b = timer.provider()->SecondHeuristicPicks(*problem, options.heuristic_picks);
     json reply{{"ok", true},
                {"enumerated", configs->size()},
                {"seconds", NowSeconds() - plan_start},
                {"configs", json::array()},
-               {"peers", json::array()}};
+               {"peers", json::array()},
+               {"peers_b", json::array()}};
     for (const KernelConfig& c : kept)
       reply["configs"].push_back(json_codec::KernelConfigToJson(c));
     if (peers.ok()) {
@@ -317,6 +321,12 @@ json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const 
         reply["peers"].push_back(json_codec::KernelConfigToJson(c));
     } else {
       reply["peers_error"] = peers.status().ToString();
+    }
+    if (peers_b.ok()) {
+      for (const KernelConfig& c : *peers_b)
+        reply["peers_b"].push_back(json_codec::KernelConfigToJson(c));
+    } else {
+      reply["peers_b_error"] = peers_b.status().ToString();
     }
     return reply;
   }

@@ -4,8 +4,9 @@
 // Requests and replies:
 //   {"cmd":"hello"}                       -> {"ok":true,"hardware":{...HardwareProfile...}}
 //   {"cmd":"plan","problem":{...}}        ->
-//   {"ok":true,"configs":[...],"peers":[...],"enumerated":N}
-//        (configs: the enumerated space filtered by the rule set; enumerated = their count)
+//   {"ok":true,"configs":[...],"peers":[...],"peers_b":[...],"enumerated":N}
+//        (configs: the enumerated space filtered by the rule set; enumerated = their count;
+//        peers, peers_b: the provider's first and second heuristic's picks, best first)
 //   {"cmd":"time","problem":{...},"config":{...},"abort_bound_ms":B,"inject":""}
 //        -> {"ok":true,"latency_ms":..,"cv":..,"samples":..,"aborted":..,"method":{...}}
 //   any failure -> {"ok":false,"reason":"...","fatal":bool}; fatal: the worker exits after it

@@ -1,4 +1,7 @@
 // kselect bench: time a provider's catalogue on every shape of a shape file into streaming JSONL.
+// A GEMM shape file gives one problem per row (--dtype, --ops); a conv shape file, told by its
+// header, one per row and direction (--dtype, --conv-direction; tensors channels-last).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -16,6 +19,8 @@ namespace {
 
 struct BenchArgs {
   std::string shapes;
+  std::string conv_directions = "fwd";
+  bool dry_run = false;
   int64_t max_shapes = 0;
   std::string dtype = "bf16";
   std::string ops = "TN";
@@ -33,30 +38,93 @@ struct BenchArgs {
   BenchOptions options;
 };
 
-int RunBenchCommand(BenchArgs& args) {
-  BenchOptions& o = args.options;
-  // The records are appended to --output: it must not be the shape file being read.
-  if (auto s = text::CheckOutputFile(args.output, "--output", {args.shapes}); !s.ok()) {
-    return ReportError("bench", s);
+// "fwd,bwd_data": distinct directions in the order given.
+StatusOr<std::vector<ConvDirection>> ParseConvDirections(const std::string& text) {
+  std::vector<ConvDirection> directions;
+  for (const std::string_view part : text::Split(text, ',')) {
+    auto direction = ParseConvDirection(text::Trim(part));
+    if (!direction.ok()) return direction.status().WithContext("--conv-direction");
+    if (std::find(directions.begin(), directions.end(), *direction) != directions.end()) {
+      return InvalidArgumentError("--conv-direction: '" + std::string(text::Trim(part)) +
+                                  "' is listed twice");
+    }
+    directions.push_back(*direction);
   }
-  auto shapes = LoadShapeFile(args.shapes);
-  if (!shapes.ok()) return ReportError("bench", shapes.status());
-  if (args.max_shapes > 0 && static_cast<int64_t>(shapes->size()) > args.max_shapes) {
-    shapes->resize(static_cast<size_t>(args.max_shapes));
+  return directions;
+}
+
+// The GEMM problems of a GEMM shape file: one per row.
+StatusOr<std::vector<Problem>> GemmBenchProblems(const BenchArgs& args) {
+  KSELECT_ASSIGN_OR_RETURN(std::vector<ShapeRow> shapes, LoadShapeFile(args.shapes));
+  if (args.max_shapes > 0 && static_cast<int64_t>(shapes.size()) > args.max_shapes) {
+    shapes.resize(static_cast<size_t>(args.max_shapes));
   }
-  for (const ShapeRow& row : *shapes) {
+  std::vector<Problem> problems;
+  for (const ShapeRow& row : shapes) {
     auto problem = MakeGemmProblem(row.m, row.n, row.k, row.batch, args.dtype, args.ops);
-    if (!problem.ok()) return ReportError("bench", problem.status().WithContext(args.shapes));
-    o.problems.push_back(*problem);
+    if (!problem.ok()) return problem.status().WithContext(args.shapes);
+    problems.push_back(*problem);
   }
+  return problems;
+}
+
+// The convolutions of a conv shape file: one per row and direction, row by row (a run stopped by
+// --time-limit-s has every direction of the rows it reached).
+StatusOr<std::vector<Problem>> ConvBenchProblems(const BenchArgs& args) {
+  DataType dtype;
+  if (args.dtype == "bf16") {
+    dtype = DataType::kBF16;
+  } else if (args.dtype == "fp16") {
+    dtype = DataType::kF16;
+  } else {
+    return InvalidArgumentError("--dtype '" + args.dtype +
+                                "' is not a convolution dtype (bf16 or fp16)");
+  }
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<ConvDirection> directions,
+                           ParseConvDirections(args.conv_directions));
+  KSELECT_ASSIGN_OR_RETURN(std::vector<ConvShapeRow> shapes, LoadConvShapeFile(args.shapes));
+  if (args.max_shapes > 0 && static_cast<int64_t>(shapes.size()) > args.max_shapes) {
+    shapes.resize(static_cast<size_t>(args.max_shapes));
+  }
+  std::vector<Problem> problems;
+  for (const ConvShapeRow& row : shapes) {
+    for (const ConvDirection direction : directions)
+      problems.push_back(ConvShape(row, direction, dtype));
+  }
+  return problems;
+}
+
+int RunBenchCommand(BenchArgs& args, const CLI::App& app) {
+  BenchOptions& o = args.options;
+  auto kind = ShapeFileKindOf(args.shapes);
+  if (!kind.ok()) return ReportError("bench", kind.status());
+  const bool conv = *kind == ShapeFileKind::kConv;
+  // An option of the other kind of shape file would be ignored: say so instead.
+  if (conv && app.count("--ops") > 0) {
+    return ReportError(
+        "bench", InvalidArgumentError(args.shapes + " is a conv shape file: --ops applies to "
+                                                    "GEMM shape files (use --conv-direction)"));
+  }
+  if (!conv && app.count("--conv-direction") > 0) {
+    return ReportError("bench",
+                       InvalidArgumentError(args.shapes + " is a GEMM shape file: --conv-direction "
+                                                          "applies to conv shape files"));
+  }
+  if (!args.dry_run) {
+    if (args.output.empty()) {
+      return ReportError("bench", InvalidArgumentError("--output is required (unless --dry-run)"));
+    }
+    // The records are appended to --output: it must not be the shape file being read.
+    if (auto s = text::CheckOutputFile(args.output, "--output", {args.shapes}); !s.ok()) {
+      return ReportError("bench", s);
+    }
+  }
+  auto problems = conv ? ConvBenchProblems(args) : GemmBenchProblems(args);
+  if (!problems.ok()) return ReportError("bench", problems.status());
+  o.problems = std::move(*problems);
   auto provider = ParseProvider(args.provider);
   if (!provider.ok()) return ReportError("bench", provider.status());
   o.provider = *provider;
-  // Every provider's catalogue: what it enumerates or generates, filtered by the rule set; a
-  // generating provider (the tile engine) reads its generator from the same file.
-  auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
-  if (!rules.ok()) return ReportError("bench", rules.status());
-  o.rules = *rules;
   o.output_path = args.output;
   o.resume = args.resume;
   if (!args.shard.empty()) {
@@ -68,6 +136,21 @@ int RunBenchCommand(BenchArgs& args) {
     if (!shard.ok()) return ReportError("bench", shard.status());
     o.shard = *shard;
   }
+  if (args.dry_run) {
+    // What this shard would time, without a GPU, a rule set or an output file.
+    const std::vector<size_t> mine = ShardIndices(o.problems.size(), o.shard);
+    for (const size_t i : mine) std::printf("%s\n", ProblemToString(o.problems[i]).c_str());
+    std::fprintf(stderr, "kselect bench: dry run: %zu of %zu problems in shard %d/%d (%s)\n",
+                 mine.size(), o.problems.size(), o.shard.index, o.shard.count,
+                 conv ? ("conv " + args.dtype + " " + args.conv_directions).c_str()
+                      : (args.dtype + " " + args.ops).c_str());
+    return kExitOk;
+  }
+  // Every provider's catalogue: what it enumerates or generates, filtered by the rule set; a
+  // generating provider (the tile engine) reads its generator from the same file.
+  auto rules = FindRuleSet(args.rules_dir, o.provider, args.rules);
+  if (!rules.ok()) return ReportError("bench", rules.status());
+  o.rules = *rules;
   auto devices = ParseDeviceList(args.devices);
   if (!devices.ok()) return ReportError("bench", devices.status());
   o.devices = *devices;
@@ -77,10 +160,11 @@ int RunBenchCommand(BenchArgs& args) {
   o.rotate_bytes = static_cast<int64_t>(args.rotate_mib * 1024 * 1024);
   std::fprintf(
       stderr,
-      "kselect bench: %zu shapes (%s %s), shard %d/%d, rule set %s (%s), devices %s -> %s\n",
-      o.problems.size(), args.dtype.c_str(), args.ops.c_str(), o.shard.index, o.shard.count,
-      o.rules.name.c_str(), FingerprintText(o.rules.fingerprint).c_str(), args.devices.c_str(),
-      o.output_path.c_str());
+      "kselect bench: %zu problems (%s %s), shard %d/%d, rule set %s (%s), devices %s -> %s\n",
+      o.problems.size(), args.dtype.c_str(),
+      conv ? ("conv " + args.conv_directions).c_str() : args.ops.c_str(), o.shard.index,
+      o.shard.count, o.rules.name.c_str(), FingerprintText(o.rules.fingerprint).c_str(),
+      args.devices.c_str(), o.output_path.c_str());
   auto summary = RunBench(o);
   if (!summary.ok()) return ReportError("bench", summary.status());
   const BenchSummary& s = *summary;
@@ -106,15 +190,25 @@ Command BenchCommand() {
       [](CLI::App& app) -> RunFunction {
         auto args = std::make_shared<BenchArgs>();
         BenchOptions& o = args->options;
-        app.add_option("--shapes", args->shapes, "shape CSV (shapes/wide.csv, ...)")
+        app.add_option("--shapes", args->shapes,
+                       "shape CSV, GEMM (shapes/wide.csv: header m,n,k,...) or convolution "
+                       "(shapes/conv_train.csv: header n,c,k,g,...), told by its header")
             ->required()
             ->type_name("FILE");
         app.add_option("--max-shapes", args->max_shapes,
                        "use only the first N rows of the shape file (0 = all)");
-        app.add_option("--dtype", args->dtype, "bf16, fp16 or fp8 (e4m3 inputs, bf16 output)")
+        app.add_option("--dtype", args->dtype,
+                       "bf16, fp16 or fp8 (e4m3 inputs, bf16 output; GEMM only)")
             ->capture_default_str();
-        app.add_option("--ops", args->ops, "cuBLAS transpose pair: NN, NT, TN, TT")
+        app.add_option("--ops", args->ops, "cuBLAS transpose pair: NN, NT, TN, TT (GEMM files)")
             ->capture_default_str();
+        app.add_option("--conv-direction", args->conv_directions,
+                       "conv shape files: directions timed for every row, comma-separated "
+                       "(fwd, bwd_data, bwd_weight); tensors channels-last (NHWC/NDHWC)")
+            ->capture_default_str();
+        app.add_flag("--dry-run", args->dry_run,
+                     "print the problems this shard would time, one per line, and stop (no "
+                     "GPU, rule set or output file needed)");
         app.add_option("--provider", args->provider, "kernel provider")->capture_default_str();
         app.add_option("--rules", args->rules, "rule set name (rules/<provider>/<name>.json)")
             ->capture_default_str();
@@ -122,8 +216,8 @@ Command BenchCommand() {
                        "folder of rule sets (<provider>/<name>.json); default "
                        "$KSELECT_RULES_DIR, else the source tree's rules/")
             ->capture_default_str();
-        app.add_option("-o,--output", args->output, "JSONL file the records are appended to")
-            ->required()
+        app.add_option("-o,--output", args->output,
+                       "JSONL file the records are appended to (required unless --dry-run)")
             ->type_name("FILE");
         app.add_flag("--resume", args->resume,
                      "continue a killed run in the same file (repairs a torn last line)");
@@ -187,7 +281,7 @@ Command BenchCommand() {
         app.add_option("--rotate-mib", args->rotate_mib,
                        "input bytes to rotate through (MiB; 0 = 2 x L2)")
             ->capture_default_str();
-        return [args] { return RunBenchCommand(*args); };
+        return [args, &app] { return RunBenchCommand(*args, app); };
       }};
 }
 

@@ -122,7 +122,8 @@ StatusOr<Catalogue> LoadCatalogue(const std::string& rules_root, Provider provid
 }
 
 // Keeps the rows whose config the rule set `name` keeps for the row's problem, and every row of
-// a heuristic pick (a peer_rank): those are timed whatever the catalogue, as the peers to beat.
+// a heuristic pick (a peer_rank or peer_rank_b): those are timed whatever the catalogue, as the
+// peers to beat.
 // `fingerprints` gets each rule set's fingerprint by provider name as catalogues are loaded.
 class CatalogueRows {
  public:
@@ -146,7 +147,7 @@ class CatalogueRows {
     const Catalogue& catalogue = it->second;
     const bool generated =
         !catalogue.generated || catalogue.generated->contains(ConfigKey(m.config));
-    return m.peer_rank.has_value() ||
+    return m.peer_rank.has_value() || m.peer_rank_b.has_value() ||
            (generated && RejectingRule(catalogue.rules, m.problem, m.config).empty());
   }
   const nlohmann::json& fingerprints() const { return fingerprints_; }
@@ -374,7 +375,8 @@ Command DataCommand() {
             filter->add_option("--arch", args->arch, "architecture (sm_90, gfx950)");
             filter->add_flag("--valid-only", args->valid_only, "drop invalid rows");
             filter->add_flag("--peer-picks-only", args->peer_picks_only,
-                             "keep only the heuristic's picks (rows with a peer rank)");
+                             "keep only the heuristics' picks (rows with a peer_rank or "
+                             "peer_rank_b)");
             filter->add_option("--catalogue", args->catalogue,
                                "keep rows whose config the named rule set keeps for the row's "
                                "problem (rules/<provider>/<name>.json), and the heuristic's picks");

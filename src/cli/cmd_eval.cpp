@@ -222,16 +222,32 @@ int RunEval(const EvalArgs& args) {
     std::printf("top-1 %.2f%%, top-5 hit %.2f%%, NDCG@10 %.2f%%\n", 100 * summary->top1,
                 100 * summary->top5, 100 * summary->ndcg_at_10);
     if (summary->peer_top1.count > 0) {
+      // cuBLASLt's lines keep their wording ("peer"); a named heuristic (cuDNN's mode A) is named.
+      const std::string& a = summary->peer_names.a.name;
+      const bool generic = a == PeerNamesOf(Provider::kCublasLt).a.name;
       std::printf(
-          "peer rank-1: mean %.2f%%, p10 %.2f%% (%lld problems); best of top 8: mean "
+          "%s rank-1: mean %.2f%%, p10 %.2f%% (%lld problems); best of top 8: mean "
           "%.2f%%\n",
-          100 * summary->peer_top1.mean, 100 * summary->peer_top1.p10,
+          generic ? "peer" : a.c_str(), 100 * summary->peer_top1.mean, 100 * summary->peer_top1.p10,
           static_cast<long long>(summary->peer_top1.count), 100 * summary->peer_best_of_8.mean);
       std::printf(
-          "geomean speedup over the peer's rank-1 pick: %.4fx (faster on %lld, slower on "
+          "geomean speedup over %s rank-1 pick: %.4fx (faster on %lld, slower on "
           "%lld)\n",
-          summary->speedup_over_peer_top1, static_cast<long long>(summary->faster_than_peer_top1),
+          generic ? "the peer's" : (a + "'s").c_str(), summary->speedup_over_peer_top1,
+          static_cast<long long>(summary->faster_than_peer_top1),
           static_cast<long long>(summary->slower_than_peer_top1));
+    }
+    if (summary->HasPeerB()) {
+      // The provider's second heuristic (cuDNN's mode B), a peer of its own.
+      const PeerSummary& b = summary->peer_b;
+      const char* name = summary->peer_names.b.name.c_str();
+      std::printf(
+          "%s rank-1: mean %.2f%%, p10 %.2f%% (%lld problems); best of top 8: mean %.2f%%\n", name,
+          100 * b.top1.mean, 100 * b.top1.p10, static_cast<long long>(b.top1.count),
+          100 * b.best_of_8.mean);
+      std::printf("geomean speedup over %s's rank-1 pick: %.4fx (faster on %lld, slower on %lld)\n",
+                  name, b.speedup_over_top1, static_cast<long long>(b.faster_than_top1),
+                  static_cast<long long>(b.slower_than_top1));
     }
   }
   return kExitOk;

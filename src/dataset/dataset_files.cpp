@@ -300,9 +300,9 @@ StatusOr<int64_t> FilterDatasetFile(
   // before it is written; pass 2 copies the kept rows slice by slice.
   std::vector<bool> kept(static_cast<size_t>(file->rows()));
   int64_t kept_rows = 0;
-  const std::vector<std::string> criteria = {"m",           "n",     "k",        "provider",
-                                             "run_id",      "dtype", "layout",   "op_type",
-                                             "device_kind", "arch",  "is_valid", "peer_rank"};
+  const std::vector<std::string> criteria = {
+      "m",       "n",           "k",    "provider", "run_id",    "dtype",      "layout",
+      "op_type", "device_kind", "arch", "is_valid", "peer_rank", "peer_rank_b"};
   KSELECT_RETURN_IF_ERROR(file->ForEachBatch(
       keep ? std::vector<std::string>{} : criteria,
       [&](const arrow::RecordBatch& batch, int64_t first_row) -> Status {
@@ -321,6 +321,7 @@ StatusOr<int64_t> FilterDatasetFile(
         const auto* arch = Strings(batch, "arch");
         const auto* is_valid = Bools(batch, "is_valid");
         const auto* peer_rank = Ints(batch, "peer_rank");
+        const auto* peer_rank_b = Ints(batch, "peer_rank_b");  // null in files older than it
         for (int64_t i = 0; i < batch.num_rows(); ++i) {
           if (!matches(f.m, At(m, i)) || !matches(f.n, At(n, i)) || !matches(f.k, At(k, i))) {
             continue;
@@ -332,7 +333,10 @@ StatusOr<int64_t> FilterDatasetFile(
           }
           if (!matches(f.arch, At(arch, i))) continue;
           if (f.valid_only && !At(is_valid, i).value_or(false)) continue;
-          if (f.peer_picks_only && !(At(peer_rank, i).value_or(0) > 0)) continue;
+          if (f.peer_picks_only && !(At(peer_rank, i).value_or(0) > 0) &&
+              !(At(peer_rank_b, i).value_or(0) > 0)) {
+            continue;
+          }
           if (keep) {
             KSELECT_ASSIGN_OR_RETURN(const bool wanted, keep(arrow_dataset::RowOfBatch(batch, i)));
             if (!wanted) continue;

@@ -39,6 +39,11 @@ const std::vector<ColumnAccess>& Accessors() {
   return accessors;
 }
 
+bool AddedLater(std::string_view column) {
+  return std::find(std::begin(kDatasetColumnsAddedLater), std::end(kDatasetColumnsAddedLater),
+                   column) != std::end(kDatasetColumnsAddedLater);
+}
+
 std::shared_ptr<arrow::DataType> ArrowTypeOf(ColumnType type) {
   switch (type) {
     case ColumnType::kString:
@@ -402,7 +407,7 @@ StatusOr<std::unique_ptr<DatasetFileReader>> DatasetFileReader::Open(const std::
     }
   }
   for (const ColumnAccess& column : accessors) {
-    if (schema->GetFieldIndex(std::string(column.name)) < 0) {
+    if (schema->GetFieldIndex(std::string(column.name)) < 0 && !AddedLater(column.name)) {
       return SchemaMismatchError(path + ": column '" + std::string(column.name) + "' is missing");
     }
   }
@@ -516,6 +521,13 @@ Status DatasetFileWriter::Write(const arrow::RecordBatch& batch) {
   std::vector<std::shared_ptr<arrow::Array>> columns;
   for (const auto& field : schema_->fields()) {
     const int index = batch.schema()->GetFieldIndex(field->name());
+    if (index < 0 && AddedLater(field->name())) {
+      // A batch of a file older than the column: null throughout.
+      auto nulls = arrow::MakeArrayOfNull(field->type(), batch.num_rows());
+      if (!nulls.ok()) return FromArrow(nulls.status(), path_);
+      columns.push_back(*nulls);
+      continue;
+    }
     KSELECT_CHECK_MSG(index >= 0, "a dataset batch lacks a column");
     columns.push_back(batch.column(index));
   }

@@ -336,6 +336,7 @@ DatasetRow RowFromMeasurement(const Measurement& m, const RunInfo& run) {
   row.aborted = m.aborted;
   if (m.aborted) row.abort_bound_ms = m.abort_bound_ms;
   if (m.peer_rank) row.peer_rank = *m.peer_rank;
+  if (m.peer_rank_b) row.peer_rank_b = *m.peer_rank_b;
   const MeasurementMethod& method = m.method.name.empty() ? run.method : m.method;
   row.method = method.name;
   row.timer = method.timer;
@@ -396,6 +397,7 @@ StatusOr<Measurement> MeasurementFromRow(const DatasetRow& row) {
   m.aborted = Or(row.aborted, false);
   m.abort_bound_ms = Or(row.abort_bound_ms, 0.0);
   if (row.peer_rank) m.peer_rank = static_cast<int32_t>(*row.peer_rank);
+  if (row.peer_rank_b) m.peer_rank_b = static_cast<int32_t>(*row.peer_rank_b);
   m.method.name = Or<std::string>(row.method, "");
   m.method.timer = Or<std::string>(row.timer, "");
   m.method.statistic = Or<std::string>(row.statistic, "");

@@ -238,7 +238,10 @@ Dataset FilterDataset(const Dataset& dataset, const RowFilter& f) {
     if (!matches(f.op_type, row.op_type) || !matches(f.device_kind, row.device_kind)) continue;
     if (!matches(f.arch, row.arch)) continue;
     if (f.valid_only && !row.is_valid.value_or(false)) continue;
-    if (f.peer_picks_only && !(row.peer_rank.value_or(0) > 0)) continue;
+    if (f.peer_picks_only && !(row.peer_rank.value_or(0) > 0) &&
+        !(row.peer_rank_b.value_or(0) > 0)) {
+      continue;
+    }
     out.rows.push_back(row);
   }
   return out;

@@ -53,6 +53,7 @@ struct KeptPair {
   double latency_ms = 0;
   std::optional<KernelConfig> config;  // parsed for valid pairs
   std::optional<int64_t> peer_rank;    // the best rank any of its rows carries
+  std::optional<int64_t> peer_rank_b;  // likewise in the second heuristic
 };
 
 struct ProblemPairs {
@@ -86,6 +87,9 @@ StatusOr<bool> AddRow(ProblemPairs& problem, const DatasetRow& row, bool from_sa
   if (row.peer_rank && (!pair.peer_rank || *row.peer_rank < *pair.peer_rank)) {
     pair.peer_rank = row.peer_rank;
   }
+  if (row.peer_rank_b && (!pair.peer_rank_b || *row.peer_rank_b < *pair.peer_rank_b)) {
+    pair.peer_rank_b = row.peer_rank_b;
+  }
   const bool faster = valid && (!pair.valid || *row.measured_tflops > pair.tflops);
   if (inserted || faster) {
     pair.valid = valid;
@@ -100,6 +104,12 @@ StatusOr<bool> AddRow(ProblemPairs& problem, const DatasetRow& row, bool from_sa
     }
   }
   return !inserted;
+}
+
+// The report's names for a group's heuristics (a group names its provider as text).
+PeerNames PeerNamesOfProvider(const std::string& provider) {
+  const auto parsed = ParseProvider(provider);
+  return PeerNamesOf(parsed.ok() ? *parsed : Provider::kCublasLt);
 }
 
 // Linear interpolation between order statistics, as ComputeStats does for the median and P10.
@@ -124,7 +134,7 @@ auto ShapeOrder = [](const auto& a, const auto& b) {
 
 // The heuristic section of one group, from its kept pairs.
 Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, GroupBaselines& g) {
-  std::vector<double> top1, best_of_8, log_speedups;
+  std::vector<double> top1, best_of_8, log_speedups, top1_b, best_of_8_b, log_speedups_b;
   for (const auto& [problem_key, pairs] : problems) {
     ProblemCandidates candidates;
     candidates.problem_key = problem_key;
@@ -141,6 +151,7 @@ Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, G
       c.tflops = pair.tflops;
       c.latency_ms = pair.latency_ms;
       if (pair.peer_rank) c.peer_rank = static_cast<int32_t>(*pair.peer_rank);
+      if (pair.peer_rank_b) c.peer_rank_b = static_cast<int32_t>(*pair.peer_rank_b);
       candidates.candidates.push_back(std::move(c));
     }
     if (top1_listed && !top1_measured) ++g.problems_top1_unmeasured;
@@ -165,6 +176,13 @@ Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, G
       if (h.top1_is_oracle) ++g.top1_is_oracle;
     }
     if (h.best_of_8_efficiency) best_of_8.push_back(*h.best_of_8_efficiency);
+    h.top1_b_efficiency = outcome.peer_b_top1_efficiency;
+    h.best_of_8_b_efficiency = outcome.peer_b_best_of_8_efficiency;
+    if (h.top1_b_efficiency) {
+      top1_b.push_back(*h.top1_b_efficiency);
+      log_speedups_b.push_back(-std::log(*h.top1_b_efficiency));
+    }
+    if (h.best_of_8_b_efficiency) best_of_8_b.push_back(*h.best_of_8_b_efficiency);
     g.problems.push_back(std::move(h));
   }
   std::sort(g.problems.begin(), g.problems.end(), ShapeOrder);
@@ -173,6 +191,13 @@ Status SummarizeHeuristic(const std::map<std::string, ProblemPairs>& problems, G
   if (!log_speedups.empty()) {
     g.geomean_speedup_over_top1 = std::exp(
         std::accumulate(log_speedups.begin(), log_speedups.end(), 0.0) / log_speedups.size());
+  }
+  g.top1_b = ComputeSpread(top1_b);
+  g.best_of_8_b = ComputeSpread(best_of_8_b);
+  if (!log_speedups_b.empty()) {
+    g.geomean_speedup_over_top1_b =
+        std::exp(std::accumulate(log_speedups_b.begin(), log_speedups_b.end(), 0.0) /
+                 static_cast<double>(log_speedups_b.size()));
   }
   return Status::Ok();
 }
@@ -328,6 +353,10 @@ StatusOr<BaselineReport> BuildBaselineReport(const BaselineRowSources& inputs) {
         if (!measured) ++g.heuristic_rows_unmeasured;
         if (row.aborted.value_or(false)) ++g.heuristic_rows_aborted;
       }
+      if (row.peer_rank_b && *row.peer_rank_b >= 1 && *row.peer_rank_b <= 8) {
+        g.has_heuristic_b = true;
+        ++g.heuristic_b_rows;
+      }
       KSELECT_ASSIGN_OR_RETURN(const bool duplicate,
                                AddRow(group.data[*row.problem_key], row, false));
       if (duplicate) ++g.duplicate_rows;
@@ -465,7 +494,18 @@ std::string BaselineReportToMarkdown(const BaselineReport& report, const ReportS
       };
       if (g.top1.count > 0) row("top-1 (peer_rank 1)", g.top1);
       if (g.best_of_8.count > 0) row("best of top 8", g.best_of_8);
+      if (g.has_heuristic_b) {
+        // The provider's second heuristic (cuDNN's mode B) as its own rows.
+        const std::string b = PeerNamesOfProvider(g.provider).b.name;
+        const std::string b_top1 = b + ": top-1 (peer_rank_b 1)", b_best = b + ": best of top 8";
+        if (g.top1_b.count > 0) row(b_top1.c_str(), g.top1_b);
+        if (g.best_of_8_b.count > 0) row(b_best.c_str(), g.best_of_8_b);
+      }
       md << "\n";
+      if (g.top1_b.count > 0) {
+        md << "- geomean speedup of the oracle over the second heuristic's top-1: "
+           << text::Fixed(g.geomean_speedup_over_top1_b, 4) << "x\n";
+      }
       if (g.top1.count > 0) {
         md << "- geomean speedup of the oracle over top-1: "
            << text::Fixed(g.geomean_speedup_over_top1, 4) << "x\n- top-1 is the oracle on "
@@ -549,6 +589,10 @@ std::string BaselineReportToJson(const BaselineReport& report, const ReportSourc
                           {"top1_efficiency", OptionalJson(h.top1_efficiency)},
                           {"best_of_8_efficiency", OptionalJson(h.best_of_8_efficiency)},
                           {"top1_is_oracle", h.top1_is_oracle}});
+      if (g.has_heuristic_b) {
+        problems.back()["top1_b_efficiency"] = OptionalJson(h.top1_b_efficiency);
+        problems.back()["best_of_8_b_efficiency"] = OptionalJson(h.best_of_8_b_efficiency);
+      }
     }
     nlohmann::json heuristic = {{"recorded", g.has_heuristic}};
     if (g.has_heuristic) {
@@ -561,6 +605,15 @@ std::string BaselineReportToJson(const BaselineReport& report, const ReportSourc
       heuristic["geomean_speedup_over_top1"] =
           g.top1.count > 0 ? nlohmann::json(g.geomean_speedup_over_top1) : nlohmann::json();
       heuristic["top1_is_oracle"] = g.top1_is_oracle;
+    }
+    if (g.has_heuristic_b) {
+      heuristic["b"] = {
+          {"name", PeerNamesOfProvider(g.provider).b.name},
+          {"rows", g.heuristic_b_rows},
+          {"top1", SpreadJson(g.top1_b)},
+          {"best_of_8", SpreadJson(g.best_of_8_b)},
+          {"geomean_speedup_over_top1",
+           g.top1_b.count > 0 ? nlohmann::json(g.geomean_speedup_over_top1_b) : nlohmann::json()}};
     }
     heuristic["problems"] = problems;
     nlohmann::json rules = {{"computed", g.has_sample}};

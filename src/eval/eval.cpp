@@ -164,6 +164,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
     c.latency_ms = measurement->latency_ms;
     c.bandwidth_gb_s = measurement->bandwidth_gb_s;
     c.peer_rank = measurement->peer_rank;
+    c.peer_rank_b = measurement->peer_rank_b;
     c.estimated = aborted;
     const std::string problem_key = problem->ToString();
     const auto [it, inserted] =
@@ -262,15 +263,28 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   }
   o.ndcg_at_5 = NdcgAtK(tflops, scores, 5);
   o.ndcg_at_10 = NdcgAtK(tflops, scores, 10);
-  double best_of_8 = 0;
-  for (size_t i = 0; i < problem.candidates.size(); ++i) {
-    const auto& rank = problem.candidates[i].peer_rank;
-    if (!rank) continue;
-    if (*rank == 1) o.peer_top1_efficiency = tflops[i] / o.oracle_tflops;
-    if (*rank >= 1 && *rank <= 8) best_of_8 = std::max(best_of_8, tflops[i]);
-  }
-  if (best_of_8 > 0) o.peer_best_of_8_efficiency = best_of_8 / o.oracle_tflops;
+  // Each heuristic's rank-1 pick and the best of its top 8, from its own ranks.
+  auto score_peer = [&](std::optional<int32_t> Candidate::*rank_of, std::optional<double>& top1,
+                        std::optional<double>& best_of_8_efficiency) {
+    double best_of_8 = 0;
+    for (size_t i = 0; i < problem.candidates.size(); ++i) {
+      const auto& rank = problem.candidates[i].*rank_of;
+      if (!rank) continue;
+      if (*rank == 1) top1 = tflops[i] / o.oracle_tflops;
+      if (*rank >= 1 && *rank <= 8) best_of_8 = std::max(best_of_8, tflops[i]);
+    }
+    if (best_of_8 > 0) best_of_8_efficiency = best_of_8 / o.oracle_tflops;
+  };
+  score_peer(&Candidate::peer_rank, o.peer_top1_efficiency, o.peer_best_of_8_efficiency);
+  score_peer(&Candidate::peer_rank_b, o.peer_b_top1_efficiency, o.peer_b_best_of_8_efficiency);
   return o;
+}
+
+PeerNames PeerNamesOf(Provider provider) {
+  if (provider == Provider::kCudnn) {
+    return {{"cudnn heuristic mode A", "cudnn mode A"}, {"cudnn heuristic mode B", "cudnn mode B"}};
+  }
+  return {{"peer heuristic", "peer"}, {"second peer heuristic", "second peer"}};
 }
 
 EfficiencyStats ComputeStats(std::vector<double> values) {
@@ -309,7 +323,8 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
     for (const std::string& slice : SlicesOf(o.m, o.k)) by_slice[slice].push_back(o.efficiency);
   }
   for (auto& [slice, values] : by_slice) s.slices[slice] = ComputeStats(std::move(values));
-  std::vector<double> eff, peer1, peer8;
+  std::vector<double> eff, peer1, peer8, peer_b1, peer_b8;
+  double log_speedup_b = 0;
   double n5 = 0, n10 = 0;
   int64_t hits[4] = {0, 0, 0, 0};
   const int ks[4] = {1, 3, 5, 10};
@@ -324,6 +339,14 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
     }
     if (o.peer_top1_efficiency) peer1.push_back(*o.peer_top1_efficiency);
     if (o.peer_best_of_8_efficiency) peer8.push_back(*o.peer_best_of_8_efficiency);
+    if (o.peer_b_top1_efficiency && *o.peer_b_top1_efficiency > 0) {
+      log_speedup_b += std::log(o.efficiency / *o.peer_b_top1_efficiency);
+      ++s.peer_b.speedup_problems;
+      s.peer_b.faster_than_top1 += o.efficiency > *o.peer_b_top1_efficiency;
+      s.peer_b.slower_than_top1 += o.efficiency < *o.peer_b_top1_efficiency;
+    }
+    if (o.peer_b_top1_efficiency) peer_b1.push_back(*o.peer_b_top1_efficiency);
+    if (o.peer_b_best_of_8_efficiency) peer_b8.push_back(*o.peer_b_best_of_8_efficiency);
     n5 += o.ndcg_at_5;
     n10 += o.ndcg_at_10;
     for (int i = 0; i < 4; ++i) hits[i] += o.oracle_predicted_rank <= ks[i] ? 1 : 0;
@@ -334,6 +357,12 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   s.peer_best_of_8 = ComputeStats(peer8);
   if (s.speedup_problems > 0)
     s.speedup_over_peer_top1 = std::exp(log_speedup / static_cast<double>(s.speedup_problems));
+  s.peer_b.top1 = ComputeStats(peer_b1);
+  s.peer_b.best_of_8 = ComputeStats(peer_b8);
+  if (s.peer_b.speedup_problems > 0) {
+    s.peer_b.speedup_over_top1 =
+        std::exp(log_speedup_b / static_cast<double>(s.peer_b.speedup_problems));
+  }
   s.top1 = hits[0] / count;
   s.top3 = hits[1] / count;
   s.top5 = hits[2] / count;
@@ -350,7 +379,9 @@ EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector
   for (size_t p = 0; p < data.problems.size(); ++p) {
     outcomes.push_back(EvaluateProblem(data.problems[p], scores[p]));
   }
-  return Summarize(std::move(outcomes));
+  EvalSummary summary = Summarize(std::move(outcomes));
+  summary.peer_names = PeerNamesOf(data.provider);
+  return summary;
 }
 
 std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir,
@@ -375,6 +406,13 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
     p["peer_best_of_8_efficiency"] = o.peer_best_of_8_efficiency
                                          ? nlohmann::json(*o.peer_best_of_8_efficiency)
                                          : nlohmann::json();
+    if (s.HasPeerB()) {
+      p["peer_b_top1_efficiency"] =
+          o.peer_b_top1_efficiency ? nlohmann::json(*o.peer_b_top1_efficiency) : nlohmann::json();
+      p["peer_b_best_of_8_efficiency"] = o.peer_b_best_of_8_efficiency
+                                             ? nlohmann::json(*o.peer_b_best_of_8_efficiency)
+                                             : nlohmann::json();
+    }
     problems.push_back(std::move(p));
   }
   nlohmann::json slices = nlohmann::json::object();
@@ -400,6 +438,17 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                         {"slower_than_peer_top1", s.slower_than_peer_top1}}},
                       {"slices", slices},
                       {"problems", problems}};
+  nlohmann::json& peers = j["peers"];
+  peers["peer_name"] = s.peer_names.a.name;
+  if (s.HasPeerB()) {
+    // The second heuristic as a peer of its own, beside the first's keys.
+    peers["peer_b_name"] = s.peer_names.b.name;
+    peers["peer_b_top1"] = StatsJson(s.peer_b.top1);
+    peers["peer_b_best_of_8"] = StatsJson(s.peer_b.best_of_8);
+    peers["geomean_speedup_over_peer_b_top1"] = s.peer_b.speedup_over_top1;
+    peers["faster_than_peer_b_top1"] = s.peer_b.faster_than_top1;
+    peers["slower_than_peer_b_top1"] = s.peer_b.slower_than_top1;
+  }
   return j.dump(2);
 }
 
@@ -416,17 +465,35 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
        << " | " << Pct(e.p10) << " | " << Pct(e.min) << " |\n";
   };
   row("kselect model", s.model);
-  if (s.peer_top1.count > 0) row("peer heuristic (rank 1)", s.peer_top1);
-  if (s.peer_best_of_8.count > 0) row("peer best of top 8", s.peer_best_of_8);
-  if (s.speedup_problems > 0) {
-    char line[160];
+  const PeerNames& names = s.peer_names;
+  const std::string a_top1 = names.a.name + " (rank 1)",
+                    a_best = names.a.short_name + " best of top 8";
+  const std::string b_top1 = names.b.name + " (rank 1)",
+                    b_best = names.b.short_name + " best of top 8";
+  if (s.peer_top1.count > 0) row(a_top1.c_str(), s.peer_top1);
+  if (s.peer_best_of_8.count > 0) row(a_best.c_str(), s.peer_best_of_8);
+  if (s.peer_b.top1.count > 0) row(b_top1.c_str(), s.peer_b.top1);
+  if (s.peer_b.best_of_8.count > 0) row(b_best.c_str(), s.peer_b.best_of_8);
+  auto speedup_line = [&](const std::string& whose, double speedup, int64_t faster, int64_t slower,
+                          int64_t problems) {
+    char line[256];
     std::snprintf(line, sizeof(line),
-                  "\nGeomean speedup of the model's picks over the peer's rank-1 pick: %.4fx "
+                  "\nGeomean speedup of the model's picks over %s rank-1 pick: %.4fx "
                   "(faster on %lld, slower on %lld of %lld problems).\n",
-                  s.speedup_over_peer_top1, static_cast<long long>(s.faster_than_peer_top1),
-                  static_cast<long long>(s.slower_than_peer_top1),
-                  static_cast<long long>(s.speedup_problems));
+                  whose.c_str(), speedup, static_cast<long long>(faster),
+                  static_cast<long long>(slower), static_cast<long long>(problems));
     md << line;
+  };
+  if (s.speedup_problems > 0) {
+    // cuBLASLt's wording stays "the peer's"; a named heuristic is named.
+    const std::string whose =
+        names.a.name == "peer heuristic" ? std::string("the peer's") : names.a.name + "'s";
+    speedup_line(whose, s.speedup_over_peer_top1, s.faster_than_peer_top1, s.slower_than_peer_top1,
+                 s.speedup_problems);
+  }
+  if (s.peer_b.speedup_problems > 0) {
+    speedup_line(names.b.name + "'s", s.peer_b.speedup_over_top1, s.peer_b.faster_than_top1,
+                 s.peer_b.slower_than_top1, s.peer_b.speedup_problems);
   }
   md << "\n| ranking | value |\n|---|---|\n"
      << "| top-1 accuracy | " << Pct(s.top1) << " |\n"

@@ -19,12 +19,10 @@ constexpr double kOracleTolerance = 1e-12;
 // One colour per selector, the same in every plot and the legend.
 struct Method {
   const char* id;     // data-method attribute, stable for tests and styling
-  const char* label;  // shown to readers
+  std::string label;  // shown to readers: the peers are named by provider (PeerNamesOf)
   const char* colour;
 };
-constexpr Method kModel = {"model", "kselect model", "#1f77b4"};
-constexpr Method kPeerTop1 = {"peer_top1", "peer heuristic (rank 1)", "#d62728"};
-constexpr Method kPeerBestOf8 = {"peer_best_of_8", "peer best of top 8", "#2ca02c"};
+const Method kModel = {"model", "kselect model", "#1f77b4"};
 
 std::string Pct(double v) {
   return text::Percent(v);
@@ -327,11 +325,19 @@ PredictionScatter BuildPredictionScatter(const CandidateSet& data,
 
 std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& scatter,
                               const HtmlReportOptions& options) {
-  std::vector<double> model, peer1, peer8;
+  const PeerNames& names = s.peer_names;
+  const Method kPeerTop1 = {"peer_top1", names.a.name + " (rank 1)", "#d62728"};
+  const Method kPeerBestOf8 = {"peer_best_of_8", names.a.short_name + " best of top 8", "#2ca02c"};
+  const Method kPeerBTop1 = {"peer_b_top1", names.b.name + " (rank 1)", "#ff7f0e"};
+  const Method kPeerBBestOf8 = {"peer_b_best_of_8", names.b.short_name + " best of top 8",
+                                "#9467bd"};
+  std::vector<double> model, peer1, peer8, peer_b1, peer_b8;
   for (const ProblemOutcome& o : s.problems) {
     model.push_back(o.efficiency);
     if (o.peer_top1_efficiency) peer1.push_back(*o.peer_top1_efficiency);
     if (o.peer_best_of_8_efficiency) peer8.push_back(*o.peer_best_of_8_efficiency);
+    if (o.peer_b_top1_efficiency) peer_b1.push_back(*o.peer_b_top1_efficiency);
+    if (o.peer_b_best_of_8_efficiency) peer_b8.push_back(*o.peer_b_best_of_8_efficiency);
   }
   int64_t model_top8 = 0;
   for (const ProblemOutcome& o : s.problems) model_top8 += o.oracle_predicted_rank <= 8 ? 1 : 0;
@@ -368,17 +374,35 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
     << StatsCells(s.model) << Cell(s.top1) << Cell(static_cast<double>(model_top8) / problems)
     << Cell(s.ndcg_at_10) << "</tr>\n";
   if (!peer1.empty()) {
-    h << "<tr data-selector=\"" << kPeerTop1.id << "\"><th>" << kPeerTop1.label << "</th>"
-      << StatsCells(s.peer_top1) << Cell(OracleShare(peer1)) << Cell(OracleShare(peer8))
+    h << "<tr data-selector=\"" << kPeerTop1.id << "\"><th>" << HtmlEscape(kPeerTop1.label)
+      << "</th>" << StatsCells(s.peer_top1) << Cell(OracleShare(peer1)) << Cell(OracleShare(peer8))
       << Cell(std::nullopt) << "</tr>\n";
   }
   if (!peer8.empty()) {
     // Autotuning the peer's top 8 picks the oracle exactly when the oracle is among them.
-    h << "<tr data-selector=\"" << kPeerBestOf8.id << "\"><th>" << kPeerBestOf8.label << "</th>"
-      << StatsCells(s.peer_best_of_8) << Cell(OracleShare(peer8)) << Cell(OracleShare(peer8))
-      << Cell(std::nullopt) << "</tr>\n";
+    h << "<tr data-selector=\"" << kPeerBestOf8.id << "\"><th>" << HtmlEscape(kPeerBestOf8.label)
+      << "</th>" << StatsCells(s.peer_best_of_8) << Cell(OracleShare(peer8))
+      << Cell(OracleShare(peer8)) << Cell(std::nullopt) << "</tr>\n";
+  }
+  // The provider's second heuristic (cuDNN's mode B), where the rows carry its ranks.
+  if (!peer_b1.empty()) {
+    h << "<tr data-selector=\"" << kPeerBTop1.id << "\"><th>" << HtmlEscape(kPeerBTop1.label)
+      << "</th>" << StatsCells(s.peer_b.top1) << Cell(OracleShare(peer_b1))
+      << Cell(OracleShare(peer_b8)) << Cell(std::nullopt) << "</tr>\n";
+  }
+  if (!peer_b8.empty()) {
+    h << "<tr data-selector=\"" << kPeerBBestOf8.id << "\"><th>" << HtmlEscape(kPeerBBestOf8.label)
+      << "</th>" << StatsCells(s.peer_b.best_of_8) << Cell(OracleShare(peer_b8))
+      << Cell(OracleShare(peer_b8)) << Cell(std::nullopt) << "</tr>\n";
   }
   h << "</tbody></table>\n";
+  if (s.peer_b.speedup_problems > 0) {
+    h << "<p class=\"caption\" id=\"peer-b-speedup\">Geomean speedup of the model's picks over "
+      << HtmlEscape(names.b.name)
+      << "'s rank-1 pick: " << text::Fixed(s.peer_b.speedup_over_top1, 4) << "x (faster on "
+      << s.peer_b.faster_than_top1 << ", slower on " << s.peer_b.slower_than_top1 << " of "
+      << s.peer_b.speedup_problems << " problems).</p>\n";
+  }
   if (peer1.empty() && peer8.empty()) {
     h << "<p class=\"caption\">The data records no peer ranking (no <code>peer_rank</code> "
          "values), so there is no peer to compare with.</p>\n";
@@ -398,6 +422,8 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
   if (!model.empty()) series.push_back({&kModel, model});
   if (!peer1.empty()) series.push_back({&kPeerTop1, peer1});
   if (!peer8.empty()) series.push_back({&kPeerBestOf8, peer8});
+  if (!peer_b1.empty()) series.push_back({&kPeerBTop1, peer_b1});
+  if (!peer_b8.empty()) series.push_back({&kPeerBBestOf8, peer_b8});
   h << "<h2>Efficiency distribution</h2>\n";
   if (series.empty()) {
     h << "<p>No problems were evaluated.</p>\n";
@@ -438,7 +464,9 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
                    });
   worst.resize(std::min(worst.size(), options.worst_count));
   h << "<h2>Worst " << worst.size() << " problems</h2>\n<table id=\"worst\">\n<thead><tr>"
-    << "<th>#</th><th>problem</th><th>efficiency</th><th>peer rank 1</th><th>oracle's "
+    << "<th>#</th><th>problem</th><th>efficiency</th><th>peer rank 1</th>"
+    << (s.HasPeerB() ? "<th>" + HtmlEscape(names.b.short_name) + " rank 1</th>" : std::string())
+    << "<th>oracle's "
        "predicted rank</th><th>candidates</th><th>selected config</th><th>oracle config</th>"
        "</tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < worst.size(); ++i) {
@@ -447,6 +475,10 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
       << "</td><td class=\"num\">" << Pct(o.efficiency) << "</td>"
       << (o.peer_top1_efficiency ? "<td class=\"num\">" + Pct(*o.peer_top1_efficiency) + "</td>"
                                  : std::string("<td class=\"na\">-</td>"))
+      << (!s.HasPeerB() ? std::string()
+          : o.peer_b_top1_efficiency
+              ? "<td class=\"num\">" + Pct(*o.peer_b_top1_efficiency) + "</td>"
+              : std::string("<td class=\"na\">-</td>"))
       << "<td class=\"num\">" << o.oracle_predicted_rank << "</td><td class=\"num\">"
       << o.candidates << "</td><td><code>" << HtmlEscape(o.selected_config)
       << "</code></td><td><code>" << HtmlEscape(o.oracle_config) << "</code></td></tr>\n";

@@ -1,5 +1,6 @@
 // kselect bench's streaming JSONL (docs/formats.md): a "run" record carrying the hardware
 // profile and method, then one "measurement" record per timed (problem, config) pair.
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -90,6 +91,18 @@ StatusOr<Measurement> ParseMeasurementRecord(const json& record, const std::stri
   if (r.Has("peer_rank")) {
     const json* rank = r.Child("peer_rank", false);
     if (rank && !rank->is_null()) m.peer_rank = static_cast<int32_t>(r.Int("peer_rank"));
+  }
+  // The second heuristic's rank (cuDNN's mode B): absent or null when the provider has none.
+  if (r.Has("peer_rank_b")) {
+    const json* rank = r.Child("peer_rank_b", false);
+    if (rank && !rank->is_null()) {
+      const int64_t value = r.Int("peer_rank_b");
+      if (r.ok() && (value < 1 || value > std::numeric_limits<int32_t>::max())) {
+        r.Fail(ParseError(r.PathOf("peer_rank_b") + ": rank " + std::to_string(value) +
+                          " is not between 1 and 2^31-1"));
+      }
+      m.peer_rank_b = static_cast<int32_t>(value);
+    }
   }
   m.timestamp = r.StringOr("timestamp", "");
   m.device_uuid = r.StringOr("device_uuid", "");

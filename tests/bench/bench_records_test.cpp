@@ -209,6 +209,92 @@ TEST(BenchRecordsTest, ConfirmationSetIsTheFastestDistinctValidConfigsThenTheHeu
   EXPECT_TRUE(ConfirmationSet(p, configs, peer_rank, {}, 8).empty());
 }
 
+// The second heuristic's rank (cuDNN's mode B) is written only where a row has one, reads back
+// through ingest and the dataset row, and a line without it (every older file) has none.
+TEST(BenchRecordsTest, SecondHeuristicRankRoundTripsThroughJsonlAndDatasetRows) {
+  Measurement both = Row(1, 21, 0.02);
+  both.peer_rank = 2;
+  both.peer_rank_b = 1;
+  Measurement only_b = Row(1, 22, 0.03);
+  only_b.peer_rank_b = 5;
+  EXPECT_EQ(MeasurementLine(Row(1, 20, 0.01)).find("peer_rank_b"), std::string::npos);
+  const std::string text = RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.01)) +
+                           MeasurementLine(both) + MeasurementLine(only_b);
+  auto parsed = ParseKselectJsonl(text, "b.jsonl", IngestOptions{});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->measurements.size(), 3u);
+  EXPECT_FALSE(parsed->measurements[0].peer_rank_b.has_value());
+  EXPECT_EQ(parsed->measurements[1].peer_rank.value_or(-1), 2);
+  EXPECT_EQ(parsed->measurements[1].peer_rank_b.value_or(-1), 1);
+  EXPECT_FALSE(parsed->measurements[2].peer_rank.has_value());
+  EXPECT_EQ(parsed->measurements[2].peer_rank_b.value_or(-1), 5);
+  // Dataset row and back.
+  const DatasetRow row = RowFromMeasurement(parsed->measurements[2], parsed->runs[0]);
+  EXPECT_EQ(row.peer_rank_b.value_or(-1), 5);
+  EXPECT_FALSE(row.peer_rank.has_value());
+  EXPECT_EQ(MeasurementFromRow(row).value().peer_rank_b.value_or(-1), 5);
+  EXPECT_FALSE(RowFromMeasurement(parsed->measurements[0], parsed->runs[0]).peer_rank_b);
+  // null is no rank, as for peer_rank.
+  std::string null_rank = MeasurementLine(Row(1, 20, 0.01));
+  null_rank.insert(1, "\"peer_rank_b\":null,");
+  auto with_null = ParseKselectJsonl(RunRecordLine(TestRun()) + null_rank, "n", IngestOptions{});
+  ASSERT_TRUE(with_null.ok()) << with_null.status().ToString();
+  EXPECT_FALSE(with_null->measurements[0].peer_rank_b.has_value());
+}
+
+TEST(BenchRecordsTest, SecondHeuristicRankOfAWrongTypeOrRangeIsAClearError) {
+  for (const auto& [value, reason] : {std::pair<std::string, std::string>{"\"1\"", "peer_rank_b"},
+                                      {"1.5", "peer_rank_b"},
+                                      {"0", "is not between 1 and 2^31-1"},
+                                      {"4294967297", "is not between 1 and 2^31-1"}}) {
+    std::string line = MeasurementLine(Row(1, 20, 0.01));
+    line.insert(1, "\"peer_rank_b\":" + value + ",");
+    auto parsed = ParseKselectJsonl(RunRecordLine(TestRun()) + line, "bad.jsonl", IngestOptions{});
+    ASSERT_FALSE(parsed.ok()) << value;
+    EXPECT_NE(parsed.status().message().find("bad.jsonl:2"), std::string::npos)
+        << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(reason), std::string::npos)
+        << value << ": " << parsed.status().message();
+  }
+}
+
+// Both heuristics' picks are timed first, each ranked in its own list; a config only the second
+// heuristic lists is timed too, and the catalogue follows without repeats.
+TEST(BenchRecordsTest, TimingOrderRanksBothHeuristicsAndTimesConfigsOnlyTheSecondLists) {
+  std::vector<KernelConfig> c;
+  for (int tile = 20; tile < 30; ++tile) c.push_back(Row(1, tile, 1).config);
+  const TimingOrder order =
+      PlanTimingOrder({c[3], c[1]}, {c[1], c[7], c[7], c[4]}, {c[0], c[1], c[2], c[7], c[8]}, 0);
+  EXPECT_EQ(order.configs, (std::vector<KernelConfig>{c[3], c[1], c[7], c[4], c[0], c[2], c[8]}));
+  EXPECT_EQ(order.peer_rank,
+            (std::map<std::string, int32_t>{{ConfigKey(c[3]), 1}, {ConfigKey(c[1]), 2}}));
+  EXPECT_EQ(order.peer_rank_b,
+            (std::map<std::string, int32_t>{
+                {ConfigKey(c[1]), 1}, {ConfigKey(c[7]), 2}, {ConfigKey(c[4]), 3}}));
+  // --max-configs caps the catalogue, never the heuristics' picks.
+  EXPECT_EQ(PlanTimingOrder({c[3]}, {c[4]}, {c[0], c[1], c[2]}, 2).configs,
+            (std::vector<KernelConfig>{c[3], c[4], c[0], c[1]}));
+  // A provider with one heuristic: as before.
+  const TimingOrder one = PlanTimingOrder({c[2]}, {}, {c[0], c[2]}, 0);
+  EXPECT_EQ(one.configs, (std::vector<KernelConfig>{c[2], c[0]}));
+  EXPECT_TRUE(one.peer_rank_b.empty());
+}
+
+TEST(BenchRecordsTest, ConfirmationSetAddsTheSecondHeuristicsPick) {
+  const Problem p = Row(1, 20, 1).problem;
+  std::vector<KernelConfig> configs;
+  for (int tile = 20; tile < 30; ++tile) configs.push_back(Row(1, tile, 1).config);
+  // Timing order: A's pick (0), then B's pick (1) that A did not list.
+  const std::map<std::string, int32_t> peer_rank = {{ConfigKey(configs[0]), 1}};
+  const std::map<std::string, int32_t> peer_rank_b = {{ConfigKey(configs[1]), 1}};
+  auto key = [&](int i) { return PairKey(p, configs[static_cast<size_t>(i)]); };
+  const std::vector<std::pair<double, std::string>> valid = {
+      {0.9, key(0)}, {0.8, key(1)}, {0.1, key(7)}, {0.2, key(2)}};
+  EXPECT_EQ(ConfirmationSet(p, configs, peer_rank, valid, 2, peer_rank_b),
+            (std::vector<size_t>{7, 2, 0, 1}));
+  EXPECT_EQ(ConfirmationSet(p, configs, peer_rank, valid, 2), (std::vector<size_t>{7, 2, 0}));
+}
+
 class ResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -87,5 +87,29 @@ TEST(ProblemTest, ImpossibleConvolutionsAreRejected) {
   EXPECT_EQ(*ParseConvDirection("forward"), ConvDirection::kForward);
 }
 
+// Negative padding and dilations or strides below 1 are refused in every spatial dimension.
+TEST(ProblemTest, NegativePaddingAndDilationBelowOneAreRejected) {
+  const ConvProblem ok{.n = 1, .c = 8, .k = 8, .hi = 8, .wi = 8, .y = 3, .x = 3};
+  ASSERT_TRUE(ok.Validate().ok());
+  for (int64_t ConvProblem::*pad :
+       {&ConvProblem::pad_d, &ConvProblem::pad_h, &ConvProblem::pad_w}) {
+    ConvProblem p = ok;
+    p.*pad = -1;
+    EXPECT_NE(p.Validate().message().find("padding must not be negative"), std::string::npos);
+  }
+  const std::pair<int64_t ConvProblem::*, const char*> at_least_one[] = {
+      {&ConvProblem::dilation_d, "dilation_d"},
+      {&ConvProblem::dilation_h, "dilation_h"},
+      {&ConvProblem::dilation_w, "dilation_w"},
+      {&ConvProblem::stride_h, "stride_h"}};
+  for (const auto& [field, name] : at_least_one) {
+    for (const int64_t value : {0, -2}) {
+      ConvProblem p = ok;
+      p.*field = value;
+      EXPECT_NE(p.Validate().message().find(name), std::string::npos) << p.Validate().message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kselect

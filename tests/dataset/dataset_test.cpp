@@ -3,6 +3,7 @@
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <gtest/gtest.h>
+#include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
 
 #include <cmath>
@@ -33,7 +34,7 @@ TEST_F(DatasetTest, ParquetRoundTripKeepsEveryRowAndField) {
 #undef KSELECT_EXPECT_FIELD
     EXPECT_EQ(back->rows[i], original.rows[i]) << "row " << i;
   }
-  EXPECT_EQ(back->metadata.at(std::string(kMetaSchemaVersion)), "1.0");
+  EXPECT_EQ(back->metadata.at(std::string(kMetaSchemaVersion)), "1.1");
   EXPECT_EQ(back->metadata.at(std::string(kMetaRows)), "8");
   EXPECT_FALSE(back->metadata.at(std::string(kMetaTool)).empty());
 
@@ -52,6 +53,65 @@ TEST_F(DatasetTest, ParquetRoundTripKeepsEveryRowAndField) {
   EXPECT_TRUE(back->rows[1].high_cv.value_or(false));
   // Only the temporary-free final file remains.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
+}
+
+// peer_rank_b (schema 1.1) round-trips; a 1.0 file without the column reads, merges and filters
+// with every row's peer_rank_b null.
+TEST_F(DatasetTest, SecondPeerRankRoundTripsAndFilesWithoutTheColumnStillRead) {
+  Dataset d = FromFixture("bench_small.jsonl");
+  ASSERT_GE(d.rows.size(), 3u);
+  d.rows[0].peer_rank_b = 1;
+  d.rows[2].peer_rank_b = 4;
+  ASSERT_TRUE(WriteDataset(d, Path("b.parquet")).ok());
+  auto back = ReadDataset(Path("b.parquet"));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->rows[0].peer_rank_b.value_or(-1), 1);
+  EXPECT_FALSE(back->rows[1].peer_rank_b.has_value());
+  EXPECT_EQ(back->rows[2].peer_rank_b.value_or(-1), 4);
+  EXPECT_EQ(MeasurementFromRow(back->rows[2]).value().peer_rank_b.value_or(-1), 4);
+
+  // The same file as kselect 1.0 wrote it: no peer_rank_b column.
+  auto input = arrow::io::ReadableFile::Open(Path("b.parquet"));
+  ASSERT_TRUE(input.ok());
+  auto reader = parquet::arrow::OpenFile(*input, arrow::default_memory_pool());
+  ASSERT_TRUE(reader.ok());
+  auto read = (*reader)->ReadTable();
+  ASSERT_TRUE(read.ok());
+  const std::shared_ptr<arrow::Table> table = *read;
+  const int column = table->schema()->GetFieldIndex("peer_rank_b");
+  ASSERT_GE(column, 0);
+  auto old_table = table->RemoveColumn(column);
+  ASSERT_TRUE(old_table.ok());
+  auto metadata = table->schema()->metadata()->Copy();
+  ASSERT_TRUE(metadata->Set(std::string(kMetaSchemaVersion), "1.0").ok());
+  WriteRaw(Path("old.parquet"), *(*old_table)->ReplaceSchemaMetadata(metadata));
+  auto old = ReadDataset(Path("old.parquet"));
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  ASSERT_EQ(old->rows.size(), d.rows.size());
+  for (const DatasetRow& row : old->rows) EXPECT_FALSE(row.peer_rank_b.has_value());
+  EXPECT_EQ(old->rows[0].peer_rank, back->rows[0].peer_rank);
+  // Streaming writers copy its batches, filling the column with nulls.
+  auto merged = MergeDatasetFiles({Path("old.parquet"), Path("b.parquet")}, Path("merged.parquet"),
+                                  {}, false, MergeScope::kAcrossRuns);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  auto filtered = FilterDatasetFile(Path("old.parquet"), Path("filtered.parquet"), RowFilter{},
+                                    nullptr, [] { return std::map<std::string, std::string>{}; });
+  ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+  auto filtered_back = ReadDataset(Path("filtered.parquet"));
+  ASSERT_TRUE(filtered_back.ok()) << filtered_back.status().ToString();
+  EXPECT_EQ(filtered_back->rows.size(), d.rows.size());
+  // --peer-picks-only keeps the rows either heuristic listed.
+  RowFilter picks;
+  picks.peer_picks_only = true;
+  const Dataset kept = FilterDataset(*back, picks);
+  for (const DatasetRow& row : kept.rows) {
+    EXPECT_TRUE(row.peer_rank.value_or(0) > 0 || row.peer_rank_b.value_or(0) > 0);
+  }
+  int64_t listed = 0;
+  for (const DatasetRow& row : back->rows) {
+    listed += row.peer_rank.value_or(0) > 0 || row.peer_rank_b.value_or(0) > 0;
+  }
+  EXPECT_EQ(static_cast<int64_t>(kept.rows.size()), listed);
 }
 
 TEST_F(DatasetTest, WriteIntoAMissingFolderFailsAndLeavesNothing) {

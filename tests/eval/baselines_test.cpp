@@ -182,6 +182,31 @@ TEST(BaselineReport, HeuristicAgainstTheOracle) {
   EXPECT_TRUE(Contains(md, "Not computed: no --full-sample rows"));
 }
 
+// A second heuristic (peer_rank_b) gets its own rows: P1 ranks C (the oracle, 125) first, P2
+// ranks E (120, the oracle) first and A second.
+TEST(BaselineReport, SecondHeuristicIsReportedApart) {
+  BaselineInputs in = HeuristicInputs();
+  Dataset b = Data({{kP1, Config(3), 125}, {kP2, Config(5), 120}, {kP2, Config(1), 60}});
+  b.rows[0].peer_rank_b = 1;
+  b.rows[1].peer_rank_b = 1;
+  b.rows[2].peer_rank_b = 2;
+  in.data.push_back(b);
+  auto report = BuildBaselineReport(in);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const GroupBaselines& g = report->groups[0];
+  ASSERT_TRUE(g.has_heuristic_b);
+  EXPECT_EQ(g.heuristic_b_rows, 3);
+  ASSERT_EQ(g.top1_b.count, 2);
+  EXPECT_DOUBLE_EQ(g.top1_b.mean, 1.0);
+  EXPECT_DOUBLE_EQ(g.geomean_speedup_over_top1_b, 1.0);
+  // The first heuristic's figures are unchanged.
+  EXPECT_NEAR(g.top1.mean, (0.64 + 0.5 + 1.0) / 3, 1e-12);
+  const std::string md = BaselineReportToMarkdown(*report, {{"a.parquet"}, {}, {}});
+  EXPECT_TRUE(Contains(md, "| second peer heuristic: top-1 (peer_rank_b 1) | 2 | 100.00% |"));
+  const std::string json = BaselineReportToJson(*report, {{"a.parquet"}, {}, {}});
+  EXPECT_TRUE(Contains(json, "\"second peer heuristic\""));
+}
+
 // The rule set of the loss tests: split-K up to 2, no clusters.
 RuleSet TestRules() {
   auto rules = ParseRuleSet(R"({"format": "kselect.rules", "format_version": 1,

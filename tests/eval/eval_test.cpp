@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include "kselect/eval.h"
+#include "kselect/eval_report.h"
 #include "model/synthetic_gemm_data.h"
 #include "testing_util.h"
 
@@ -13,7 +15,8 @@ namespace {
 using testing_util::Contains;
 
 ProblemCandidates Problem(const std::vector<double>& tflops,
-                          const std::vector<std::optional<int32_t>>& peer = {}) {
+                          const std::vector<std::optional<int32_t>>& peer = {},
+                          const std::vector<std::optional<int32_t>>& peer_b = {}) {
   ProblemCandidates p;
   p.problem_key = "p";
   p.problem = GemmProblem{.m = 256, .n = 256, .k = 256};
@@ -25,6 +28,7 @@ ProblemCandidates Problem(const std::vector<double>& tflops,
     c.config_key = "c" + std::to_string(i);
     c.tflops = tflops[i];
     if (i < peer.size()) c.peer_rank = peer[i];
+    if (i < peer_b.size()) c.peer_rank_b = peer_b[i];
     p.candidates.push_back(c);
   }
   return p;
@@ -192,6 +196,83 @@ TEST(EvalReports, JsonAndMarkdownCarryTheFigures) {
   EXPECT_TRUE(Contains(md, "top-1 accuracy | 33.33%"));
   EXPECT_TRUE(Contains(md, "| m: tiny (<32) | 3 |"));
   EXPECT_TRUE(Contains(json, "\"slices\""));
+}
+
+// Two heuristics on three problems (cuDNN: modes A and B): the model beats A's picks and loses
+// to B's; every report shows B as a peer of its own, named by the provider.
+TEST(EvalReports, SecondHeuristicIsItsOwnPeerNamedByProvider) {
+  CandidateSet data;
+  data.provider = Provider::kCudnn;
+  //                 tflops            A's ranks                     B's ranks
+  data.problems.push_back(Problem({100, 60, 90}, {2, 1, std::nullopt}, {1, std::nullopt, 2}));
+  data.problems.push_back(Problem({50, 100, 80}, {1, 2, 3}, {std::nullopt, 1, std::nullopt}));
+  data.problems.push_back(Problem({70, 100}, {1, std::nullopt}, {std::nullopt, 1}));
+  for (size_t i = 0; i < data.problems.size(); ++i) {
+    data.problems[i].problem_key = "p" + std::to_string(i);
+  }
+  // The model picks 90, 80 and 100 TFLOPS: efficiencies 0.9, 0.8, 1.0.
+  const std::vector<std::vector<double>> scores = {{0, 1, 2}, {0, 1, 2}, {0, 1}};
+  const EvalSummary s = EvaluateScores(data, scores);
+  EXPECT_EQ(s.peer_names.a.name, "cudnn heuristic mode A");
+  EXPECT_EQ(s.peer_names.b.name, "cudnn heuristic mode B");
+  // A: 0.6, 0.5, 0.7; B: 1.0, 1.0, 1.0 (its rank 1 is the oracle everywhere).
+  EXPECT_NEAR(s.peer_top1.mean, 0.6, 1e-12);
+  ASSERT_TRUE(s.HasPeerB());
+  EXPECT_NEAR(s.peer_b.top1.mean, 1.0, 1e-12);
+  EXPECT_EQ(s.peer_b.top1.count, 3);
+  EXPECT_NEAR(s.peer_b.best_of_8.mean, 1.0, 1e-12);
+  EXPECT_GT(s.speedup_over_peer_top1, 1.0);
+  EXPECT_EQ(s.faster_than_peer_top1, 3);
+  EXPECT_NEAR(s.peer_b.speedup_over_top1, std::cbrt(0.9 * 0.8 * 1.0), 1e-12);
+  EXPECT_EQ(s.peer_b.faster_than_top1, 0);
+  EXPECT_EQ(s.peer_b.slower_than_top1, 2);
+  EXPECT_EQ(s.peer_b.speedup_problems, 3);
+  ASSERT_TRUE(s.problems[1].peer_b_top1_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*s.problems[1].peer_b_top1_efficiency, 1.0);
+  EXPECT_FALSE(s.problems[1].peer_b_best_of_8_efficiency.value_or(0) < 1.0);
+
+  const auto json = nlohmann::json::parse(EvalSummaryToJson(s, "m", "d"));
+  const auto& peers = json.at("peers");
+  // The first heuristic's keys are today's; the second's are added beside them.
+  EXPECT_NEAR(peers.at("peer_top1").at("mean").get<double>(), 0.6, 1e-12);
+  EXPECT_TRUE(peers.contains("geomean_speedup_over_peer_top1"));
+  EXPECT_EQ(peers.at("peer_name"), "cudnn heuristic mode A");
+  EXPECT_EQ(peers.at("peer_b_name"), "cudnn heuristic mode B");
+  EXPECT_NEAR(peers.at("peer_b_top1").at("mean").get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(peers.at("peer_b_best_of_8").at("mean").get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(peers.at("geomean_speedup_over_peer_b_top1").get<double>(),
+              std::cbrt(0.9 * 0.8 * 1.0), 1e-12);
+  EXPECT_EQ(peers.at("slower_than_peer_b_top1"), 2);
+  EXPECT_DOUBLE_EQ(json.at("problems")[0].at("peer_b_top1_efficiency").get<double>(), 1.0);
+
+  const std::string md = EvalSummaryToMarkdown(s, "m", "d");
+  EXPECT_TRUE(Contains(md, "| cudnn heuristic mode A (rank 1) | 3 | 60.00%"));
+  EXPECT_TRUE(Contains(md, "| cudnn heuristic mode B (rank 1) | 3 | 100.00%"));
+  EXPECT_TRUE(Contains(md, "| cudnn mode B best of top 8 | 3 | 100.00%"));
+  EXPECT_TRUE(Contains(md, "over cudnn heuristic mode B's rank-1 pick: 0.8963x"));
+
+  const std::string html = EvalSummaryToHtml(s, PredictionScatter{}, HtmlReportOptions{});
+  EXPECT_TRUE(Contains(html, "data-selector=\"peer_b_top1\"><th>cudnn heuristic mode B (rank 1)"));
+  EXPECT_TRUE(Contains(html, "data-selector=\"peer_b_best_of_8\""));
+  EXPECT_TRUE(Contains(html, "id=\"peer-b-speedup\""));
+  EXPECT_TRUE(Contains(html, "<th>cudnn heuristic mode A (rank 1)</th>"));
+}
+
+// cuBLASLt keeps today's names and, without peer_rank_b, today's keys only.
+TEST(EvalReports, OneHeuristicKeepsTodaysNamesAndKeys) {
+  CandidateSet data;
+  data.provider = Provider::kCublasLt;
+  data.problems.push_back(Problem({100, 60}, {2, 1}));
+  const EvalSummary s = EvaluateScores(data, std::vector<std::vector<double>>{{1, 0}});
+  EXPECT_FALSE(s.HasPeerB());
+  const auto json = nlohmann::json::parse(EvalSummaryToJson(s, "m", "d"));
+  EXPECT_FALSE(json.at("peers").contains("peer_b_top1"));
+  EXPECT_FALSE(json.at("problems")[0].contains("peer_b_top1_efficiency"));
+  const std::string md = EvalSummaryToMarkdown(s, "m", "d");
+  EXPECT_TRUE(Contains(md, "| peer heuristic (rank 1) | 1 |"));
+  EXPECT_TRUE(Contains(md, "| peer best of top 8 | 1 |"));
+  EXPECT_TRUE(Contains(md, "over the peer's rank-1 pick"));
+  EXPECT_FALSE(Contains(md, "mode B"));
 }
 
 }  // namespace

@@ -1,0 +1,696 @@
+// The generated conv shape sets (kselect/shapes.h): conv_train, a systematic and random cover of
+// seed 003's regimes, and conv_validation, the conv layers of well-known networks. Deterministic:
+// no std:: distributions, no clock.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kselect/shapes.h"
+
+namespace kselect {
+namespace {
+
+// What the generator aims for, below the hard caps of shapes.h: a sweep times every cuDNN engine
+// config of every shape in three directions in minutes of GPU time, so shapes stay cheap to
+// moderate. A shape over either is halved in batch until it fits (or dropped at batch 1).
+constexpr double kTargetMaxFlops = 0.5e12;
+constexpr double kTargetMaxTensorBytes = 256.0 * 1024 * 1024;
+constexpr int64_t kBf16Bytes = 2;
+constexpr size_t kTrainRows = 300;
+
+double LargestTensorBytes(const ConvProblem& p) {
+  const double x = static_cast<double>(p.n) * p.c * p.di * p.hi * p.wi;
+  const double y = static_cast<double>(p.n) * p.k * p.Do() * p.Ho() * p.Wo();
+  const double w = static_cast<double>(p.k) * (p.c / p.g) * p.z * p.y * p.x;
+  return std::max({x, y, w}) * kBf16Bytes;
+}
+
+// A 2D convolution on a square input with a square filter.
+ConvProblem Conv2d(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t filter, int64_t stride,
+                   int64_t pad, int64_t groups = 1, int64_t dilation = 1) {
+  ConvProblem p;
+  p.n = n;
+  p.c = c;
+  p.k = k;
+  p.g = groups;
+  p.hi = p.wi = hw;
+  p.y = p.x = filter;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = pad;
+  p.dilation_h = p.dilation_w = dilation;
+  return p;
+}
+
+// A 2D convolution with a y x x filter ("same" padding), for the factorised 1x7 / 7x1 kind.
+ConvProblem Conv2dRect(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t y, int64_t x) {
+  ConvProblem p = Conv2d(n, c, k, hw, 1, 1, 0);
+  p.y = y;
+  p.x = x;
+  p.pad_h = y / 2;
+  p.pad_w = x / 2;
+  return p;
+}
+
+struct Dims3 {
+  int64_t d, h, w;
+};
+
+// A 3D convolution on a d x hw x hw input.
+ConvProblem Conv3d(int64_t n, int64_t c, int64_t k, int64_t d, int64_t hw, Dims3 filter,
+                   Dims3 stride, Dims3 pad, int64_t groups = 1, int64_t dilation = 1) {
+  ConvProblem p;
+  p.n = n;
+  p.c = c;
+  p.k = k;
+  p.g = groups;
+  p.di = d;
+  p.hi = p.wi = hw;
+  p.z = filter.d;
+  p.y = filter.h;
+  p.x = filter.w;
+  p.stride_d = stride.d;
+  p.stride_h = stride.h;
+  p.stride_w = stride.w;
+  p.pad_d = pad.d;
+  p.pad_h = pad.h;
+  p.pad_w = pad.w;
+  p.dilation_d = p.dilation_h = p.dilation_w = dilation;
+  return p;
+}
+
+// Collects distinct, valid shapes within the generator's caps, in order.
+class ConvSetBuilder {
+ public:
+  explicit ConvSetBuilder(const std::set<std::string>* excluded = nullptr) : excluded_(excluded) {}
+
+  // Adds `shape` (its batch halved until it fits the caps); false when it is invalid, does not
+  // fit even at batch 1, repeats a row, or is excluded.
+  bool Add(ConvProblem shape, const std::string& family) {
+    if (alternate_) shape.n = batches_[added_calls_++ % 2];
+    if (!shape.Validate().ok()) return false;
+    while (shape.n > 1 &&
+           (shape.Flops() > kTargetMaxFlops || LargestTensorBytes(shape) > kTargetMaxTensorBytes)) {
+      shape.n /= 2;
+    }
+    if (shape.Flops() > kTargetMaxFlops || LargestTensorBytes(shape) > kTargetMaxTensorBytes) {
+      return false;
+    }
+    const std::string key = shape.ToString();
+    if (excluded_ != nullptr && excluded_->contains(key)) return false;
+    if (!seen_.insert(key).second) return false;
+    rows_.push_back(ConvShapeRow{shape, ConvShapeRegime(shape), family});
+    return true;
+  }
+  size_t size() const { return rows_.size(); }
+  std::vector<ConvShapeRow> Take() { return std::move(rows_); }
+
+  // From now on, the layers added take batch sizes `a` and `b` in turn (whatever batch they
+  // ask for): a network at two batch sizes in half the rows of both at each.
+  void AlternateBatches(int64_t a, int64_t b) {
+    alternate_ = true;
+    batches_[0] = a;
+    batches_[1] = b;
+    added_calls_ = 0;
+  }
+
+ private:
+  bool alternate_ = false;
+  int64_t batches_[2] = {1, 1};
+  size_t added_calls_ = 0;
+  const std::set<std::string>* excluded_;
+  std::set<std::string> seen_;
+  std::vector<ConvShapeRow> rows_;
+};
+
+// A 64-bit LCG, as in shapes.cpp: the same rows on every platform.
+class Lcg {
+ public:
+  explicit Lcg(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    state_ = state_ * 6364136223846793005ull + 1442695040888963407ull;
+    return state_ >> 33;
+  }
+  template <typename T, size_t N>
+  T Pick(const T (&values)[N]) {
+    return values[Next() % N];
+  }
+  // Log-uniform in [lo, hi], rounded down to a multiple of `step` (at least `step`).
+  int64_t LogUniform(int64_t lo, int64_t hi, int64_t step) {
+    const double u = static_cast<double>(Next() % 1000000) / 1e6;
+    const double v =
+        static_cast<double>(lo) * std::pow(static_cast<double>(hi) / static_cast<double>(lo), u);
+    return std::max(step, static_cast<int64_t>(v) / step * step);
+  }
+  bool Chance(int percent) { return static_cast<int>(Next() % 100) < percent; }
+
+ private:
+  uint64_t state_;
+};
+
+constexpr int64_t kBatches[] = {1, 2, 4, 8, 16, 32, 64, 128};
+
+// ------------------------------------------------------------------------------- conv_train
+
+void TrainDense2d(ConvSetBuilder& b, Lcg& rng) {
+  // 3x3 "same" convolutions, channels typical of each resolution (C = K).
+  const std::pair<int64_t, std::vector<int64_t>> by_size[] = {
+      {224, {16, 32}},
+      {112, {16, 32, 64}},
+      {56, {32, 64, 128}},
+      {28, {64, 128, 256}},
+      {14, {128, 256, 512, 1024}},
+      {7, {256, 512, 1024, 2048}},
+      {64, {64, 320}},
+      {32, {128, 640}},
+      {16, {256, 1280}},
+      {8, {512, 1280, 2048}},
+  };
+  for (const auto& [hw, channels] : by_size) {
+    for (const int64_t c : channels)
+      b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 1, 1), "train.dense3x3");
+  }
+  // 1x1 with asymmetric C/K (bottleneck expand and reduce), and square.
+  const int64_t pointwise[][3] = {
+      {112, 16, 96},    {112, 32, 16},   {56, 64, 256},   {56, 256, 64},  {56, 24, 144},
+      {56, 144, 24},    {28, 128, 512},  {28, 512, 128},  {28, 32, 192},  {28, 192, 32},
+      {28, 40, 240},    {14, 256, 1024}, {14, 1024, 256}, {14, 96, 576},  {14, 576, 96},
+      {14, 80, 480},    {14, 672, 112},  {7, 512, 2048},  {7, 2048, 512}, {7, 160, 960},
+      {7, 960, 160},    {7, 1280, 320},  {7, 320, 1280},  {64, 320, 320}, {32, 640, 640},
+      {16, 1280, 1280}, {56, 128, 128},  {28, 256, 256},  {14, 512, 512}, {7, 1024, 1024},
+      {128, 64, 128},   {96, 48, 192},   {48, 384, 96},   {24, 768, 192}, {12, 1536, 384},
+  };
+  for (const auto& [hw, c, k] : pointwise)
+    b.Add(Conv2d(rng.Pick(kBatches), c, k, hw, 1, 1, 0), "train.pointwise");
+}
+
+void TrainStrided2d(ConvSetBuilder& b, Lcg& rng) {
+  // 3x3 stride 2 (C -> C and C -> 2C) and 1x1 stride 2 projections.
+  const int64_t strided[][2] = {{224, 16}, {112, 32}, {112, 64}, {56, 64},  {56, 128}, {28, 128},
+                                {28, 256}, {14, 256}, {14, 512}, {64, 320}, {32, 640}, {16, 1280}};
+  for (const auto& [hw, c] : strided) {
+    const int64_t wider = std::min<int64_t>(2 * c, 2048);  // channels stay within 16-2048
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 2, 1), "train.stride2_3x3");
+    b.Add(Conv2d(rng.Pick(kBatches), c, wider, hw, 3, 2, 1), "train.stride2_3x3");
+    b.Add(Conv2d(rng.Pick(kBatches), c, wider, hw, 1, 2, 0), "train.stride2_1x1");
+  }
+  // Stems and patchify layers: few input channels, large strides.
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 64, 224, 7, 2, 3), "train.stem7x7");
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 32, 256, 3, 2, 1), "train.stem3x3");
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 24, 192, 3, 2, 1), "train.stem3x3");
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 128, 256, 4, 4, 0), "train.patchify");
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 64, 160, 4, 4, 0), "train.patchify");
+  b.Add(Conv2d(rng.Pick(kBatches), 3, 768, 224, 16, 16, 0), "train.patchify");
+  b.Add(Conv2d(rng.Pick(kBatches), 4, 64, 64, 3, 1, 1), "train.stem3x3");
+  for (const int64_t c : {64, 128, 256, 512}) {
+    b.Add(Conv2d(rng.Pick(kBatches), c, 2 * c, 448 / (c / 8), 2, 2, 0), "train.downsample2x2");
+  }
+}
+
+void TrainLargeFilter2d(ConvSetBuilder& b, Lcg& rng) {
+  const int64_t large[][3] = {{5, 56, 64},  {5, 28, 128}, {5, 14, 256}, {5, 7, 512},
+                              {5, 64, 32},  {7, 56, 64},  {7, 28, 128}, {7, 14, 256},
+                              {7, 112, 16}, {7, 7, 512},  {5, 32, 96},  {7, 32, 48}};
+  for (const auto& [f, hw, c] : large)
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, f, 1, f / 2),
+          "train.dense" + std::to_string(f) + "x" + std::to_string(f));
+  const int64_t rect[][4] = {{17, 128, 1, 7}, {17, 128, 7, 1}, {17, 192, 1, 7},
+                             {17, 160, 7, 1}, {35, 64, 1, 3},  {8, 384, 3, 1}};
+  for (const auto& [hw, c, y, x] : rect)
+    b.Add(Conv2dRect(rng.Pick(kBatches), c, c, hw, y, x), "train.rect_filter");
+}
+
+void TrainDilated2d(ConvSetBuilder& b, Lcg& rng) {
+  const int64_t dilated[][3] = {{2, 64, 256},  {2, 33, 512}, {4, 33, 512}, {2, 28, 256},
+                                {4, 64, 256},  {8, 64, 256}, {2, 97, 64},  {6, 65, 256},
+                                {12, 65, 256}, {2, 14, 1024}};
+  for (const auto& [d, hw, c] : dilated)
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 1, d, 1, d), "train.dilated3x3");
+  b.Add(Conv2d(rng.Pick(kBatches), 128, 128, 56, 3, 1, 2, 8, 2), "train.dilated_grouped");
+  b.Add(Conv2d(rng.Pick(kBatches), 256, 256, 28, 3, 1, 2, 256, 2), "train.dilated_depthwise");
+  b.Add(Conv2d(rng.Pick(kBatches), 64, 64, 56, 5, 1, 4, 1, 2), "train.dilated5x5");
+}
+
+void TrainGrouped2d(ConvSetBuilder& b, Lcg& rng) {
+  const int64_t grouped[][3] = {
+      // hw, channels, groups
+      {56, 64, 2},   {56, 128, 4},  {56, 128, 8}, {56, 128, 32}, {28, 256, 4},   {28, 256, 8},
+      {28, 256, 32}, {28, 192, 12}, {14, 512, 8}, {14, 512, 32}, {14, 1024, 64}, {14, 384, 24},
+      {7, 1024, 32}, {7, 2048, 64}, {7, 1024, 8}, {112, 48, 2},  {112, 64, 4},   {56, 96, 6},
+      {28, 160, 10}, {14, 400, 25}, {32, 640, 2}, {16, 1280, 4}, {64, 256, 16},  {28, 512, 16}};
+  for (const auto& [hw, c, g] : grouped) {
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 1, 1, g), "train.grouped3x3");
+  }
+  for (const auto& [hw, c, g] : {std::array<int64_t, 3>{56, 128, 32},
+                                 {28, 256, 8},
+                                 {14, 512, 4},
+                                 {112, 64, 2},
+                                 {28, 400, 25}}) {
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 2, 1, g), "train.grouped3x3_s2");
+  }
+  // Grouped 1x1 (ShuffleNet) and grouped with K != C.
+  b.Add(Conv2d(rng.Pick(kBatches), 240, 240, 28, 1, 1, 0, 4), "train.grouped1x1");
+  b.Add(Conv2d(rng.Pick(kBatches), 480, 960, 14, 1, 1, 0, 8), "train.grouped1x1");
+  b.Add(Conv2d(rng.Pick(kBatches), 128, 256, 28, 3, 1, 1, 2), "train.grouped3x3_expand");
+  b.Add(Conv2d(rng.Pick(kBatches), 256, 128, 28, 3, 1, 1, 4), "train.grouped3x3_reduce");
+  b.Add(Conv2d(rng.Pick(kBatches), 512, 512, 14, 5, 1, 2, 8), "train.grouped5x5");
+}
+
+void TrainDepthwise2d(ConvSetBuilder& b, Lcg& rng) {
+  const int64_t depthwise[][2] = {{112, 32}, {112, 64}, {56, 96},  {56, 128},  {56, 144}, {28, 192},
+                                  {28, 240}, {28, 256}, {14, 384}, {14, 480},  {14, 576}, {14, 672},
+                                  {7, 960},  {7, 1152}, {7, 1024}, {56, 96},   {28, 192}, {14, 384},
+                                  {7, 768},  {64, 320}, {32, 640}, {16, 1280}, {160, 24}, {80, 48}};
+  const int64_t filters[] = {3, 3, 5, 7};
+  for (const auto& [hw, c] : depthwise) {
+    const int64_t f = rng.Pick(filters);
+    const int64_t s = rng.Chance(25) ? 2 : 1;
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, f, s, f / 2, c),
+          "train.depthwise" + std::to_string(f) + "x" + std::to_string(f));
+  }
+  for (const auto& [hw, c] : {std::pair<int64_t, int64_t>{56, 96}, {28, 240}, {14, 672}}) {
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 3, 2, 1, c), "train.depthwise3x3_s2");
+    b.Add(Conv2d(rng.Pick(kBatches), c, c, hw, 5, 2, 2, c), "train.depthwise5x5_s2");
+  }
+  // Channel multiplier 2 (K = 2C, one input channel per group).
+  b.Add(Conv2d(rng.Pick(kBatches), 32, 64, 112, 3, 1, 1, 32), "train.depthwise_multiplier");
+  b.Add(Conv2d(rng.Pick(kBatches), 128, 256, 28, 3, 1, 1, 128), "train.depthwise_multiplier");
+}
+
+void TrainNonPowerOfTwo2d(ConvSetBuilder& b, Lcg& rng) {
+  const int64_t npot[][3] = {{17, 768, 192}, {35, 288, 64},  {73, 64, 80},   {150, 32, 24},
+                             {19, 384, 384}, {38, 256, 256}, {75, 128, 128}, {9, 2048, 448},
+                             {13, 384, 256}, {27, 96, 256},  {55, 48, 96},   {147, 32, 64},
+                             {71, 192, 192}, {299, 3, 32},   {10, 1280, 640}};
+  for (const auto& [hw, c, k] : npot) {
+    b.Add(Conv2d(rng.Pick(kBatches), c, k, hw, 3, 1, 1), "train.npot3x3");
+    b.Add(Conv2d(rng.Pick(kBatches), c, k, hw, 1, 1, 0), "train.npot1x1");
+  }
+  // "valid" padding: outputs smaller than inputs.
+  b.Add(Conv2d(rng.Pick(kBatches), 64, 64, 57, 3, 1, 0), "train.valid3x3");
+  b.Add(Conv2d(rng.Pick(kBatches), 192, 192, 35, 5, 1, 0), "train.valid5x5");
+  b.Add(Conv2d(rng.Pick(kBatches), 32, 32, 149, 3, 2, 0), "train.valid3x3_s2");
+}
+
+void Train3d(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kBatches3d[] = {1, 1, 2, 4, 8, 16};
+  constexpr Dims3 k333{3, 3, 3}, k133{1, 3, 3}, k311{3, 1, 1}, k111{1, 1, 1};
+  constexpr Dims3 s111{1, 1, 1}, s222{2, 2, 2}, s122{1, 2, 2};
+  constexpr Dims3 p111{1, 1, 1}, p011{0, 1, 1}, p100{1, 0, 0}, p000{0, 0, 0};
+  // Dense 3x3x3 "same" at volumes of segmentation and video networks.
+  const int64_t dense[][3] = {{16, 56, 64},  {8, 28, 128},  {4, 14, 256},  {2, 7, 512},
+                              {32, 32, 32},  {16, 16, 128}, {8, 8, 256},   {64, 64, 16},
+                              {48, 48, 32},  {24, 24, 64},  {12, 12, 128}, {6, 6, 320},
+                              {16, 112, 16}, {8, 56, 64},   {4, 28, 256},  {96, 96, 16}};
+  for (const auto& [d, hw, c] : dense)
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, c, d, hw, k333, s111, p111), "train3d.dense3x3x3");
+  const int64_t asym[][4] = {
+      {32, 32, 16, 32}, {16, 16, 64, 128}, {8, 28, 128, 256}, {64, 64, 4, 32}, {16, 56, 3, 64}};
+  for (const auto& [d, hw, c, k] : asym)
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, k, d, hw, k333, s111, p111), "train3d.dense3x3x3");
+  // Strided 3x3x3 and 1x1x1 downsampling.
+  const int64_t strided[][3] = {{32, 32, 32}, {16, 16, 64}, {8, 8, 128},
+                                {16, 56, 64}, {64, 64, 16}, {8, 28, 128}};
+  for (const auto& [d, hw, c] : strided) {
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, 2 * c, d, hw, k333, s222, p111), "train3d.stride2");
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, 2 * c, d, hw, k111, s222, p000), "train3d.stride2_1x1");
+  }
+  // (2+1)D factorisation: 1x3x3 spatial, 3x1x1 temporal; 1x1x1 pointwise.
+  const int64_t factorised[][4] = {{16, 56, 64, 144}, {8, 28, 128, 288}, {4, 14, 256, 576},
+                                   {16, 112, 3, 45},  {32, 56, 64, 64},  {8, 56, 96, 96}};
+  for (const auto& [d, hw, c, mid] : factorised) {
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, mid, d, hw, k133, s111, p011), "train3d.spatial1x3x3");
+    b.Add(Conv3d(rng.Pick(kBatches3d), mid, c, d, hw, k311, s111, p100), "train3d.temporal3x1x1");
+  }
+  b.Add(Conv3d(rng.Pick(kBatches3d), 64, 128, 16, 56, k133, s122, p011), "train3d.spatial_s2");
+  const int64_t pointwise[][4] = {{16, 56, 64, 256}, {8, 28, 256, 128}, {4, 14, 512, 1024},
+                                  {32, 32, 32, 64},  {16, 16, 192, 96}, {2, 7, 832, 256}};
+  for (const auto& [d, hw, c, k] : pointwise)
+    b.Add(Conv3d(rng.Pick(kBatches3d), c, k, d, hw, k111, s111, p000), "train3d.pointwise");
+  // Depthwise and grouped 3D (X3D, CSN), and dilated 3D.
+  const int64_t depthwise[][2] = {{16, 56}, {16, 28}, {8, 14}, {4, 7}, {32, 32}};
+  int64_t channels = 48;
+  for (const auto& [d, hw] : depthwise) {
+    b.Add(Conv3d(rng.Pick(kBatches3d), channels, channels, d, hw, k333, s111, p111, channels),
+          "train3d.depthwise3x3x3");
+    channels *= 2;
+  }
+  b.Add(Conv3d(rng.Pick(kBatches3d), 108, 108, 16, 56, k333, s122, p111, 108),
+        "train3d.depthwise_s2");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 128, 128, 8, 28, k333, s111, p111, 4), "train3d.grouped");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 256, 256, 8, 14, k333, s111, p111, 8), "train3d.grouped");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 64, 64, 16, 32, k333, s111, p111, 2), "train3d.grouped");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 64, 64, 16, 32, k333, s111, {2, 2, 2}, 1, 2),
+        "train3d.dilated");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 32, 32, 32, 32, {5, 5, 5}, s111, {2, 2, 2}),
+        "train3d.dense5x5x5");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 3, 64, 16, 112, {3, 7, 7}, s122, {1, 3, 3}), "train3d.stem");
+  b.Add(Conv3d(rng.Pick(kBatches3d), 1, 32, 64, 64, k333, s111, p111), "train3d.stem");
+}
+
+// Draws across every regime until the set holds kTrainRows shapes.
+void TrainRandom(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kFilters[] = {1, 1, 3, 3, 3, 5, 7};
+  constexpr int64_t kGroups[] = {2, 4, 8, 16, 32};
+  constexpr int64_t kRatios[][2] = {{1, 4}, {1, 2}, {1, 1}, {1, 1}, {2, 1}, {4, 1}};
+  int attempts = 0;
+  while (b.size() < kTrainRows && ++attempts < 100000) {
+    const bool three_d = rng.Chance(20);
+    const int64_t f = rng.Pick(kFilters);
+    const int64_t stride = rng.Chance(25) ? 2 : 1;
+    const int64_t dilation = f > 1 && rng.Chance(10) ? 2 : 1;
+    const int64_t pad = rng.Chance(15) ? 0 : (f / 2) * dilation;
+    const int64_t c = rng.LogUniform(16, 2048, 8);
+    const auto* ratio = kRatios[rng.Next() % std::size(kRatios)];
+    const int64_t k = std::clamp(c * ratio[0] / ratio[1] / 8 * 8, int64_t{16}, int64_t{2048});
+    const int mode = static_cast<int>(rng.Next() % 10);  // 0-5 dense, 6-7 grouped, 8-9 depthwise
+    int64_t g = 1;
+    if (mode >= 8) {
+      g = c;
+    } else if (mode >= 6) {
+      g = rng.Pick(kGroups);
+    }
+    const int64_t kk = g == c ? c : k;
+    const int64_t batch = rng.Pick(kBatches);
+    std::string family = g == 1   ? "train.random"
+                         : g == c ? "train.random_depthwise"
+                                  : "train.random_grouped";
+    if (three_d) {
+      const int64_t d = rng.LogUniform(4, 32, 2);
+      const int64_t hw = rng.LogUniform(7, 64, 1);
+      b.Add(Conv3d(batch, c, kk, d, hw, {f, f, f}, {stride, stride, stride}, {pad, pad, pad}, g,
+                   dilation),
+            "train3d.random");
+    } else {
+      const int64_t hw = rng.LogUniform(7, 160, 1);
+      b.Add(Conv2d(batch, c, kk, hw, f, stride, pad, g, dilation), family);
+    }
+  }
+}
+
+std::vector<ConvShapeRow> ValidationSet();
+
+std::vector<ConvShapeRow> TrainSet() {
+  // Validation layers stay out of training, whatever the draws produce.
+  std::set<std::string> validation;
+  for (const ConvShapeRow& row : ValidationSet()) validation.insert(row.shape.ToString());
+  ConvSetBuilder b(&validation);
+  Lcg rng(20261126);
+  TrainDense2d(b, rng);
+  TrainStrided2d(b, rng);
+  TrainLargeFilter2d(b, rng);
+  TrainDilated2d(b, rng);
+  TrainGrouped2d(b, rng);
+  TrainDepthwise2d(b, rng);
+  TrainNonPowerOfTwo2d(b, rng);
+  Train3d(b, rng);
+  TrainRandom(b, rng);
+  return b.Take();
+}
+
+// --------------------------------------------------------------------------- conv_validation
+
+// A bottleneck residual stage (ResNet-50 v1.5, ResNeXt, RegNetX): 1x1 in -> width, 3x3 width ->
+// width (stride and groups here), 1x1 width -> out, and a 1x1 projection when the shape changes.
+// Only the first two blocks: later blocks repeat the second's shapes.
+void BottleneckStage(ConvSetBuilder& b, const std::string& name, int64_t n, int64_t in,
+                     int64_t width, int64_t out, int64_t hw, int64_t stride, int64_t groups,
+                     int blocks) {
+  const int64_t hw_out = (hw - 1) / stride + 1;
+  b.Add(Conv2d(n, in, width, hw, 1, 1, 0), name + ".0.conv1");
+  b.Add(Conv2d(n, width, width, hw, 3, stride, 1, groups), name + ".0.conv2");
+  b.Add(Conv2d(n, width, out, hw_out, 1, 1, 0), name + ".0.conv3");
+  if (in != out || stride != 1) b.Add(Conv2d(n, in, out, hw, 1, stride, 0), name + ".0.downsample");
+  if (blocks > 1) {
+    b.Add(Conv2d(n, out, width, hw_out, 1, 1, 0), name + ".1.conv1");
+    b.Add(Conv2d(n, width, width, hw_out, 3, 1, 1, groups), name + ".1.conv2");
+  }
+}
+
+// torchvision resnet50 (v1.5: stride in the 3x3), 224x224.
+void ResNet50(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 64, 224, 7, 2, 3), "resnet50.conv1");
+  BottleneckStage(b, "resnet50.layer1", n, 64, 64, 256, 56, 1, 1, 3);
+  BottleneckStage(b, "resnet50.layer2", n, 256, 128, 512, 56, 2, 1, 4);
+  BottleneckStage(b, "resnet50.layer3", n, 512, 256, 1024, 28, 2, 1, 6);
+  BottleneckStage(b, "resnet50.layer4", n, 1024, 512, 2048, 14, 2, 1, 3);
+}
+
+// torchvision resnext50_32x4d: width = planes * 2, 32 groups. Only its grouped 3x3s: its 1x1s
+// are dense pointwise layers of the kind ResNet-50 already brings.
+void ResNeXt50(ConvSetBuilder& b, int64_t n) {
+  const int64_t stages[][3] = {{128, 56, 1}, {256, 56, 2}, {512, 28, 2}, {1024, 14, 2}};
+  int layer = 1;
+  for (const auto& [width, hw, stride] : stages) {
+    const std::string name = "resnext50_32x4d.layer" + std::to_string(layer++);
+    b.Add(Conv2d(n, width, width, hw, 3, stride, 1, 32), name + ".0.conv2");
+    b.Add(Conv2d(n, width, width, (hw - 1) / stride + 1, 3, 1, 1, 32), name + ".1.conv2");
+  }
+}
+
+// torchvision regnet_x_400mf: widths 32/64/160/400, depths 1/2/7/12, group width 16.
+void RegNetX400mf(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 32, 224, 3, 2, 1), "regnet_x_400mf.stem");
+  BottleneckStage(b, "regnet_x_400mf.s1", n, 32, 32, 32, 112, 2, 2, 1);
+  BottleneckStage(b, "regnet_x_400mf.s2", n, 32, 64, 64, 56, 2, 4, 2);
+  BottleneckStage(b, "regnet_x_400mf.s3", n, 64, 160, 160, 28, 2, 10, 7);
+  BottleneckStage(b, "regnet_x_400mf.s4", n, 160, 400, 400, 14, 2, 25, 12);
+}
+
+// Inverted residual stages (MobileNetV2, EfficientNet-B0's MBConv without its squeeze-excite
+// 1x1s on 1x1 maps): 1x1 expand (t != 1), k x k depthwise (stride on the first block), 1x1
+// project. Returns the output size. The first block of a stage and, when the stage repeats and
+// `with_repeat`, the second (later ones repeat the second's shapes).
+int64_t InvertedResidualStage(ConvSetBuilder& b, const std::string& name, int64_t n, int64_t in,
+                              int64_t out, int64_t t, int64_t kernel, int64_t stride, int repeats,
+                              int64_t hw, bool with_repeat) {
+  for (int i = 0; i < std::min(repeats, with_repeat ? 2 : 1); ++i) {
+    const int64_t s = i == 0 ? stride : 1;
+    const int64_t c = i == 0 ? in : out;
+    const int64_t hidden = c * t;
+    const std::string block = name + "." + std::to_string(i);
+    if (t != 1) b.Add(Conv2d(n, c, hidden, hw, 1, 1, 0), block + ".expand");
+    b.Add(Conv2d(n, hidden, hidden, hw, kernel, s, kernel / 2, hidden), block + ".depthwise");
+    hw = (hw - 1) / s + 1;
+    b.Add(Conv2d(n, hidden, out, hw, 1, 1, 0), block + ".project");
+  }
+  return hw;
+}
+
+// torchvision mobilenet_v2, 224x224.
+void MobileNetV2(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 32, 224, 3, 2, 1), "mobilenet_v2.stem");
+  const int64_t stages[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};  // t, c, n, s
+  int64_t in = 32, hw = 112, index = 1;
+  for (const auto& [t, c, repeats, s] : stages) {
+    hw = InvertedResidualStage(b, "mobilenet_v2.features" + std::to_string(index++), n, in, c, t, 3,
+                               s, static_cast<int>(repeats), hw, /*with_repeat=*/true);
+    in = c;
+  }
+  b.Add(Conv2d(n, 320, 1280, 7, 1, 1, 0), "mobilenet_v2.head");
+}
+
+// torchvision efficientnet_b0, 224x224: the first block of each stage (its repeats are
+// MobileNetV2-like blocks MobileNetV2 brings already).
+void EfficientNetB0(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 32, 224, 3, 2, 1), "efficientnet_b0.stem");
+  const int64_t stages[][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2},
+                               {6, 3, 2, 80, 3}, {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4},
+                               {6, 3, 1, 320, 1}};  // t, kernel, stride, c, repeats
+  int64_t in = 32, hw = 112, index = 1;
+  for (const auto& [t, kernel, s, c, repeats] : stages) {
+    hw = InvertedResidualStage(b, "efficientnet_b0.features" + std::to_string(index++), n, in, c, t,
+                               kernel, s, static_cast<int>(repeats), hw,
+                               /*with_repeat=*/false);
+    in = c;
+  }
+  b.Add(Conv2d(n, 320, 1280, 7, 1, 1, 0), "efficientnet_b0.head");
+}
+
+// torchvision convnext_tiny: 4x4/4 patchify stem, 7x7 depthwise blocks, 2x2/2 downsampling (the
+// blocks' pointwise layers are nn.Linear, not convolutions).
+void ConvNeXtTiny(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 96, 224, 4, 4, 0), "convnext_tiny.stem");
+  const int64_t dims[] = {96, 192, 384, 768};
+  int64_t hw = 56;
+  for (int i = 0; i < 4; ++i) {
+    const std::string stage = "convnext_tiny.stage" + std::to_string(i + 1);
+    if (i > 0) {
+      b.Add(Conv2d(n, dims[i - 1], dims[i], hw, 2, 2, 0), stage + ".downsample");
+      hw /= 2;
+    }
+    b.Add(Conv2d(n, dims[i], dims[i], hw, 7, 1, 3, dims[i]), stage + ".dwconv");
+  }
+}
+
+// torchvision r2plus1d_18 on 16x112x112 clips: (2+1)D blocks, 1x3x3 spatial then 3x1x1 temporal
+// through midplanes = in*out*27 / (in*9 + 3*out).
+void R2Plus1D18(ConvSetBuilder& b, int64_t n) {
+  constexpr Dims3 k133{1, 3, 3}, k311{3, 1, 1}, k111{1, 1, 1};
+  constexpr Dims3 s111{1, 1, 1}, p011{0, 1, 1}, p100{1, 0, 0}, p000{0, 0, 0};
+  b.Add(Conv3d(n, 3, 45, 16, 112, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}), "r2plus1d_18.stem.spatial");
+  b.Add(Conv3d(n, 45, 64, 16, 56, k311, s111, p100), "r2plus1d_18.stem.temporal");
+  struct Block {
+    int64_t in, planes, stride, d, hw;
+    const char* name;
+  };
+  const Block blocks[] = {{64, 64, 1, 16, 56, "layer1.0"},  {64, 128, 2, 16, 56, "layer2.0"},
+                          {128, 128, 1, 8, 28, "layer2.1"}, {128, 256, 2, 8, 28, "layer3.0"},
+                          {256, 256, 1, 4, 14, "layer3.1"}, {256, 512, 2, 4, 14, "layer4.0"},
+                          {512, 512, 1, 2, 7, "layer4.1"}};
+  for (const Block& k : blocks) {
+    const std::string name = std::string("r2plus1d_18.") + k.name;
+    const int64_t mid = (k.in * k.planes * 27) / (k.in * 9 + 3 * k.planes);
+    const int64_t s = k.stride;
+    const int64_t d_out = (k.d - 1) / s + 1, hw_out = (k.hw - 1) / s + 1;
+    b.Add(Conv3d(n, k.in, mid, k.d, k.hw, k133, {1, s, s}, p011), name + ".conv1.spatial");
+    b.Add(Conv3d(n, mid, k.planes, k.d, hw_out, k311, {s, 1, 1}, p100), name + ".conv1.temporal");
+    b.Add(Conv3d(n, k.planes, mid, d_out, hw_out, k133, s111, p011), name + ".conv2.spatial");
+    b.Add(Conv3d(n, mid, k.planes, d_out, hw_out, k311, s111, p100), name + ".conv2.temporal");
+    if (s != 1 || k.in != k.planes) {
+      b.Add(Conv3d(n, k.in, k.planes, k.d, k.hw, k111, {s, s, s}, p000), name + ".downsample");
+    }
+  }
+}
+
+// A 3D U-Net as nnU-Net plans it for 4-modality MRI (BraTS): 128^3 patches, features
+// 32/64/128/256/320/320, two 3x3x3 convs per stage (the first strided 2 from stage 1 on),
+// decoder convs over the concatenated skip (transposed convs left out), a 1x1x1 head.
+void UNet3d(ConvSetBuilder& b, int64_t n) {
+  constexpr Dims3 k333{3, 3, 3}, s111{1, 1, 1}, s222{2, 2, 2}, p111{1, 1, 1};
+  const int64_t features[] = {32, 64, 128, 256, 320, 320};
+  int64_t in = 4, size = 128;
+  for (int i = 0; i < 6; ++i) {
+    const std::string stage = "unet3d.encoder" + std::to_string(i);
+    const Dims3 stride = i == 0 ? s111 : s222;
+    b.Add(Conv3d(n, in, features[i], size, size, k333, stride, p111), stage + ".conv1");
+    if (i > 0) size /= 2;
+    b.Add(Conv3d(n, features[i], features[i], size, size, k333, s111, p111), stage + ".conv2");
+    in = features[i];
+  }
+  for (int i = 4; i >= 0; --i) {
+    size *= 2;
+    const std::string stage = "unet3d.decoder" + std::to_string(i);
+    b.Add(Conv3d(n, 2 * features[i], features[i], size, size, k333, s111, p111), stage + ".conv1");
+    // conv2 (features -> features) is the encoder's conv2 at this size: left out.
+  }
+  b.Add(Conv3d(n, 32, 4, 128, 128, {1, 1, 1}, s111, {0, 0, 0}), "unet3d.head");
+}
+
+// The Stable Diffusion 1.5 UNet on 64x64 latents (diffusers UNet2DConditionModel): ResNet
+// blocks' 3x3 convs and 1x1 skips, 3x3/2 downsamplers, upsamplers' 3x3 convs after 2x nearest
+// upsampling, conv_in and conv_out (the transformers' 1x1 proj_in/proj_out, C -> C pointwise
+// layers like many already here, are left out to keep the set small).
+void StableDiffusionUnet(ConvSetBuilder& b, int64_t n) {
+  const std::string sd = "sd15_unet.";
+  b.Add(Conv2d(n, 4, 320, 64, 3, 1, 1), sd + "conv_in");
+  const int64_t channels[] = {320, 640, 1280, 1280};
+  const int64_t sizes[] = {64, 32, 16, 8};
+  // Down path: two ResNet blocks per level (the first may change channels), attention on the
+  // first three levels, a strided conv between levels.
+  std::vector<int64_t> skips = {320};
+  int64_t in = 320;
+  for (int level = 0; level < 4; ++level) {
+    const std::string name = sd + "down" + std::to_string(level);
+    const int64_t c = channels[level], hw = sizes[level];
+    for (int block = 0; block < 2; ++block) {
+      const std::string res = name + ".resnet" + std::to_string(block);
+      // A block that keeps the channels has conv1 = conv2 (C -> C): once.
+      if (in != c) b.Add(Conv2d(n, in, c, hw, 3, 1, 1), res + ".conv1");
+      b.Add(Conv2d(n, c, c, hw, 3, 1, 1), res + ".conv2");
+      if (in != c) b.Add(Conv2d(n, in, c, hw, 1, 1, 0), res + ".skip");
+      in = c;
+      skips.push_back(c);
+    }
+    if (level < 3) {
+      b.Add(Conv2d(n, c, c, hw, 3, 2, 1), name + ".downsample");
+      skips.push_back(c);
+    }
+  }
+  // Up path: three ResNet blocks per level over the concatenated skip, an upsampler after each
+  // level but the last.
+  for (int level = 3; level >= 0; --level) {
+    const std::string name = sd + "up" + std::to_string(3 - level);
+    const int64_t c = channels[level], hw = sizes[level];
+    for (int block = 0; block < 3; ++block) {
+      const std::string res = name + ".resnet" + std::to_string(block);
+      const int64_t cat = in + skips.back();
+      skips.pop_back();
+      b.Add(Conv2d(n, cat, c, hw, 3, 1, 1), res + ".conv1");
+      // conv2 (C -> C) repeats the down path's: once per level.
+      if (block == 0) b.Add(Conv2d(n, c, c, hw, 3, 1, 1), res + ".conv2");
+      b.Add(Conv2d(n, cat, c, hw, 1, 1, 0), res + ".skip");
+      in = c;
+    }
+    if (level > 0) b.Add(Conv2d(n, c, c, hw * 2, 3, 1, 1), name + ".upsample");
+  }
+  b.Add(Conv2d(n, 320, 4, 64, 3, 1, 1), sd + "conv_out");
+}
+
+std::vector<ConvShapeRow> ValidationSet() {
+  ConvSetBuilder b;
+  // Two batch sizes per network, a latency-bound one and a throughput one, taken by its layers in
+  // turn: every network at both in half the rows (the sweep's budget is minutes).
+  struct Network {
+    void (*add)(ConvSetBuilder&, int64_t);
+    int64_t batch_a, batch_b;
+  };
+  const Network networks[] = {
+      {ResNet50, 1, 32},    {ResNeXt50, 1, 32},      {RegNetX400mf, 1, 64},
+      {MobileNetV2, 1, 32}, {EfficientNetB0, 1, 16}, {ConvNeXtTiny, 1, 32},
+      {R2Plus1D18, 1, 8},   {UNet3d, 1, 2},          {StableDiffusionUnet, 2, 8}};
+  for (const Network& net : networks) {
+    b.AlternateBatches(net.batch_a, net.batch_b);
+    net.add(b, net.batch_a);
+  }
+  return b.Take();
+}
+
+}  // namespace
+
+std::vector<std::string> ConvShapeSetSources(std::string_view set) {
+  if (set == "conv_train") {
+    return {"Training shapes over seed 003's regimes (ConvShapeRegime): 2D and 3D, small to large",
+            "spatial sizes, channels 16-2048 (stems 3-4), asymmetric C/K, batch 1-128, groups 2-64",
+            "and depthwise, stride 2, dilation 2-12, 1x1 to 7x7 filters, then deterministic random",
+            "draws; no row equals a conv_validation row. Capped at 0.5 TFLOP per forward pass and",
+            "256 MiB per bf16 tensor (batch halved to fit)."};
+  }
+  if (set == "conv_validation") {
+    return {
+        "Validation shapes: the distinct conv layers of well-known networks, never trained on.",
+        "Family = <network>.<layer> (the first layer of that shape; repeats are dropped).",
+        "Each network at two batch sizes, taken by its layers in turn (half the rows of both):",
+        "resnet50: He et al. 2016, torchvision resnet50 (v1.5), 224x224, batch 1 / 32",
+        "resnext50_32x4d: Xie et al. 2017, torchvision resnext50_32x4d, batch 1 / 32",
+        "regnet_x_400mf: Radosavovic et al. 2020, torchvision regnet_x_400mf, batch 1 / 64",
+        "mobilenet_v2: Sandler et al. 2018, torchvision mobilenet_v2, batch 1 / 32",
+        "efficientnet_b0: Tan and Le 2019, torchvision efficientnet_b0 (squeeze-excite 1x1s on",
+        "  1x1 maps left out), batch 1 / 16",
+        "convnext_tiny: Liu et al. 2022, torchvision convnext_tiny (7x7 depthwise), batch 1 / 32",
+        "r2plus1d_18: Tran et al. 2018, torchvision r2plus1d_18, 16x112x112 clips, batch 1 / 8",
+        "unet3d: Cicek et al. 2016 as planned by nnU-Net (Isensee et al. 2021) for 4-channel MRI,",
+        "  128^3 patches, features 32-320, batch 1 / 2",
+        "sd15_unet: Rombach et al. 2022, Stable Diffusion 1.5 UNet (diffusers",
+        "  UNet2DConditionModel, attention 1x1 projections left out), 64x64 latents, batch 2 (one",
+        "  image with guidance) / 8",
+        "Capped at 0.5 TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
+  }
+  return {};
+}
+
+std::vector<std::string_view> ConvShapeSetNames() {
+  return {"conv_train", "conv_validation"};
+}
+
+StatusOr<std::vector<ConvShapeRow>> GenerateConvShapeSet(std::string_view set) {
+  if (set == "conv_train") return TrainSet();
+  if (set == "conv_validation") return ValidationSet();
+  return InvalidArgumentError("unknown conv shape set '" + std::string(set) +
+                              "' (known: conv_train, conv_validation)");
+}
+
+}  // namespace kselect
