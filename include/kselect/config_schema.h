@@ -29,7 +29,7 @@ enum class FieldType {
   kKnobList,  // cuDNN's (knob type, value) pairs
 };
 
-// How a field enters the model's features (the provider block of the GEMM extractor).
+// How a field enters the model's features (the provider block of the GEMM and conv extractors).
 enum class FeatureEncoding {
   kNone,           // not a feature of its own (tile sizes, split-K: the shared block has them)
   kNumber,         // the value
@@ -37,6 +37,9 @@ enum class FeatureEncoding {
   kFlag,           // 1 or 0
   kCategory,       // an integer id, categorical (its own code)
   kNamedCategory,  // the value's name, coded by its index in the field's categories (NaN if absent)
+  // kKnobList: one numeric feature per knob type a feature spec lists, named <feature>_<type>,
+  // the knob's value or NaN where the config lacks it (the set of knob types is open-ended).
+  kKnobValues,
 };
 
 // Where a search (the tuner's mutations) may move a field.

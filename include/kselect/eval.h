@@ -43,21 +43,23 @@ struct Candidate {
 
 // All valid measured configs of one problem.
 struct ProblemCandidates {
-  std::string problem_key;  // ProblemToString(): shape, layout, dtypes
-  std::string shape_key;    // "m,n,k,batch": the GroupKFold key (layout deliberately left out)
+  std::string problem_key;  // ProblemToString(): shape, layout, dtypes (a conv: its direction too)
+  // The GroupKFold key, layout and dtype deliberately left out: "m,n,k,batch" for a GEMM, the
+  // geometry (N, C, K, G, sizes, filter, stride, pad, dilation) for a convolution.
+  std::string shape_key;
   Problem problem;
   std::vector<Candidate> candidates;
 };
 
-// The valid and the aborted (estimated) GEMM rows of one provider, grouped by problem, with the
-// hardware they share.
+// The valid and the aborted (estimated) rows of one provider (GEMM or convolution), grouped by
+// problem, with the hardware they share.
 struct CandidateSet {
   Provider provider = Provider::kCublasLt;
   HardwareConstants hardware;
   std::vector<ProblemCandidates> problems;  // sorted by problem_key; candidates by config_key
   int64_t rows_read = 0;
   int64_t rows_used = 0;
-  int64_t rows_skipped = 0;    // invalid, non-GEMM, other provider, or non-positive TFLOPS
+  int64_t rows_skipped = 0;    // invalid, other provider, or non-positive TFLOPS
   int64_t rows_estimated = 0;  // aborted rows used with their early-abort latency
   std::string fingerprint;     // FNV-1a 64 over the used rows' keys and figures, hex
   size_t NumCandidates() const;
@@ -67,7 +69,8 @@ struct CandidateSet {
 // first, as the peer block of a feature spec takes them.
 std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem);
 
-// Builds the set. `provider` picks the provider; when unset, the data must hold exactly one.
+// Builds the set. `provider` picks the provider; when unset, the data must hold exactly one (and
+// not GEMM and convolution rows together).
 // Refuses (kFailedPrecondition) duplicated (problem, config) rows, naming the first and the
 // count, and rows from more than one hardware.
 StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<Provider> provider);
@@ -148,7 +151,8 @@ struct EvalSummary {
   std::map<std::string, EfficiencyStats> slices;
   std::vector<ProblemOutcome> problems;
 };
-// The slice names of a problem: one M family and one K regime.
+// The slice names of a problem: one M family and one K regime; none for other problems than
+// GEMMs (m or k is 0).
 std::vector<std::string> SlicesOf(int64_t m, int64_t k);
 EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
 // Evaluates every problem of `data` from per-candidate scores: scores[p][c] belongs to

@@ -1,8 +1,8 @@
 // The feature engine: one versioned feature spec, saved with every model and read back at
 // inference, and the feature extractors that fill it from typed problems and kernel configs (an
-// interface, FeatureExtractor, picked by the spec's extractor name; today the GEMM one).
+// interface, FeatureExtractor, picked by the spec's extractor name: "gemm" or "conv").
 //
-// A feature vector has five blocks (docs in features.cpp list every formula):
+// A GEMM feature vector has five blocks (gemm_features.cpp lists every formula):
 //   problem      dims, logs, arithmetic intensity, aspect ratios, layout, dtype
 //   kernel       shared typed fields (tile, split-K, stages, cluster, shared-memory estimate)
 //                plus the provider's own columns (cuBLASLt ids, CK warps/pipeline, tile engine)
@@ -10,6 +10,9 @@
 //                problem-to-tile ratios, padding needs
 //   hardware     SMs, clock, L2, shared memory, memory bandwidth, peak tensor throughput
 //   estimate     an analytical (Origami-like) compute/memory time per tile with wave quantisation
+// A convolution feature vector (conv_features.cpp) has the problem, its implicit-GEMM view per
+// group, the provider's config fields (cuDNN: engine id and one column per knob type the spec
+// lists), tile interactions where the provider has tiles, hardware and a roofline estimate.
 // Kernel features read KernelConfig's typed fields only, never kernel names.
 #pragma once
 
@@ -96,6 +99,9 @@ struct FeatureSpec {
   int encoding_version = kFeatureEncodingVersion;
   std::string extractor = "gemm";  // the extractor that fills it
   Provider provider = Provider::kCublasLt;
+  // Conv specs: the direction the model was trained for (one model per direction: the implicit
+  // GEMM view, and so every size feature, means something else in each). Unset for GEMM specs.
+  std::optional<ConvDirection> conv_direction;
   std::vector<FeatureInfo> features;  // column order of the model's input
   // Categorical encodings: feature name -> values, code = index. A value outside the list
   // encodes as missing (NaN), never as a guess.
@@ -138,6 +144,20 @@ FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware
                             bool with_peer_block = false);
 // True when the spec has the peer block.
 bool SpecUsesPeerRanks(const FeatureSpec& spec);
+
+// The spec the conv extractor produces for `provider` (a convolution provider: cudnn, ck_conv)
+// and `direction` on `hardware`. A provider with a knob list (cuDNN) gets one numeric feature
+// per entry of `knob_types` (cuDNN's cudnnBackendKnobType_t values, say those seen in the
+// training data), sorted and deduplicated: the spec itself records which knob columns exist, so
+// configs with other knob sets are scored without shifting columns (a knob the spec lacks is
+// ignored, one the config lacks is missing). Fails for a GEMM provider.
+StatusOr<FeatureSpec> ConvFeatureSpec(Provider provider, ConvDirection direction,
+                                      const HardwareConstants& hardware,
+                                      std::span<const int32_t> knob_types = {});
+// The knob types a spec has columns for, in column order (empty for specs without knobs).
+std::vector<int32_t> SpecKnobTypes(const FeatureSpec& spec);
+// The distinct knob types of `configs` (of a provider with a knob list), ascending.
+std::vector<int32_t> KnobTypesOf(std::span<const KernelConfig> configs);
 
 // OK when a model trained with `model` can be fed features built as `runtime`; otherwise a
 // kSchemaMismatch naming the first difference (version, provider, feature order, encodings,
@@ -182,8 +202,8 @@ class FeatureExtractor {
       std::optional<std::span<const PeerPick>> peer = std::nullopt) const = 0;
 };
 
-// The extractor named by `spec.extractor` ("gemm"), built from the spec; an unknown name is a
-// kSchemaMismatch listing the known ones, and each implementation refuses specs it cannot fill.
+// The extractor named by `spec.extractor` ("gemm", "conv"), built from the spec; an unknown name is
+// a kSchemaMismatch listing the known ones, and each implementation refuses specs it cannot fill.
 StatusOr<std::unique_ptr<FeatureExtractor>> CreateFeatureExtractor(const FeatureSpec& spec);
 // The names CreateFeatureExtractor knows, in its table's order.
 std::vector<std::string_view> FeatureExtractorNames();
@@ -225,6 +245,41 @@ class GemmFeatureExtractor final : public FeatureExtractor {
                  double* values) const;
 };
 
+// The convolution extractor ("conv"). Built from a saved spec: it refuses specs of another
+// encoding version, a GEMM provider, no direction, or a feature it cannot compute; it refuses
+// GEMM problems and convolutions of another direction than the spec's.
+class ConvFeatureExtractor final : public FeatureExtractor {
+ public:
+  static StatusOr<ConvFeatureExtractor> Create(const FeatureSpec& spec);
+
+  const FeatureSpec& spec() const override { return spec_; }
+  size_t NumFeatures() const override { return column_of_slot_.size(); }
+  // Conv models take no heuristic picks (yet); `peer` is ignored.
+  bool UsesPeerRanks() const override { return false; }
+
+  Status Extract(const Problem& problem, const KernelConfig& config, std::vector<double>* out,
+                 std::optional<std::span<const PeerPick>> peer = std::nullopt) const override;
+  Status ExtractBatch(const Problem& problem, std::span<const KernelConfig> candidates,
+                      std::vector<double>* out,
+                      std::optional<std::span<const PeerPick>> peer = std::nullopt) const override;
+
+ private:
+  explicit ConvFeatureExtractor(FeatureSpec spec) : spec_(std::move(spec)) {}
+  FeatureSpec spec_;
+  std::vector<int32_t> knob_types_;  // the spec's knob types, ascending (the engine's columns)
+  size_t engine_width_ = 0;
+  std::vector<int> column_of_slot_;  // spec slot -> engine column
+  StatusOr<const ConvProblem*> CheckInput(const Problem& problem,
+                                          std::span<const KernelConfig> configs) const;
+};
+
+// A convolution as the implicit GEMM one group computes (batch = G groups), per direction:
+//   fwd:        M = N*Do*Ho*Wo, N = K/G,         K = C/G*Z*Y*X
+//   bwd_data:   M = N*Di*Hi*Wi, N = C/G,         K = K/G*Z*Y*X
+//   bwd_weight: M = K/G,        N = C/G*Z*Y*X,   K = N*Do*Ho*Wo
+// Dtypes are the convolution's; layout is the default (the view has no memory order).
+GemmProblem ImplicitGemmOf(const ConvProblem& problem);
+
 // The analytical estimate on its own (also a feature block): per-tile compute and memory time
 // with wave quantisation. Times in microseconds.
 struct AnalyticalEstimate {
@@ -243,6 +298,12 @@ struct TileShape {
 TileShape TileShapeOf(const KernelConfig& config);
 TileShape TileShapeOf(const GemmKernelTraits& traits);
 AnalyticalEstimate EstimateGemm(const GemmProblem& problem, const TileShape& tile,
+                                const HardwareConstants& hardware);
+// A convolution's estimate: compute as EstimateGemm's on the implicit-GEMM view (the padded
+// work, wave-quantised where the tile is known), memory as the tensors' minimum bytes
+// (ProblemMinBytes: input, weight, output once) at DRAM bandwidth, plus the 2 us launch;
+// tflops counts the convolution's own FLOPs.
+AnalyticalEstimate EstimateConv(const ConvProblem& problem, const TileShape& tile,
                                 const HardwareConstants& hardware);
 
 }  // namespace kselect

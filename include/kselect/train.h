@@ -105,6 +105,15 @@ struct TrainResult {
 // row count of group g; returns the fold of each group. Deterministic; a group is never split.
 std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds);
 
+// The feature spec a model of `data` is trained with, picked by the data's problems: the GEMM
+// spec for GEMM providers (with the peer block when `with_peer_block`); for convolution providers
+// the conv spec of the data's one direction, with a knob column per knob type the data's configs
+// use, or exactly `knob_types` when given (a warm start keeps its model's columns). Refuses
+// (kInvalidArgument) data mixing GEMM and convolution problems or convolution directions (one
+// model per direction), and the peer block for convolutions.
+StatusOr<FeatureSpec> TrainingFeatureSpec(const CandidateSet& data, bool with_peer_block,
+                                          const std::vector<int32_t>* knob_types = nullptr);
+
 // Trains every target on `dataset` and writes the model directory `out_dir` (created if
 // missing). Fails with LightGBM's message on library errors, kUnavailable when kselect was
 // built without LightGBM.

@@ -11,6 +11,7 @@
 #include "cli/dataset_io.h"
 #include "core/text.h"
 #include "kselect/features.h"
+#include "kselect/train.h"
 #include "kselect/version.h"
 
 namespace kselect::cli {
@@ -35,7 +36,10 @@ int RunFeatures(const FeaturesArgs& args) {
   }
   auto data = ReadCandidateSet(args.data, provider);
   if (!data.ok()) return ReportError("features", data.status());
-  const FeatureSpec spec = GemmFeatureSpec(data->provider, data->hardware, args.peer_block);
+  // The spec `kselect train` would pick for this data (GEMM or the data's conv direction).
+  auto training_spec = TrainingFeatureSpec(*data, args.peer_block);
+  if (!training_spec.ok()) return ReportError("features", training_spec.status());
+  const FeatureSpec& spec = *training_spec;
   auto extractor = CreateFeatureExtractor(spec);
   if (!extractor.ok()) return ReportError("features", extractor.status());
 

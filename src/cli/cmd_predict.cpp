@@ -290,6 +290,14 @@ StatusOr<int> Run(const PredictArgs& args) {
   KSELECT_ASSIGN_OR_RETURN(const GemmProblem problem, ProblemOf(args));
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector, Selector::Open(args.model, options));
   const Model& model = selector->model();
+  // The options describe a GEMM; a convolution model would only fail to find candidates.
+  if (const FeatureSpec& spec = model.spec(); spec.conv_direction) {
+    return FailedPreconditionError(
+        args.model + " is a " + std::string(ConvDirectionName(*spec.conv_direction)) +
+        " convolution model (" + std::string(ProviderName(spec.provider)) +
+        "), and kselect predict selects for GEMMs; score measured convolution candidates with "
+        "kselect eval");
+  }
 
   if (args.candidates.empty()) {
     // The selector's own decision over the model's candidate table.

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kselect/config_schema.h"
 #include "kselect/version.h"
 
 namespace kselect {
@@ -22,6 +23,30 @@ namespace {
 std::string ShapeKey(const GemmProblem& p) {
   return std::to_string(p.m) + "," + std::to_string(p.n) + "," + std::to_string(p.k) + "," +
          std::to_string(p.batch);
+}
+
+// A convolution's geometry: the same layer in another dtype, layout or direction is one shape,
+// so cross-validation never trains on a layer it validates on.
+std::string ShapeKey(const ConvProblem& p) {
+  std::string key;
+  for (int64_t v :
+       {p.n, p.c, p.k, p.g, p.di, p.hi, p.wi, p.z, p.y, p.x, p.stride_d, p.stride_h, p.stride_w,
+        p.pad_d, p.pad_h, p.pad_w, p.dilation_d, p.dilation_h, p.dilation_w}) {
+    key += (key.empty() ? "" : ",") + std::to_string(v);
+  }
+  return key;
+}
+
+bool IsConvProvider(Provider provider) {
+  return SchemaOf(provider).gemm_traits == nullptr;
+}
+
+// A row's problem kind from its columns alone (the first pass reads no config).
+bool IsGemmRow(const DatasetRow& row) {
+  return row.m.has_value() && !row.conv_direction.has_value();
+}
+bool IsConvRow(const DatasetRow& row) {
+  return row.conv_direction.has_value();
 }
 
 // Predicted order: descending score, ties broken by candidate index so results are stable.
@@ -76,15 +101,29 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
   CandidateSet set;
   if (!provider) {
     // A first pass over the rows for their provider: a file source streams again.
-    std::set<std::string> seen;
+    std::set<std::string> seen, gemm_providers, conv_providers;
     KSELECT_RETURN_IF_ERROR(rows([&](const DatasetRow& row) {
       ++set.rows_read;
-      if (row.is_valid.value_or(false) && row.m && row.provider) seen.insert(*row.provider);
+      if (!row.is_valid.value_or(false) || !row.provider) return Status::Ok();
+      if (IsGemmRow(row)) gemm_providers.insert(*row.provider);
+      if (IsConvRow(row)) conv_providers.insert(*row.provider);
+      if (IsGemmRow(row) || IsConvRow(row)) seen.insert(*row.provider);
       return Status::Ok();
     }));
     if (seen.empty()) {
-      return InvalidArgumentError("the dataset has no valid GEMM rows (" +
+      return InvalidArgumentError("the dataset has no valid GEMM or convolution rows (" +
                                   std::to_string(set.rows_read) + " rows read)");
+    }
+    if (!gemm_providers.empty() && !conv_providers.empty()) {
+      auto list = [](const std::set<std::string>& names) {
+        std::string out;
+        for (const std::string& p : names) out += (out.empty() ? "" : ", ") + p;
+        return out;
+      };
+      return InvalidArgumentError("the dataset mixes GEMM rows (" + list(gemm_providers) +
+                                  ") and convolution rows (" + list(conv_providers) +
+                                  "); a model learns one kind of problem: pick one with "
+                                  "--provider");
     }
     if (seen.size() > 1) {
       std::string list;
@@ -111,7 +150,8 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
     // Leaving them out would train and score the model on the fast configs alone.
     const bool aborted = row.aborted.value_or(false) && row.latency_ms.value_or(0.0) > 0;
     if ((!row.is_valid.value_or(false) && !aborted) || row.provider.value_or("") != provider_name ||
-        !row.m || (!aborted && row.measured_tflops.value_or(0.0) <= 0)) {
+        (!IsGemmRow(row) && !IsConvRow(row)) ||
+        (!aborted && row.measured_tflops.value_or(0.0) <= 0)) {
       ++set.rows_skipped;
       return Status::Ok();
     }
@@ -131,11 +171,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
       }
       ++set.rows_estimated;
     }
-    const auto* problem = std::get_if<GemmProblem>(&measurement->problem);
-    if (problem == nullptr) {
-      ++set.rows_skipped;
-      return Status::Ok();
-    }
+    const Problem& problem = measurement->problem;
     // Hardware constants per distinct device description (rows of one run share it).
     const std::string hw_key = row.arch.value_or("") + "|" + row.device_kind.value_or("") + "|" +
                                row.device_name.value_or("") + "|" +
@@ -166,7 +202,8 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
     c.peer_rank = measurement->peer_rank;
     c.peer_rank_b = measurement->peer_rank_b;
     c.estimated = aborted;
-    const std::string problem_key = problem->ToString();
+    // The problem's identity (problem_key) groups rows, for convolutions as for GEMMs.
+    const std::string problem_key = ProblemToString(problem);
     const auto [it, inserted] =
         row_of_pair.emplace(problem_key + " | " + c.config_key, static_cast<int64_t>(i));
     if (!inserted) {
@@ -180,8 +217,8 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
     ProblemCandidates& pc = by_problem[problem_key];
     if (pc.candidates.empty()) {
       pc.problem_key = problem_key;
-      pc.shape_key = ShapeKey(*problem);
-      pc.problem = *problem;
+      pc.shape_key = std::visit([](const auto& p) { return ShapeKey(p); }, problem);
+      pc.problem = problem;
     }
     pc.candidates.push_back(std::move(c));
     ++set.rows_used;
@@ -195,8 +232,9 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
         "weight): merge repeats with `kselect data merge` or drop the copy");
   }
   if (by_problem.empty()) {
-    return InvalidArgumentError("no valid " + provider_name + " GEMM rows in the dataset (" +
-                                std::to_string(set.rows_read) + " rows read)");
+    return InvalidArgumentError(
+        "no valid " + provider_name + (IsConvProvider(*provider) ? " convolution" : " GEMM") +
+        " rows in the dataset (" + std::to_string(set.rows_read) + " rows read)");
   }
   set.hardware = *hardware;
   uint64_t h = text::kFnv1a64Basis;
@@ -306,6 +344,8 @@ EfficiencyStats ComputeStats(std::vector<double> values) {
 }
 
 std::vector<std::string> SlicesOf(int64_t m, int64_t k) {
+  // GEMM regimes only: a convolution's outcome has no m or k to place it by.
+  if (m <= 0 || k <= 0) return {};
   const char* m_family = m < 32     ? "m: tiny (<32)"
                          : m < 256  ? "m: small (32-255)"
                          : m < 4096 ? "m: medium (256-4095)"

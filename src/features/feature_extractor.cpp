@@ -19,8 +19,15 @@ StatusOr<std::unique_ptr<FeatureExtractor>> CreateGemmExtractor(const FeatureSpe
       std::make_unique<GemmFeatureExtractor>(std::move(extractor)));
 }
 
+StatusOr<std::unique_ptr<FeatureExtractor>> CreateConvExtractor(const FeatureSpec& spec) {
+  KSELECT_ASSIGN_OR_RETURN(ConvFeatureExtractor extractor, ConvFeatureExtractor::Create(spec));
+  return std::unique_ptr<FeatureExtractor>(
+      std::make_unique<ConvFeatureExtractor>(std::move(extractor)));
+}
+
 constexpr ExtractorEntry kExtractors[] = {
     {"gemm", &CreateGemmExtractor},
+    {"conv", &CreateConvExtractor},
 };
 
 }  // namespace

@@ -153,6 +153,24 @@ Status CheckSpecCompatible(const FeatureSpec& model, const FeatureSpec& runtime)
     return mismatch("provider " + std::string(ProviderName(runtime.provider)) + " here, " +
                     std::string(ProviderName(model.provider)) + " in the model");
   }
+  if (model.conv_direction != runtime.conv_direction) {
+    auto name = [](const std::optional<ConvDirection>& d) {
+      return d ? std::string(ConvDirectionName(*d)) : std::string("none");
+    };
+    return mismatch("convolution direction " + name(runtime.conv_direction) + " here, " +
+                    name(model.conv_direction) + " in the model (one model per direction)");
+  }
+  // Knob columns come from the training data; name the sets, not just the first column that
+  // moved, so the reader sees which knob types differ.
+  if (const std::vector<int32_t> ours = SpecKnobTypes(runtime), theirs = SpecKnobTypes(model);
+      ours != theirs) {
+    auto list = [](const std::vector<int32_t>& types) {
+      std::string out;
+      for (int32_t t : types) out += (out.empty() ? "" : ",") + std::to_string(t);
+      return "{" + out + "}";
+    };
+    return mismatch("knob types " + list(ours) + " here, " + list(theirs) + " in the model");
+  }
   const size_t n = std::min(model.features.size(), runtime.features.size());
   for (size_t i = 0; i < n; ++i) {
     if (!(model.features[i] == runtime.features[i])) {
@@ -192,6 +210,8 @@ std::string FeatureSpecToJson(const FeatureSpec& spec) {
             {"features", features},
             {"encodings", spec.encodings},
             {"hardware", HardwareToJson(spec.hardware)}};
+  // Written only for conv specs, so GEMM specs read the same as before.
+  if (spec.conv_direction) j["conv_direction"] = ConvDirectionName(*spec.conv_direction);
   return j.dump(2);
 }
 
@@ -210,6 +230,7 @@ StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_vie
   const json* features = r.Child("features", true);
   const json* encodings = r.Child("encodings", true);
   const json* hardware = r.Child("hardware", true);
+  const std::string direction = r.StringOr("conv_direction", "");
   KSELECT_RETURN_IF_ERROR(r.Finish().WithContext(src));
   if (format != "kselect.feature_spec") {
     return SchemaMismatchError(src + ": format '" + format + "' is not kselect.feature_spec");
@@ -220,6 +241,11 @@ StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_vie
                                "kselect reads " + std::to_string(kFeatureSpecFormatMajor) + ")");
   }
   KSELECT_ASSIGN_OR_RETURN(spec.provider, ParseProvider(provider));
+  if (!direction.empty()) {
+    auto parsed = ParseConvDirection(direction);
+    if (!parsed.ok()) return ParseError(src + ": conv_direction: " + parsed.status().message());
+    spec.conv_direction = *parsed;
+  }
   if (!features->is_array() || features->empty()) {
     return ParseError(src + ": features: expected a non-empty array");
   }

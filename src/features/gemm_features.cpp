@@ -27,131 +27,21 @@
 #include <limits>
 #include <optional>
 
+#include "features/feature_blocks.h"
 #include "kselect/config_schema.h"
 #include "kselect/features.h"
 
 namespace kselect {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Writes features in order. In names mode it records (name, kind); in values mode it writes
-// values. Both modes run the same code, so names and values stay aligned.
-class FeatureSink {
- public:
-  explicit FeatureSink(std::vector<FeatureInfo>* names) : names_(names) {}
-  explicit FeatureSink(double* values) : values_(values) {}
-
-  void Num(std::string_view name, double value) { Put(name, FeatureKind::kNumeric, value); }
-  void Cat(std::string_view name, double code) { Put(name, FeatureKind::kCategorical, code); }
-  size_t count() const { return count_; }
-
- private:
-  void Put(std::string_view name, FeatureKind kind, double value) {
-    if (names_) names_->push_back({std::string(name), kind});
-    if (values_) values_[count_] = value;
-    ++count_;
-  }
-  std::vector<FeatureInfo>* names_ = nullptr;
-  double* values_ = nullptr;
-  size_t count_ = 0;
-};
-
-// String-valued categorical encodings (code = index): the problem's, then those the providers'
-// field tables declare. Numeric ids (cuBLASLt algo ids) are their own codes and need no list.
-const std::map<std::string, std::vector<std::string>>& Encodings() {
-  static const std::map<std::string, std::vector<std::string>> encodings = [] {
-    std::map<std::string, std::vector<std::string>> all = {
-        {"layout", {"rrr", "rrc", "rcr", "rcc", "crr", "crc", "ccr", "ccc"}},
-        {"dtype", {"fp32", "tf32", "fp16", "bf16", "fp8", "bf8", "int8", "int32"}},
-    };
-    for (auto& [feature, values] : ConfigFeatureEncodings()) all[feature] = std::move(values);
-    return all;
-  }();
-  return encodings;
-}
-
-double Code(std::string_view feature, std::string_view value) {
-  const auto& values = Encodings().at(std::string(feature));
-  const auto it = std::find(values.begin(), values.end(), value);
-  return it == values.end() ? kNaN : static_cast<double>(it - values.begin());
-}
-
-double Log2(double x) {
-  return std::log2(std::max(x, 1.0));
-}
-double Ratio(double a, double b) {
-  return b > 0 ? a / b : kNaN;
-}
-double Flag(bool b) {
-  return b ? 1.0 : 0.0;
-}
-// NaN for an undefined (0) field.
-double Defined(int64_t v) {
-  return v > 0 ? static_cast<double>(v) : kNaN;
-}
-int64_t CeilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-double PeakFlops(const GemmProblem& p, const HardwareConstants& hw) {
-  return hw.flops_per_clock_per_sm_16bit * DtypeTensorThroughputScale(p.dtype_a) * hw.sm_clock_mhz *
-         1e6 * hw.sm_count;
-}
+using namespace feature_blocks;
 
 void ProblemBlock(const GemmProblem& p, FeatureSink& s) {
-  const double m = static_cast<double>(p.m), n = static_cast<double>(p.n);
-  const double k = static_cast<double>(p.k), batch = static_cast<double>(p.batch);
-  s.Num("m", m);
-  s.Num("n", n);
-  s.Num("k", k);
-  s.Num("batch", batch);
-  s.Num("log2_m", Log2(m));
-  s.Num("log2_n", Log2(n));
-  s.Num("log2_k", Log2(k));
-  s.Num("log2_mnk", Log2(m * n * k * batch));
-  s.Num("arithmetic_intensity", Ratio(p.Flops(), p.MinBytes()));
-  s.Num("aspect_ratio_mn", Ratio(m, n));
-  s.Num("aspect_ratio_mk", Ratio(m, k));
-  s.Num("aspect_ratio_nk", Ratio(n, k));
+  GemmSizeBlock(p, "", s);
   s.Cat("layout", Code("layout", p.layout.ToString()));
   s.Cat("dtype", Code("dtype", DataTypeName(p.dtype_a)));
   s.Num("bytes_per_element", DataTypeBits(p.dtype_a) / 8.0);
   s.Num("beta_nonzero", Flag(p.beta != 0.0));
-}
-
-void HardwareBlock(const GemmProblem& p, const HardwareConstants& hw, FeatureSink& s) {
-  s.Num("hw_sm_count", hw.sm_count);
-  s.Num("hw_sm_clock_mhz", hw.sm_clock_mhz);
-  s.Num("hw_l2_mb", static_cast<double>(hw.l2_bytes) / (1 << 20));
-  s.Num("hw_smem_per_sm_kb", static_cast<double>(hw.smem_per_sm_bytes) / 1024.0);
-  s.Num("hw_smem_per_block_kb", static_cast<double>(hw.smem_per_block_bytes) / 1024.0);
-  s.Num("hw_mem_bandwidth_gb_s", hw.mem_bandwidth_gb_s);
-  s.Num("hw_peak_tflops", PeakFlops(p, hw) / 1e12);
-}
-
-int64_t ResidentBlocksPerSm(const TileShape& t, double smem_estimate, const HardwareConstants& hw) {
-  int64_t r = std::max<int64_t>(hw.max_blocks_per_sm, 1);
-  bool limited = false;
-  if (smem_estimate > 0 && hw.smem_per_sm_bytes > 0) {
-    r = std::min<int64_t>(
-        r, static_cast<int64_t>(static_cast<double>(hw.smem_per_sm_bytes) / smem_estimate));
-    limited = true;
-  }
-  if (t.threads > 0 && hw.max_threads_per_sm > 0) {
-    r = std::min<int64_t>(r, hw.max_threads_per_sm / t.threads);
-    limited = true;
-  }
-  // Unknown resources (cuBLASLt does not say): assume one large block per SM, the common case
-  // for Hopper kernels.
-  if (!limited) r = 1;
-  return std::max<int64_t>(r, 1);
-}
-
-double SmemEstimate(const GemmProblem& p, const TileShape& t) {
-  if (t.tile_m <= 0 || t.tile_n <= 0 || t.tile_k <= 0 || t.stages <= 0) return kNaN;
-  return static_cast<double>(t.stages) * static_cast<double>(t.tile_m + t.tile_n) *
-         static_cast<double>(t.tile_k) * DataTypeBits(p.dtype_a) / 8.0;
 }
 
 void SharedKernelBlock(const GemmProblem& p, const GemmKernelTraits& traits, const TileShape& t,
@@ -169,99 +59,6 @@ void SharedKernelBlock(const GemmProblem& p, const GemmKernelTraits& traits, con
   s.Num("smem_ratio", hw.smem_per_block_bytes > 0 ? smem / hw.smem_per_block_bytes : kNaN);
   s.Num("cluster_m", Defined(traits.cluster_m));
   s.Num("cluster_n", Defined(traits.cluster_n));
-}
-
-// The provider's own columns, as its field table encodes them.
-void ProviderKernelBlock(const KernelConfig& c, FeatureSink& s) {
-  for (const ConfigField& field : SchemaOf(c).fields) {
-    switch (field.encoding) {
-      case FeatureEncoding::kNone:
-        break;
-      case FeatureEncoding::kNumber:
-        s.Num(field.feature, static_cast<double>(field.get(c)));
-        break;
-      case FeatureEncoding::kDefinedNumber:
-        s.Num(field.feature, Defined(field.get(c)));
-        break;
-      case FeatureEncoding::kFlag:
-        s.Num(field.feature, Flag(field.get(c) != 0));
-        break;
-      case FeatureEncoding::kCategory:
-        s.Cat(field.feature, static_cast<double>(field.get(c)));
-        break;
-      case FeatureEncoding::kNamedCategory:
-        s.Cat(field.feature, Code(field.feature, FieldText(field, c)));
-        break;
-    }
-  }
-}
-
-void InteractionBlock(const GemmProblem& p, const GemmKernelTraits& traits, const TileShape& t,
-                      const HardwareConstants& hw, FeatureSink& s) {
-  const bool known = t.tile_m > 0 && t.tile_n > 0 && t.tile_k > 0;
-  const int64_t split = std::max<int64_t>(t.split_k, 1);
-  const int64_t k_split = CeilDiv(p.k, split);
-  double tiles_m = kNaN, tiles_n = kNaN, tiles_k = kNaN, output_tiles = kNaN, blocks = kNaN;
-  double fill_m = kNaN, fill_n = kNaN, fill_k = kNaN, fill_all = kNaN;
-  double resident = kNaN, waves = kNaN, wave_eff = kNaN, coverage = kNaN;
-  if (known) {
-    const int64_t tm = CeilDiv(p.m, t.tile_m), tn = CeilDiv(p.n, t.tile_n);
-    const int64_t tk = CeilDiv(k_split, t.tile_k);
-    const int64_t out = tm * tn * p.batch;
-    const int64_t nblocks = out * split;
-    tiles_m = static_cast<double>(tm);
-    tiles_n = static_cast<double>(tn);
-    tiles_k = static_cast<double>(tk);
-    output_tiles = static_cast<double>(out);
-    blocks = static_cast<double>(nblocks);
-    fill_m = static_cast<double>(p.m) / static_cast<double>(t.tile_m * tm);
-    fill_n = static_cast<double>(p.n) / static_cast<double>(t.tile_n * tn);
-    fill_k = static_cast<double>(k_split) / static_cast<double>(t.tile_k * tk);
-    fill_all = fill_m * fill_n * fill_k;
-    const int64_t r = ResidentBlocksPerSm(t, SmemEstimate(p, t), hw);
-    resident = static_cast<double>(r);
-    if (hw.sm_count > 0) {
-      const int64_t slots = static_cast<int64_t>(hw.sm_count) * r;
-      const int64_t w = CeilDiv(nblocks, slots);
-      waves = static_cast<double>(w);
-      wave_eff = blocks / (static_cast<double>(w) * static_cast<double>(slots));
-      coverage = std::min(1.0, blocks / hw.sm_count);
-    }
-  }
-  s.Num("tiles_m", tiles_m);
-  s.Num("tiles_n", tiles_n);
-  s.Num("tiles_k", tiles_k);
-  s.Num("output_tiles", output_tiles);
-  s.Num("blocks", blocks);
-  s.Num("fill_m", fill_m);
-  s.Num("fill_n", fill_n);
-  s.Num("fill_k", fill_k);
-  s.Num("fill_all", fill_all);
-  s.Num("resident_blocks_per_sm", resident);
-  s.Num("waves", waves);
-  s.Num("wave_efficiency", wave_eff);
-  s.Num("sm_coverage", coverage);
-  const auto dims = std::array<std::pair<int64_t, int64_t>, 3>{
-      {{p.m, t.tile_m}, {p.n, t.tile_n}, {p.k, t.tile_k}}};
-  static constexpr const char* kRatio[] = {"ratio_m_to_tile", "ratio_n_to_tile", "ratio_k_to_tile"};
-  static constexpr const char* kSmaller[] = {"m_smaller_than_tile", "n_smaller_than_tile",
-                                             "k_smaller_than_tile"};
-  static constexpr const char* kNeeds[] = {"needs_padding_m", "needs_padding_n", "needs_padding_k"};
-  static constexpr const char* kMissing[] = {"missing_padding_m", "missing_padding_n",
-                                             "missing_padding_k"};
-  const std::optional<std::array<bool, 3>>& pads = traits.padding;
-  const bool pad_flags[3] = {pads && (*pads)[0], pads && (*pads)[1], pads && (*pads)[2]};
-  for (int d = 0; d < 3; ++d) {
-    const auto [dim, tile] = dims[d];
-    s.Num(kRatio[d], tile > 0 ? static_cast<double>(dim) / tile : kNaN);
-    s.Num(kSmaller[d], tile > 0 ? Flag(dim < tile) : kNaN);
-  }
-  for (int d = 0; d < 3; ++d) {
-    const auto [dim, tile] = dims[d];
-    const bool needs = tile > 0 && dim % tile != 0;
-    s.Num(kNeeds[d], tile > 0 ? Flag(needs) : kNaN);
-    s.Num(kMissing[d], tile > 0 && pads ? Flag(needs && !pad_flags[d]) : kNaN);
-  }
 }
 
 constexpr size_t kEstimateWidth = 5;  // the features EstimateBlock writes
@@ -284,7 +81,7 @@ struct BlockSizes {
 void PerConfigBlocks(const GemmProblem& p, const KernelConfig& c, const GemmKernelTraits& traits,
                      const TileShape& t, const HardwareConstants& hw, FeatureSink& s) {
   SharedKernelBlock(p, traits, t, hw, s);
-  ProviderKernelBlock(c, s);
+  ProviderKernelBlock(c, {}, s);
   InteractionBlock(p, traits, t, hw, s);
 }
 
@@ -299,7 +96,7 @@ std::vector<FeatureInfo> EngineColumns(Provider provider, const HardwareConstant
   const TileShape t = TileShapeOf(traits);
   ProblemBlock(p, s);
   PerConfigBlocks(p, c, traits, t, hw, s);
-  HardwareBlock(p, hw, s);
+  HardwareBlock(p.dtype_a, hw, s);
   EstimateBlock(p, t, hw, s);
   return names;
 }
@@ -335,7 +132,7 @@ TileShape TileShapeOf(const KernelConfig& config) {
 AnalyticalEstimate EstimateGemm(const GemmProblem& p, const TileShape& t,
                                 const HardwareConstants& hw) {
   AnalyticalEstimate e;
-  const double peak = PeakFlops(p, hw);
+  const double peak = PeakFlops(p.dtype_a, hw);
   const double bw = hw.mem_bandwidth_gb_s * 1e9;
   if (peak <= 0 || bw <= 0) {
     e.compute_us = e.memory_us = e.time_us = e.tflops = kNaN;
@@ -407,15 +204,15 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
     return SchemaMismatchError("feature spec provider " + std::string(ProviderName(spec.provider)) +
                                " is not a GEMM provider");
   }
+  if (spec.conv_direction) {
+    return SchemaMismatchError(
+        "feature spec names a convolution direction, which GEMM specs "
+        "never have");
+  }
   // The runtime rebuilds the engine's own spec and checks the saved one against it, column by
   // column: a model trained with other formulas or encodings is refused, never silently fed.
   const FeatureSpec engine = GemmFeatureSpec(spec.provider, spec.hardware);
-  if (spec.encoding_version != engine.encoding_version) {
-    return SchemaMismatchError("feature encoding version " + std::to_string(spec.encoding_version) +
-                               " was saved with the model, but this kselect computes version " +
-                               std::to_string(engine.encoding_version) +
-                               "; retrain the model with this kselect");
-  }
+  KSELECT_RETURN_IF_ERROR(CheckEncodingVersion(spec, engine));
   GemmFeatureExtractor extractor(spec);
   extractor.engine_width_ = engine.features.size();
   for (const FeatureInfo& f : spec.features) {
@@ -431,23 +228,8 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
       extractor.column_of_slot_.push_back(-1 - index);
       continue;
     }
-    const auto it = std::find_if(engine.features.begin(), engine.features.end(),
-                                 [&](const FeatureInfo& e) { return e.name == f.name; });
-    if (it == engine.features.end()) {
-      return SchemaMismatchError("the model's feature '" + f.name +
-                                 "' is not computed by this kselect's GEMM extractor");
-    }
-    if (it->kind != f.kind) {
-      return SchemaMismatchError("feature '" + f.name + "' changed kind (categorical/numeric)");
-    }
-    const auto enc = spec.encodings.find(f.name);
-    const auto engine_enc = engine.encodings.find(f.name);
-    if ((enc == spec.encodings.end()) != (engine_enc == engine.encodings.end()) ||
-        (enc != spec.encodings.end() && !CategoriesExtend(enc->second, engine_enc->second))) {
-      return SchemaMismatchError("categorical encoding of feature '" + f.name +
-                                 "' differs from this kselect's; retrain the model");
-    }
-    extractor.column_of_slot_.push_back(static_cast<int>(it - engine.features.begin()));
+    KSELECT_ASSIGN_OR_RETURN(const int column, EngineColumnOf(f, spec, engine, "GEMM"));
+    extractor.column_of_slot_.push_back(column);
   }
   return extractor;
 }
@@ -544,7 +326,7 @@ Status GemmFeatureExtractor::ExtractGemm(const GemmProblem& problem, const Kerne
   const TileShape t = TileShapeOf(traits);
   ProblemBlock(problem, s);
   PerConfigBlocks(problem, config, traits, t, spec_.hardware, s);
-  HardwareBlock(problem, spec_.hardware, s);
+  HardwareBlock(problem.dtype_a, spec_.hardware, s);
   EstimateBlock(problem, t, spec_.hardware, s);
   KSELECT_CHECK(s.count() == engine_width_);
   std::array<double, std::size(kPeerFeatures)> peer_values{};
@@ -581,7 +363,7 @@ Status GemmFeatureExtractor::ExtractGemmBatch(const GemmProblem& problem,
   FeatureSink ps(problem_values.data());
   ProblemBlock(problem, ps);
   FeatureSink hs(hardware_values.data());
-  HardwareBlock(problem, hw, hs);
+  HardwareBlock(problem.dtype_a, hw, hs);
   const size_t per_config_width = engine_width - ps.count() - hs.count() - kEstimateWidth;
   std::vector<double> row(engine_width);
   std::array<double, std::size(kPeerFeatures)> peer_values{};

@@ -5,7 +5,9 @@
 set(KSELECT_ML_RUNTIME_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../features/feature_blocks.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../features/gemm_features.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../features/conv_features.cpp
     ${CMAKE_CURRENT_LIST_DIR}/ck_tile_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/compiled_trees.cpp
     ${CMAKE_CURRENT_LIST_DIR}/foreign_model.cpp

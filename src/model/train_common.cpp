@@ -236,6 +236,44 @@ StatusOr<std::vector<std::vector<double>>> OofScores(const OofPredictions& oof,
   return scores;
 }
 
+StatusOr<FeatureSpec> TrainingFeatureSpec(const CandidateSet& data, bool with_peer_block,
+                                          const std::vector<int32_t>* knob_types) {
+  std::map<std::string, int64_t> problems_of_kind;  // "gemm" or a conv direction -> problems
+  for (const ProblemCandidates& p : data.problems) {
+    const auto* conv = std::get_if<ConvProblem>(&p.problem);
+    ++problems_of_kind[conv ? std::string(ConvDirectionName(conv->direction)) : "gemm"];
+  }
+  if (problems_of_kind.empty()) return InvalidArgumentError("the data has no problems");
+  if (problems_of_kind.size() > 1) {
+    std::string counts;
+    for (const auto& [kind, n] : problems_of_kind) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    }
+    const bool has_gemm = problems_of_kind.contains("gemm");
+    return InvalidArgumentError(
+        "the " + std::string(ProviderName(data.provider)) + " data mixes " +
+        (has_gemm ? "GEMM and convolution problems" : "convolution directions") + " (" + counts +
+        "); a model learns one " + (has_gemm ? "kind of problem" : "direction") +
+        ": train one model per direction on that direction's rows");
+  }
+  const std::string& kind = problems_of_kind.begin()->first;
+  if (kind == "gemm") return GemmFeatureSpec(data.provider, data.hardware, with_peer_block);
+  if (with_peer_block) {
+    return InvalidArgumentError(
+        "--peer-rank: the peer block describes GEMM configs; convolution models take no "
+        "heuristic picks as features yet");
+  }
+  KSELECT_ASSIGN_OR_RETURN(const ConvDirection direction, ParseConvDirection(kind));
+  if (knob_types != nullptr) {
+    return ConvFeatureSpec(data.provider, direction, data.hardware, *knob_types);
+  }
+  std::vector<KernelConfig> configs;
+  for (const ProblemCandidates& p : data.problems) {
+    for (const Candidate& c : p.candidates) configs.push_back(c.config);
+  }
+  return ConvFeatureSpec(data.provider, direction, data.hardware, KnobTypesOf(configs));
+}
+
 CandidateTable CandidateTableOf(const CandidateSet& data) {
   CandidateTable table;
   table.provider = data.provider;

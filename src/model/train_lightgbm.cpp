@@ -619,6 +619,14 @@ struct MemberFitter {
 // by hard_mining_factor, and the fit is redone on the same rows.
 StatusOr<FitResult> MemberFitter::FitRows(std::span<const int32_t> train_rows,
                                           std::span<const int32_t> valid_rows, int rounds) const {
+  // LightGBM bags floor(0.85 * rows) rows and stops on an empty bag: one row (a fold of one
+  // single-config problem) would end in its internal check instead of a clear message.
+  if (train_rows.size() < 2) {
+    return FailedPreconditionError(
+        "a fit has " + std::to_string(train_rows.size()) +
+        " training row(s): too little data to fit (and cross-validate) a model; measure more "
+        "configs or problems, or train with fewer --folds");
+  }
   KSELECT_ASSIGN_OR_RETURN(FitResult first, Fit(full, train_rows, valid_rows, labels, init,
                                                 dataset_params, booster_params, rounds,
                                                 options.early_stopping_rounds, queries, weights));
@@ -877,7 +885,16 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     return InvalidArgumentError("the candidate set is for another provider than --provider");
   }
   TrainResult result;
-  result.spec = GemmFeatureSpec(data.provider, data.hardware, options.peer_rank_feature);
+  // A warm start keeps its model's knob columns: trees cannot take new ones.
+  std::optional<std::vector<int32_t>> warm_knobs;
+  if (!options.warm_start_dir.empty()) {
+    auto warm_spec =
+        LoadFeatureSpec((fs::path(options.warm_start_dir) / "feature_spec.json").string());
+    // Unreadable or of another kind: LoadWarmStart below says why.
+    if (warm_spec.ok() && warm_spec->extractor == "conv") warm_knobs = SpecKnobTypes(*warm_spec);
+  }
+  KSELECT_ASSIGN_OR_RETURN(result.spec, TrainingFeatureSpec(data, options.peer_rank_feature,
+                                                            warm_knobs ? &*warm_knobs : nullptr));
   if (options.peer_rank_feature) {
     const bool any = std::any_of(data.problems.begin(), data.problems.end(), [](const auto& p) {
       return std::any_of(p.candidates.begin(), p.candidates.end(),

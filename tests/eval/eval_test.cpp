@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include "kselect/eval.h"
 #include "kselect/eval_report.h"
+#include "kselect/train.h"
 #include "model/synthetic_gemm_data.h"
 #include "testing_util.h"
 
@@ -76,6 +77,8 @@ EvalSummary SummaryOf(const std::vector<double>& efficiencies) {
   for (size_t i = 0; i < efficiencies.size(); ++i) {
     ProblemOutcome o;
     o.problem_key = "p" + std::to_string(i);
+    o.m = 16;  // GEMMs of the tiny-M, shallow-K slices
+    o.k = 256;
     o.efficiency = efficiencies[i];
     o.selected_config = "c";
     o.oracle_predicted_rank = efficiencies[i] == 1.0 ? 1 : 2;
@@ -123,6 +126,112 @@ TEST(BuildCandidateSet, GroupsByProblemAndPicksTheOnlyProvider) {
   const auto none = BuildCandidateSet(data, Provider::kCublasLt);
   ASSERT_FALSE(none.ok());
   EXPECT_TRUE(Contains(none.status().message(), "no valid cublaslt"));
+}
+
+// Rows of convolution `problems` x cuDNN engines 0..2, measured on the synthetic H200.
+Dataset ConvRows(const std::vector<ConvProblem>& problems) {
+  RunInfo run;
+  run.run_id = "conv";
+  run.hardware = testing_util::SyntheticH200();
+  Dataset data;
+  for (const ConvProblem& p : problems) {
+    for (int64_t engine = 0; engine < 3; ++engine) {
+      Measurement m;
+      m.op_type = "grouped_conv";
+      m.problem = p;
+      m.config = CudnnConfig{.engine_id = engine, .knobs = {{1, engine}}};
+      m.latency_ms = 0.1 * static_cast<double>(engine + 1);
+      m.tflops = p.Flops() / (m.latency_ms * 1e-3) / 1e12;
+      m.bandwidth_gb_s = 1;
+      m.is_valid = true;
+      data.rows.push_back(RowFromMeasurement(m, run));
+    }
+  }
+  return data;
+}
+
+ConvProblem Conv(ConvDirection direction, DataType dtype = DataType::kBF16) {
+  ConvProblem p;
+  p.n = 4;
+  p.c = p.k = 64;
+  p.hi = p.wi = 28;
+  p.y = p.x = 3;
+  p.pad_h = p.pad_w = 1;
+  p.direction = direction;
+  p.dtype = dtype;
+  return p;
+}
+
+TEST(BuildCandidateSet, GroupsConvolutionRowsByTheirProblemKey) {
+  // The same layer in two dtypes: two problems, one shape (GroupKFold keeps them together).
+  const Dataset data =
+      ConvRows({Conv(ConvDirection::kForward), Conv(ConvDirection::kForward, DataType::kF16)});
+  const auto set = BuildCandidateSet(data, std::nullopt);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->provider, Provider::kCudnn);
+  ASSERT_EQ(set->problems.size(), 2u);
+  EXPECT_EQ(set->rows_used, 6);
+  for (const ProblemCandidates& p : set->problems) {
+    EXPECT_EQ(p.problem_key, ProblemToString(p.problem));
+    EXPECT_TRUE(std::holds_alternative<ConvProblem>(p.problem));
+    EXPECT_EQ(p.candidates.size(), 3u);
+  }
+  EXPECT_NE(set->problems[0].problem_key, set->problems[1].problem_key);
+  EXPECT_EQ(set->problems[0].shape_key, set->problems[1].shape_key);
+  EXPECT_EQ(set->problems[0].shape_key, "4,64,64,1,1,28,28,1,3,3,1,1,1,0,1,1,1,1,1");
+
+  const auto none = BuildCandidateSet(data, Provider::kCkConv);
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(Contains(none.status().message(), "no valid ck_conv convolution rows"));
+
+  // GEMM and convolution rows together: refused unless a provider is picked.
+  Dataset mixed = data;
+  const Dataset gemm = testing_util::SyntheticDataset(2, 4);
+  mixed.rows.insert(mixed.rows.end(), gemm.rows.begin(), gemm.rows.end());
+  const auto refused = BuildCandidateSet(mixed, std::nullopt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(
+      Contains(refused.status().message(), "mixes GEMM rows (tile) and convolution rows (cudnn)"));
+  EXPECT_EQ(BuildCandidateSet(mixed, Provider::kCudnn)->problems.size(), 2u);
+}
+
+TEST(TrainingFeatureSpec, PicksTheConvSpecOfTheDataAndRefusesMixes) {
+  const CandidateSet fwd =
+      BuildCandidateSet(ConvRows({Conv(ConvDirection::kForward)}), std::nullopt).value();
+  const auto spec = TrainingFeatureSpec(fwd, false);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->extractor, "conv");
+  EXPECT_EQ(spec->conv_direction, ConvDirection::kForward);
+  EXPECT_EQ(SpecKnobTypes(*spec), std::vector<int32_t>{1});
+  const std::vector<int32_t> kept = {4, 9};
+  EXPECT_EQ(SpecKnobTypes(TrainingFeatureSpec(fwd, false, &kept).value()), kept);
+
+  const auto peer = TrainingFeatureSpec(fwd, true);
+  ASSERT_FALSE(peer.ok());
+  EXPECT_TRUE(Contains(peer.status().message(), "--peer-rank"));
+
+  const CandidateSet both =
+      BuildCandidateSet(
+          ConvRows({Conv(ConvDirection::kForward), Conv(ConvDirection::kBackwardWeight)}),
+          std::nullopt)
+          .value();
+  const auto mixed = TrainingFeatureSpec(both, false);
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      Contains(mixed.status().message(), "mixes convolution directions (1 bwd_weight, 1 fwd)"));
+  EXPECT_TRUE(Contains(mixed.status().message(), "one model per direction"));
+
+  CandidateSet kinds = fwd;
+  kinds.problems.push_back(kinds.problems.front());
+  kinds.problems.back().problem = GemmProblem{.m = 8, .n = 8, .k = 8};
+  EXPECT_TRUE(Contains(TrainingFeatureSpec(kinds, false).status().message(),
+                       "mixes GEMM and convolution problems"));
+
+  const CandidateSet gemm =
+      BuildCandidateSet(testing_util::SyntheticDataset(2, 4), std::nullopt).value();
+  EXPECT_EQ(TrainingFeatureSpec(gemm, false).value(),
+            GemmFeatureSpec(Provider::kTile, gemm.hardware));
 }
 
 TEST(BuildCandidateSet, SkipsInvalidRowsAndFingerprintsTheData) {
@@ -184,6 +293,8 @@ TEST(Summarize, SlicesByMFamilyAndKRegime) {
   EXPECT_EQ(s.slices.at("k: deep (>=4096)").count, 2);
   EXPECT_EQ(s.slices.at("k: shallow (<512)").min, 0.7);
   EXPECT_EQ(s.slices.count("m: small (32-255)"), 0u);
+  // A convolution's outcome (no m or k) falls in no GEMM slice.
+  EXPECT_TRUE(SlicesOf(0, 0).empty());
 }
 
 TEST(EvalReports, JsonAndMarkdownCarryTheFigures) {

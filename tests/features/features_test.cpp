@@ -155,7 +155,7 @@ TEST(FeatureExtractor, AcceptsAModelWhoseCategoriesThisKselectExtended) {
 
 TEST(FeatureExtractor, TheRegistryPicksTheSpecsExtractorAndRefusesUnknownNames) {
   const FeatureSpec spec = GemmFeatureSpec(Provider::kCublasLt, H200());
-  EXPECT_EQ(FeatureExtractorNames(), std::vector<std::string_view>{"gemm"});
+  EXPECT_EQ(FeatureExtractorNames(), (std::vector<std::string_view>{"gemm", "conv"}));
   const auto created = CreateFeatureExtractor(spec);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ASSERT_NE(dynamic_cast<const GemmFeatureExtractor*>(created->get()), nullptr);
@@ -171,13 +171,21 @@ TEST(FeatureExtractor, TheRegistryPicksTheSpecsExtractorAndRefusesUnknownNames) 
   ASSERT_EQ(direct.size(), through.size());
   for (size_t i = 0; i < direct.size(); ++i) EXPECT_TRUE(SameBits(direct[i], through[i])) << i;
 
-  FeatureSpec conv = spec;
-  conv.extractor = "conv";
-  const auto unknown = CreateFeatureExtractor(conv);
+  FeatureSpec other = spec;
+  other.extractor = "origami";
+  const auto unknown = CreateFeatureExtractor(other);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kSchemaMismatch);
-  EXPECT_TRUE(Contains(unknown.status().message(), "'conv'"));
-  EXPECT_TRUE(Contains(unknown.status().message(), "gemm"));
+  EXPECT_TRUE(Contains(unknown.status().message(), "'origami'"));
+  EXPECT_TRUE(Contains(unknown.status().message(), "gemm, conv"));
+
+  // "conv" is known now, and its extractor refuses a GEMM provider's spec.
+  FeatureSpec conv = spec;
+  conv.extractor = "conv";
+  const auto refused = CreateFeatureExtractor(conv);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kSchemaMismatch);
+  EXPECT_TRUE(Contains(refused.status().message(), "not a convolution provider"));
 }
 
 TEST(FeatureExtractor, TheGemmExtractorRefusesOtherProblems) {

@@ -539,17 +539,25 @@ TEST_F(ModelTest, PeerRankFeatureUsesTheHeuristicsKnowledge) {
   EXPECT_TRUE(Contains(no_ranks.status().message(), "no peer_rank rows"));
 }
 
+// The rows of an ingested fixture file, as `kselect ingest` would write them.
+Dataset IngestedFixture(std::string_view folder, std::string_view name, InputFormat format,
+                        const IngestOptions& options = {}) {
+  const auto ingested = IngestFile(testing_util::FixturePath(folder, name), format, options);
+  EXPECT_TRUE(ingested.ok()) << ingested.status().ToString();
+  Dataset data;
+  if (!ingested.ok()) return data;
+  for (const Measurement& m : ingested->measurements) {
+    data.rows.push_back(RowFromMeasurement(m, ingested->runs.front()));
+  }
+  return data;
+}
+
 TEST_F(ModelTest, TrainsOnIngestedCkTileFixtureRows) {
   IngestOptions ingest;
   ingest.arch = "gfx950";
   ingest.device_kind = "mi355x";
-  const auto ingested =
-      IngestFile(testing_util::FixturePath("ck", "tile_good.log"), InputFormat::kCkTileLog, ingest);
-  ASSERT_TRUE(ingested.ok()) << ingested.status().ToString();
-  Dataset data;
-  for (const Measurement& m : ingested->measurements) {
-    data.rows.push_back(RowFromMeasurement(m, ingested->runs.front()));
-  }
+  const Dataset data = IngestedFixture("ck", "tile_good.log", InputFormat::kCkTileLog, ingest);
+  ASSERT_FALSE(data.rows.empty());
   TrainOptions options = FastOptions();
   options.folds = 2;  // the fixture has two shapes
   options.params.min_data_in_leaf = 1;
@@ -563,6 +571,73 @@ TEST_F(ModelTest, TrainsOnIngestedCkTileFixtureRows) {
   const auto summary = EvaluateModel(*model, BuildCandidateSet(data, std::nullopt).value());
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->model.count, 2);
+}
+
+// cudnn_conv_fwd.jsonl: 24 forward problems x 4 cuDNN engine configs; engine 2 (knobs 14=3,
+// 3=1) is twice as fast as any other on every problem (tests/cli/cases/conv_model.test).
+TEST_F(ModelTest, ConvModelRanksTheClearlyFasterEngineConfigFirst) {
+  const Dataset data =
+      IngestedFixture("kselect", "cudnn_conv_fwd.jsonl", InputFormat::kKselectJsonl);
+  TrainOptions options = FastOptions();
+  options.folds = 3;
+  const auto result = TrainModel(data, options, Dir("conv"));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->spec.extractor, "conv");
+  EXPECT_EQ(result->spec.provider, Provider::kCudnn);
+  EXPECT_EQ(result->spec.conv_direction, ConvDirection::kForward);
+  EXPECT_EQ(SpecKnobTypes(result->spec), (std::vector<int32_t>{0, 3, 14}));
+  EXPECT_EQ(result->problems, 24);
+  // Held out (every problem scored by a fold model that never saw its shape): always engine 2.
+  EXPECT_DOUBLE_EQ(result->oof_efficiency.min, 1.0);
+
+  const auto model = Model::Load(Dir("conv"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  // A layer the data never measured (5x5, 4 groups), and the fast engine with a knob the
+  // training never saw (99: no column, ignored).
+  ConvProblem unseen;
+  unseen.n = 8;
+  unseen.c = unseen.k = 192;
+  unseen.g = 4;
+  unseen.hi = unseen.wi = 35;
+  unseen.y = unseen.x = 5;
+  unseen.pad_h = unseen.pad_w = 2;
+  const std::vector<KernelConfig> configs = {
+      CudnnConfig{.engine_id = 0, .knobs = {{0, 1}, {3, 0}}},
+      CudnnConfig{.engine_id = 1, .knobs = {{0, 2}}},
+      CudnnConfig{.engine_id = 2, .knobs = {{14, 3}, {3, 1}, {99, 7}}},
+      CudnnConfig{.engine_id = 5}};
+  const auto scores = model->Predict(Target::kTflops, unseen, configs);
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  EXPECT_EQ(std::max_element(scores->begin(), scores->end()) - scores->begin(), 2);
+
+  // One model per direction: backward-data problems are refused with the reason.
+  unseen.direction = ConvDirection::kBackwardData;
+  const auto refused = model->Predict(Target::kTflops, unseen, configs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "one model per direction"));
+
+  // A warm start keeps the model's knob columns, so its trees still line up.
+  Dataset more = data;
+  for (DatasetRow& row : more.rows) {
+    if (row.cudnn_knobs && *row.cudnn_knobs == "[]") row.cudnn_knobs = "[[21,1]]";
+  }
+  options.warm_start_dir = Dir("conv");
+  options.warm_start_rounds = 5;
+  const auto warm = TrainModel(more, options, Dir("warm"));
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  EXPECT_EQ(SpecKnobTypes(warm->spec), (std::vector<int32_t>{0, 3, 14}));
+}
+
+TEST_F(ModelTest, ConvTrainingRefusesMixedDirections) {
+  Dataset data = IngestedFixture("kselect", "cudnn_conv_fwd.jsonl", InputFormat::kKselectJsonl);
+  const Dataset bwd =
+      IngestedFixture("kselect", "cudnn_conv_bwd_data.jsonl", InputFormat::kKselectJsonl);
+  data.rows.insert(data.rows.end(), bwd.rows.begin(), bwd.rows.end());
+  const auto result = TrainModel(data, FastOptions(), Dir("mixed"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(result.status().message(), "mixes convolution directions"));
+  EXPECT_FALSE(fs::exists(Dir("mixed") + "/feature_spec.json"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 # (the model tests compile to nothing without LightGBM).
 set(KSELECT_ML_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/features/features_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/features/conv_features_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/eval/eval_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/eval/baselines_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/eval/eval_html_test.cpp

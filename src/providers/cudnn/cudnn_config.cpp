@@ -18,6 +18,9 @@ config_table::FieldRow KnobsField() {
   f.json_key = "knobs";
   f.column = "cudnn_knobs";
   f.search = SearchMove::kEnumerated;
+  // One feature per knob type (cudnnBackendKnobType_t value), cudnn_knob_<type>.
+  f.feature = "cudnn_knob";
+  f.encoding = FeatureEncoding::kKnobValues;
   f.knobs = [](KernelConfig& c) { return &std::get<C>(c).knobs; };
   f.get_knobs = [](const KernelConfig& c) -> const std::vector<std::pair<int32_t, int64_t>>& {
     return std::get<C>(c).knobs;
@@ -30,6 +33,7 @@ const ConfigField kFields[] = {
         .Key("engine")
         .JsonRequired("engine_id")
         .Column("cudnn_engine_id")
+        .Feature("cudnn_engine_id", FeatureEncoding::kCategory)
         .Search(SearchMove::kEnumerated),
     KnobsField(),
     config_table::DerivedColumn("split_k", FieldType::kInt,
