@@ -144,16 +144,16 @@ TEST(TileProviderTest, KeepsItsRuleSetAndCompiledSpecsAcrossEnumerates) {
             StatusCode::kNotFound);
 }
 
-// Datasets and models record what kernels came from; both providers say it without a GPU.
+// Datasets and models record what kernels came from; every provider says it without a GPU.
 TEST(TileProviderTest, EveryProviderNamesItselfAndItsVersion) {
   for (const ProviderEntry& entry : ProviderRegistry()) {
     auto provider = CreateProvider(entry.provider);
     ASSERT_TRUE(provider.ok()) << provider.status().ToString();
     EXPECT_EQ((*provider)->name(), ProviderName(entry.provider));
-    EXPECT_EQ((*provider)->version().rfind(
-                  entry.provider == Provider::kTile ? "tile engine (nvrtc 13." : "cublaslt 13.", 0),
-              0u)
-        << (*provider)->version();
+    const char* prefix = entry.provider == Provider::kTile    ? "tile engine (nvrtc 13."
+                         : entry.provider == Provider::kCudnn ? "cudnn "
+                                                              : "cublaslt 13.";
+    EXPECT_EQ((*provider)->version().rfind(prefix, 0), 0u) << (*provider)->version();
   }
 }
 

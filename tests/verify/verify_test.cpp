@@ -290,8 +290,8 @@ TEST(OperandSpecTest, CheckOperandsNamesWhatIsWrong) {
   EXPECT_TRUE(CheckOperands(specs, full, 64).ok());
 }
 
-// Every registered provider describes a GEMM it runs as A, B, C with the GEMM's sizes, without a
-// GPU, and refuses to describe a problem it does not run.
+// Every registered provider describes the problems it runs with the shared operand lists (a GEMM
+// as A, B, C; a convolution as x, w, y), without a GPU, and refuses to describe the others.
 TEST(OperandSpecTest, EveryProviderDescribesItsGemmOperands) {
   GemmProblem p;
   p.m = 64, p.n = 32, p.k = 16;
@@ -301,6 +301,15 @@ TEST(OperandSpecTest, EveryProviderDescribesItsGemmOperands) {
   conv.hi = conv.wi = 4;
   for (const ProviderEntry& entry : ProviderRegistry()) {
     const std::unique_ptr<KernelProvider> provider = entry.create(ProviderOptions{});
+    if (entry.provider == Provider::kCudnn) {
+      EXPECT_FALSE(provider->SupportsProblem(p));
+      EXPECT_FALSE(provider->Operands(p).ok());
+      ASSERT_TRUE(provider->SupportsProblem(Problem(conv))) << entry.summary;
+      const std::vector<OperandSpec> specs = provider->Operands(Problem(conv)).value();
+      const std::vector<OperandSpec> expected = ConvOperandSpecs(conv, specs[0].alignment);
+      EXPECT_EQ(specs, expected);
+      continue;
+    }
     ASSERT_TRUE(provider->SupportsProblem(p)) << entry.summary;
     const std::vector<OperandSpec> specs = provider->Operands(p).value();
     ASSERT_EQ(specs.size(), 3u);
