@@ -414,6 +414,9 @@ class CudnnProvider final : public KernelProvider {
       for (fe::HeurMode_t mode : {fe::HeurMode_t::A, fe::HeurMode_t::B}) {
         StatusOr<std::vector<CudnnConfig>> listed = HeuristicList(problem, mode);
         if (!listed.ok()) continue;
+        if (static_cast<int64_t>(listed->size()) > kHeuristicConfigsInSpace) {
+          listed->resize(static_cast<size_t>(kHeuristicConfigsInSpace));
+        }
         for (CudnnConfig& c : *listed) {
           const int64_t engine = c.engine_id;
           consider(std::move(c), engine >= 0 && engine < plans->engine_count

@@ -26,11 +26,15 @@ std::unique_ptr<KernelProvider> CreateCudnnProvider(const ProviderOptions& optio
 bool CudnnSupportsProblem(const Problem& problem);
 
 // Most configs tried per engine. Engines whose knob product is larger are sampled evenly over
-// the product (deterministically); the heuristics' own configs are always in the space. Engines
-// that compile their kernels at plan build (cuDNN's RUNTIME_COMPILATION note; about a second
-// per config) get fewer.
+// the product (deterministically); the first kHeuristicConfigsInSpace configs each heuristic mode
+// lists are always in the space. Engines that compile their kernels at plan build (cuDNN's
+// RUNTIME_COMPILATION note) get one config beside the heuristics' own: each costs a compile of
+// about a second, and on the H200 the evenly spread split-K slice counts of two such engines
+// (bwd_weight 69, bwd_data 77) ran past the bench's 30 s watchdog on 12 small problems
+// (docs/notes/cudnn_provider.md).
 inline constexpr int64_t kMaxConfigsPerEngine = 64;
-inline constexpr int64_t kMaxConfigsPerRuntimeCompiledEngine = 4;
+inline constexpr int64_t kMaxConfigsPerRuntimeCompiledEngine = 1;
+inline constexpr int64_t kHeuristicConfigsInSpace = 16;
 
 // The knob settings of one engine, every combination of its knobs' values in a fixed order
 // (first knob slowest), evenly thinned to at most `limit` when there are more. Each knob is
