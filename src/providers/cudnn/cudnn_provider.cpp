@@ -664,17 +664,14 @@ bool CudnnSupportsProblem(const Problem& problem) {
 std::vector<std::vector<std::pair<int32_t, int64_t>>> KnobCombinations(
     const std::vector<KnobRange>& knobs, int64_t limit) {
   std::vector<std::vector<int64_t>> values;
-  int64_t total = 1;
   for (const KnobRange& knob : knobs) {
     const int64_t stride = std::max<int64_t>(knob.stride, 1);
     std::vector<int64_t> v;
     for (int64_t x = knob.minimum; x <= knob.maximum; x += stride) v.push_back(x);
     if (v.empty()) v.push_back(knob.minimum);
-    total = total > (int64_t{1} << 40) / static_cast<int64_t>(v.size())
-                ? (int64_t{1} << 40)
-                : total * static_cast<int64_t>(v.size());
     values.push_back(std::move(v));
   }
+  const int64_t total = KnobProduct(knobs);  // the product of the value counts above
   const int64_t taken = std::min(total, std::max<int64_t>(limit, 1));
   std::vector<std::vector<std::pair<int32_t, int64_t>>> out;
   out.reserve(static_cast<size_t>(taken));
