@@ -117,9 +117,13 @@ struct FeatureSpec {
 // The provider heuristic's own answer for a problem, one pick: a config and its place in the
 // heuristic's list (1 = its first choice). cuBLASLt's AlgoGetHeuristic answers on the GPU in
 // microseconds; the bench records each pick's place as peer_rank.
+// Which of the provider's heuristics listed a pick: cuBLASLt has one; cuDNN has two (heuristic
+// modes A and B, recorded as peer_rank and peer_rank_b).
+enum class PeerHeuristic : uint8_t { kFirst, kSecond };
 struct PeerPick {
   KernelConfig config;
   int32_t rank = 0;
+  PeerHeuristic heuristic = PeerHeuristic::kFirst;  // the GEMM peer block reads kFirst picks only
 };
 
 // The optional peer block: the heuristic's picks turned into features of each candidate, last in
@@ -145,15 +149,29 @@ FeatureSpec GemmFeatureSpec(Provider provider, const HardwareConstants& hardware
 // True when the spec has the peer block.
 bool SpecUsesPeerRanks(const FeatureSpec& spec);
 
+// The convolution peer block, last in a conv spec trained with --peer-rank: the candidate's rank
+// in each heuristic's list (peer_rank for the first, peer_rank_b for the second; 0 when not
+// listed), whether it shares the engine of each list's first choice, that engine, how many picks
+// of each list share the candidate's engine and the best rank among them, and whether the two
+// lists agree on their first choice. NaN where a list is empty or the provider has no engine
+// field. The engine is the family here: cuDNN's knobs tune within one.
+inline constexpr std::string_view kConvPeerFeatures[] = {
+    kPeerRankFeature,          "peer_rank_b",           "peer_same_engine",
+    "peer_same_engine_b",      "peer_top_engine",       "peer_top_engine_b",
+    "peer_engine_picks",       "peer_engine_best_rank", "peer_engine_picks_b",
+    "peer_engine_best_rank_b", "peer_tops_agree",       "peer_list_size"};
+
 // The spec the conv extractor produces for `provider` (a convolution provider: cudnn, ck_conv)
-// and `direction` on `hardware`. A provider with a knob list (cuDNN) gets one numeric feature
-// per entry of `knob_types` (cuDNN's cudnnBackendKnobType_t values, say those seen in the
-// training data), sorted and deduplicated: the spec itself records which knob columns exist, so
-// configs with other knob sets are scored without shifting columns (a knob the spec lacks is
-// ignored, one the config lacks is missing). Fails for a GEMM provider.
+// and `direction` on `hardware`, with the conv peer block last when `with_peer_block`. A provider
+// with a knob list (cuDNN) gets one numeric feature per entry of `knob_types` (cuDNN's
+// cudnnBackendKnobType_t values, say those seen in the training data), sorted and deduplicated: the
+// spec itself records which knob columns exist, so configs with other knob sets are scored without
+// shifting columns (a knob the spec lacks is ignored, one the config lacks is missing). Fails for a
+// GEMM provider.
 StatusOr<FeatureSpec> ConvFeatureSpec(Provider provider, ConvDirection direction,
                                       const HardwareConstants& hardware,
-                                      std::span<const int32_t> knob_types = {});
+                                      std::span<const int32_t> knob_types = {},
+                                      bool with_peer_block = false);
 // The knob types a spec has columns for, in column order (empty for specs without knobs).
 std::vector<int32_t> SpecKnobTypes(const FeatureSpec& spec);
 // The distinct knob types of `configs` (of a provider with a knob list), ascending.
@@ -254,8 +272,8 @@ class ConvFeatureExtractor final : public FeatureExtractor {
 
   const FeatureSpec& spec() const override { return spec_; }
   size_t NumFeatures() const override { return column_of_slot_.size(); }
-  // Conv models take no heuristic picks (yet); `peer` is ignored.
-  bool UsesPeerRanks() const override { return false; }
+  // True when the spec has the conv peer block (kConvPeerFeatures).
+  bool UsesPeerRanks() const override { return uses_peer_; }
 
   Status Extract(const Problem& problem, const KernelConfig& config, std::vector<double>* out,
                  std::optional<std::span<const PeerPick>> peer = std::nullopt) const override;
@@ -268,9 +286,12 @@ class ConvFeatureExtractor final : public FeatureExtractor {
   FeatureSpec spec_;
   std::vector<int32_t> knob_types_;  // the spec's knob types, ascending (the engine's columns)
   size_t engine_width_ = 0;
-  std::vector<int> column_of_slot_;  // spec slot -> engine column
+  // spec slot -> engine column (>= 0) or peer-block entry (-1 - index into kConvPeerFeatures)
+  std::vector<int> column_of_slot_;
+  bool uses_peer_ = false;
   StatusOr<const ConvProblem*> CheckInput(const Problem& problem,
-                                          std::span<const KernelConfig> configs) const;
+                                          std::span<const KernelConfig> configs,
+                                          std::optional<std::span<const PeerPick>> peer) const;
 };
 
 // A convolution as the implicit GEMM one group computes (batch = G groups), per direction:

@@ -152,10 +152,10 @@ class Selector {
   struct Impl;
 
  private:
-  friend StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem,
-                                           std::span<const RankedConfig> ranked, DecisionPath path,
-                                           const void* a, const void* b, void* c, void* workspace,
-                                           int64_t workspace_bytes, void* stream);
+  friend StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem,
+                                               std::span<const RankedConfig> ranked,
+                                               DecisionPath path, const KernelOperands& operands,
+                                               void* stream);
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
@@ -187,5 +187,19 @@ StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem
                                   std::span<const RankedConfig> ranked, DecisionPath path,
                                   const void* a, const void* b, void* c, void* workspace,
                                   int64_t workspace_bytes, void* stream);
+
+// A convolution with the selector's choice for `problem` (a model of the problem's direction,
+// cuDNN configs), on `stream`. The tensors are named as in the forward pass, channels last
+// (NHWC / NDHWC, weights KYXC / KZYXC with C/G channels), whatever the direction: fwd reads x
+// and w and writes y; bwd_data reads y (dy) and w and writes x (dx); bwd_weight reads x and y
+// (dy) and writes w (dw). Fallback, workspace and prepared kernels as for Gemm().
+StatusOr<DispatchInfo> Conv(Selector& selector, const ConvProblem& problem, void* x, void* w,
+                            void* y, void* workspace, int64_t workspace_bytes, void* stream);
+
+// The launch behind Gemm, GemmRanked and Conv, for any problem kind: `ranked` tried in order
+// until one config prepares and launches on `operands` (the provider's Operands order).
+StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem,
+                                      std::span<const RankedConfig> ranked, DecisionPath path,
+                                      const KernelOperands& operands, void* stream);
 
 }  // namespace kselect

@@ -87,9 +87,13 @@ std::vector<PeerPick> PeerPicksOf(const ProblemCandidates& problem) {
   std::vector<PeerPick> picks;
   for (const Candidate& c : problem.candidates) {
     if (c.peer_rank && *c.peer_rank > 0) picks.push_back({c.config, *c.peer_rank});
+    if (c.peer_rank_b && *c.peer_rank_b > 0) {
+      picks.push_back({c.config, *c.peer_rank_b, PeerHeuristic::kSecond});
+    }
   }
-  std::stable_sort(picks.begin(), picks.end(),
-                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  std::stable_sort(picks.begin(), picks.end(), [](const PeerPick& a, const PeerPick& b) {
+    return std::pair(a.heuristic, a.rank) < std::pair(b.heuristic, b.rank);
+  });
   return picks;
 }
 

@@ -7,7 +7,9 @@
 //   problem:        conv_n c k g, c_per_group, k_per_group, conv_di hi wi, conv_do ho wo,
 //                   conv_z y x, stride_d/h/w, pad_d/h/w, dilation_d/h/w, spatial_dims (2 or 3),
 //                   conv_layout, dtype (categorical), bytes_per_element, filter_volume = Z*Y*X;
-//                   log2 of N, Cg, Kg, Di*Hi*Wi, Do*Ho*Wo; flags grouped (G > 1), depthwise
+//                   log2 of N, Cg, Kg, Di*Hi*Wi, Do*Ho*Wo; c_per_group_align and
+//                   k_per_group_align (largest power of two dividing Cg, Kg, at most 64); flags
+//                   grouped (G > 1), depthwise
 //                   (G > 1 and Cg = 1), filter_1x1, stride_1, unit_dilation, padded, plain_gemm
 //                   (1x1, stride 1, no padding: the convolution is a GEMM); flops (the same in
 //                   every direction), log2_flops, min_bytes (input, weight, output once),
@@ -26,7 +28,9 @@
 //   hardware:       the GEMM extractor's hw_* block (peak for the convolution's dtype)
 //   estimate:       EstimateConv: est_compute_us, est_memory_us, est_time_us, est_tflops,
 //                   est_compute_fraction
+//   peer (optional, last): kConvPeerFeatures (features.h), from the heuristics' picks
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "core/text.h"
@@ -79,6 +83,13 @@ TileShape TileOf(const KernelConfig& config) {
   return t;
 }
 
+// The largest power of two dividing `value`, at most `cap`.
+int64_t PowerOfTwoFactor(int64_t value, int64_t cap) {
+  int64_t factor = 1;
+  while (factor < cap && value % (factor * 2) == 0) factor *= 2;
+  return factor;
+}
+
 void ProblemBlock(const ConvProblem& p, FeatureSink& s) {
   auto d = [](int64_t v) { return static_cast<double>(v); };
   const int64_t cg = p.c / p.g, kg = p.k / p.g, filter = p.z * p.y * p.x;
@@ -115,6 +126,10 @@ void ProblemBlock(const ConvProblem& p, FeatureSink& s) {
   s.Num("log2_n", Log2(d(p.n)));
   s.Num("log2_c_per_group", Log2(d(cg)));
   s.Num("log2_k_per_group", Log2(d(kg)));
+  // Vector width the channels allow: engines need C/G and K/G to be multiples of 8 elements (16
+  // bytes) for their fast paths; odd channel counts (stems, R(2+1)D's 45) fall off them.
+  s.Num("c_per_group_align", d(PowerOfTwoFactor(cg, 64)));
+  s.Num("k_per_group_align", d(PowerOfTwoFactor(kg, 64)));
   s.Num("log2_input_spatial", Log2(d(p.di * p.hi * p.wi)));
   s.Num("log2_output_spatial", Log2(d(out_spatial)));
   const bool stride_1 = p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1;
@@ -170,6 +185,68 @@ void ProblemBlocks(const ConvProblem& p, const GemmProblem& view, const Hardware
   ProblemBlock(p, s);
   GemmSizeBlock(view, "gemm_", s);
   HardwareBlock(p.dtype, hw, s);
+}
+
+constexpr size_t kConvPeerWidth = std::size(kConvPeerFeatures);
+
+// The family a peer pick shares with a candidate: the provider's engine (cuDNN), else none.
+std::optional<int64_t> EngineOf(const KernelConfig& config) {
+  return ConfigFieldValue(config, "engine_id");
+}
+
+// One heuristic's list, summarised once per problem.
+struct PeerList {
+  std::vector<const PeerPick*> picks;  // rank order
+  const PeerPick* top = nullptr;
+  std::optional<int64_t> top_engine;
+};
+
+PeerList ListOf(std::span<const PeerPick> peer, PeerHeuristic heuristic) {
+  PeerList list;
+  for (const PeerPick& pick : peer) {
+    if (pick.heuristic == heuristic) list.picks.push_back(&pick);
+  }
+  std::stable_sort(list.picks.begin(), list.picks.end(),
+                   [](const PeerPick* a, const PeerPick* b) { return a->rank < b->rank; });
+  if (!list.picks.empty()) {
+    list.top = list.picks.front();
+    list.top_engine = EngineOf(list.top->config);
+  }
+  return list;
+}
+
+// The candidate's rank, engine match, top engine, engine picks and best engine rank in `list`
+// (NaN for an empty list; the engine fields NaN where the provider has no engine field).
+void ListFeatures(const KernelConfig& config, std::optional<int64_t> engine, const PeerList& list,
+                  double* rank, double* same_engine, double* top_engine, double* engine_picks,
+                  double* engine_best) {
+  if (list.top == nullptr) {
+    *rank = *same_engine = *top_engine = *engine_picks = *engine_best = kNaN;
+    return;
+  }
+  int32_t own = 0, picks = 0, best = 0;
+  for (const PeerPick* pick : list.picks) {
+    if (own == 0 && pick->config == config) own = pick->rank;
+    if (engine && EngineOf(pick->config) == engine) {
+      ++picks;
+      if (best == 0) best = pick->rank;
+    }
+  }
+  *rank = own;
+  const bool engines = engine.has_value() && list.top_engine.has_value();
+  *same_engine = engines ? Flag(*engine == *list.top_engine) : kNaN;
+  *top_engine = list.top_engine ? static_cast<double>(*list.top_engine) : kNaN;
+  *engine_picks = engine ? static_cast<double>(picks) : kNaN;
+  *engine_best = engine ? static_cast<double>(best) : kNaN;
+}
+
+// kConvPeerFeatures of one candidate into v.
+void ConvPeerBlock(const KernelConfig& config, const PeerList& a, const PeerList& b, double* v) {
+  const std::optional<int64_t> engine = EngineOf(config);
+  ListFeatures(config, engine, a, &v[0], &v[2], &v[4], &v[6], &v[7]);
+  ListFeatures(config, engine, b, &v[1], &v[3], &v[5], &v[8], &v[9]);
+  v[10] = a.top && b.top ? Flag(a.top->config == b.top->config) : kNaN;
+  v[11] = static_cast<double>(a.picks.size());
 }
 
 }  // namespace
@@ -238,7 +315,7 @@ std::vector<int32_t> SpecKnobTypes(const FeatureSpec& spec) {
 
 StatusOr<FeatureSpec> ConvFeatureSpec(Provider provider, ConvDirection direction,
                                       const HardwareConstants& hardware,
-                                      std::span<const int32_t> knob_types) {
+                                      std::span<const int32_t> knob_types, bool with_peer_block) {
   if (!IsConvProvider(provider)) {
     return InvalidArgumentError("provider " + std::string(ProviderName(provider)) +
                                 " is a GEMM provider: convolution features need cudnn or ck_conv");
@@ -265,6 +342,11 @@ StatusOr<FeatureSpec> ConvFeatureSpec(Provider provider, ConvDirection direction
   const GemmProblem view = ImplicitGemmOf(p);
   ProblemBlocks(p, view, hardware, s);
   ConfigBlocks(p, view, SchemaOf(provider).make_default(), knobs, hardware, s);
+  if (with_peer_block) {
+    for (std::string_view name : kConvPeerFeatures) {
+      spec.features.push_back({std::string(name), FeatureKind::kNumeric});
+    }
+  }
   for (const FeatureInfo& f : spec.features) {
     const auto it = Encodings().find(f.name);
     if (it != Encodings().end()) spec.encodings[f.name] = it->second;
@@ -295,6 +377,18 @@ StatusOr<ConvFeatureExtractor> ConvFeatureExtractor::Create(const FeatureSpec& s
   extractor.knob_types_ = SpecKnobTypes(engine);
   extractor.engine_width_ = engine.features.size();
   for (const FeatureInfo& f : spec.features) {
+    const auto peer = std::find(std::begin(kConvPeerFeatures), std::end(kConvPeerFeatures), f.name);
+    if (peer != std::end(kConvPeerFeatures)) {
+      const int index = static_cast<int>(peer - std::begin(kConvPeerFeatures));
+      if (f.kind != FeatureKind::kNumeric ||
+          std::count(extractor.column_of_slot_.begin(), extractor.column_of_slot_.end(),
+                     -1 - index) != 0) {
+        return SchemaMismatchError("feature '" + f.name + "' must appear once, numeric");
+      }
+      extractor.column_of_slot_.push_back(-1 - index);
+      extractor.uses_peer_ = true;
+      continue;
+    }
     KSELECT_ASSIGN_OR_RETURN(const int column, EngineColumnOf(f, spec, engine, "convolution"));
     extractor.column_of_slot_.push_back(column);
   }
@@ -302,7 +396,8 @@ StatusOr<ConvFeatureExtractor> ConvFeatureExtractor::Create(const FeatureSpec& s
 }
 
 StatusOr<const ConvProblem*> ConvFeatureExtractor::CheckInput(
-    const Problem& problem, std::span<const KernelConfig> configs) const {
+    const Problem& problem, std::span<const KernelConfig> configs,
+    std::optional<std::span<const PeerPick>> peer) const {
   const auto* conv = std::get_if<ConvProblem>(&problem);
   if (conv == nullptr) {
     return InvalidArgumentError("the convolution feature extractor cannot describe " +
@@ -324,6 +419,26 @@ StatusOr<const ConvProblem*> ConvFeatureExtractor::CheckInput(
                                   std::string(ProviderName(spec_.provider)) + " feature extractor");
     }
   }
+  if (uses_peer_) {
+    if (!peer) {
+      return FailedPreconditionError(
+          "this model ranks with the " + std::string(ProviderName(spec_.provider)) +
+          " heuristics' own picks as features (trained with --peer-rank) and needs them for the "
+          "problem: kselect asks the library on a GPU host, or reads them from a dataset that "
+          "measured the problem; otherwise use a model trained without --peer-rank");
+    }
+    for (const PeerPick& pick : *peer) {
+      if (pick.rank < 1) {
+        return InvalidArgumentError("a peer pick has rank " + std::to_string(pick.rank) +
+                                    " (ranks start at 1)");
+      }
+      if (ProviderOf(pick.config) != spec_.provider) {
+        return InvalidArgumentError(
+            "a peer pick is a " + std::string(ProviderName(ProviderOf(pick.config))) +
+            " config, not a " + std::string(ProviderName(spec_.provider)) + " one");
+      }
+    }
+  }
   return conv;
 }
 
@@ -336,8 +451,14 @@ Status ConvFeatureExtractor::Extract(const Problem& problem, const KernelConfig&
 Status ConvFeatureExtractor::ExtractBatch(const Problem& problem,
                                           std::span<const KernelConfig> candidates,
                                           std::vector<double>* out,
-                                          std::optional<std::span<const PeerPick>>) const {
-  KSELECT_ASSIGN_OR_RETURN(const ConvProblem* conv, CheckInput(problem, candidates));
+                                          std::optional<std::span<const PeerPick>> peer) const {
+  KSELECT_ASSIGN_OR_RETURN(const ConvProblem* conv, CheckInput(problem, candidates, peer));
+  PeerList list_a, list_b;
+  if (uses_peer_) {
+    list_a = ListOf(*peer, PeerHeuristic::kFirst);
+    list_b = ListOf(*peer, PeerHeuristic::kSecond);
+  }
+  std::array<double, kConvPeerWidth> peer_values{};
   const GemmProblem view = ImplicitGemmOf(*conv);
   std::vector<double> row(engine_width_);
   FeatureSink shared(row.data());
@@ -348,9 +469,12 @@ Status ConvFeatureExtractor::ExtractBatch(const Problem& problem,
     FeatureSink s(row.data() + shared.count());
     ConfigBlocks(*conv, view, candidates[i], knob_types_, spec_.hardware, s);
     KSELECT_CHECK(shared.count() + s.count() == engine_width_);
+    if (uses_peer_) ConvPeerBlock(candidates[i], list_a, list_b, peer_values.data());
     double* dst = out->data() + i * width;
     for (size_t slot = 0; slot < width; ++slot) {
-      dst[slot] = row[static_cast<size_t>(column_of_slot_[slot])];
+      const int column = column_of_slot_[slot];
+      dst[slot] = column >= 0 ? row[static_cast<size_t>(column)]
+                              : peer_values[static_cast<size_t>(-1 - column)];
     }
   }
   return Status::Ok();

@@ -276,6 +276,7 @@ void GemmFeatureExtractor::PeerBlock(const KernelConfig& config, const GemmKerne
   const GemmKernelTraits* top_traits = nullptr;
   for (size_t i = 0; i < peer.size(); ++i) {
     const PeerPick& pick = peer[i];
+    if (pick.heuristic != PeerHeuristic::kFirst) continue;  // GEMM providers have one heuristic
     if (!top || pick.rank < top->rank) {
       top = &pick;
       top_traits = &peer_traits[i];

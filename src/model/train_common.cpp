@@ -258,20 +258,16 @@ StatusOr<FeatureSpec> TrainingFeatureSpec(const CandidateSet& data, bool with_pe
   }
   const std::string& kind = problems_of_kind.begin()->first;
   if (kind == "gemm") return GemmFeatureSpec(data.provider, data.hardware, with_peer_block);
-  if (with_peer_block) {
-    return InvalidArgumentError(
-        "--peer-rank: the peer block describes GEMM configs; convolution models take no "
-        "heuristic picks as features yet");
-  }
   KSELECT_ASSIGN_OR_RETURN(const ConvDirection direction, ParseConvDirection(kind));
   if (knob_types != nullptr) {
-    return ConvFeatureSpec(data.provider, direction, data.hardware, *knob_types);
+    return ConvFeatureSpec(data.provider, direction, data.hardware, *knob_types, with_peer_block);
   }
   std::vector<KernelConfig> configs;
   for (const ProblemCandidates& p : data.problems) {
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
   }
-  return ConvFeatureSpec(data.provider, direction, data.hardware, KnobTypesOf(configs));
+  return ConvFeatureSpec(data.provider, direction, data.hardware, KnobTypesOf(configs),
+                         with_peer_block);
 }
 
 CandidateTable CandidateTableOf(const CandidateSet& data) {

@@ -1,5 +1,5 @@
-// kselect::Gemm: the selector's choice run on the caller's buffers, falling back down the ranking
-// when a config cannot be prepared or launched.
+// kselect::Gemm and kselect::Conv: the selector's choice run on the caller's buffers, falling back
+// down the ranking when a config cannot be prepared or launched.
 #include <mutex>
 
 #include "kselect/selector.h"
@@ -21,15 +21,35 @@ StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem
   if (a == nullptr || b == nullptr || c == nullptr) {
     return InvalidArgumentError("Gemm: A, B and C must be device pointers, not null");
   }
-  if (workspace_bytes < 0 || (workspace == nullptr && workspace_bytes > 0)) {
-    return InvalidArgumentError("Gemm: workspace_bytes must be >= 0, with a buffer when > 0");
-  }
-  KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
   KernelOperands operands;
   operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
   operands.workspace = workspace;
   operands.workspace_bytes = workspace_bytes;
-  const std::string problem_key = problem.ToString();
+  return DispatchRanked(selector, problem, ranked, path, operands, stream);
+}
+
+StatusOr<DispatchInfo> Conv(Selector& selector, const ConvProblem& problem, void* x, void* w,
+                            void* y, void* workspace, int64_t workspace_bytes, void* stream) {
+  if (x == nullptr || w == nullptr || y == nullptr) {
+    return InvalidArgumentError("Conv: x, w and y must be device pointers, not null");
+  }
+  KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector.Select(problem));
+  KernelOperands operands;
+  operands.buffers = {x, w, y};  // ConvOperandSpecs' order
+  operands.workspace = workspace;
+  operands.workspace_bytes = workspace_bytes;
+  return DispatchRanked(selector, problem, selection->ranked, selection->path, operands, stream);
+}
+
+StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem,
+                                      std::span<const RankedConfig> ranked, DecisionPath path,
+                                      const KernelOperands& operands, void* stream) {
+  const int64_t workspace_bytes = operands.workspace_bytes;
+  if (workspace_bytes < 0 || (operands.workspace == nullptr && workspace_bytes > 0)) {
+    return InvalidArgumentError("workspace_bytes must be >= 0, with a buffer when > 0");
+  }
+  KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
+  const std::string problem_key = ProblemToString(problem);
   std::string failures;
   for (size_t r = 0; r < ranked.size(); ++r) {
     const KernelConfig& config = ranked[r].config;
@@ -74,7 +94,7 @@ StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem
     if (!failures.empty()) info.note = "fell back past " + failures;
     return info;
   }
-  return CannotImplementError("Gemm: none of the " + std::to_string(ranked.size()) +
+  return CannotImplementError("none of the " + std::to_string(ranked.size()) +
                               " selected configs for " + problem_key + " ran: " + failures);
 }
 

@@ -511,6 +511,16 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
   std::vector<KernelConfig> extra;  // heuristic picks the table lacks
   std::vector<PeerPick> live;
   std::string peer_note;
+  const bool conv = std::holds_alternative<ConvProblem>(problem);
+  if (model.UsesPeerRanks() && !peer && conv && (!options.query_heuristic || provider == nullptr)) {
+    // Convolutions have no analytical fallback: the model ranks with empty pick lists (which the
+    // conv peer block encodes as missing) rather than leave a GPU-less host without an answer.
+    peer = std::span<const PeerPick>();
+    peer_note = "no heuristic picks (" +
+                (options.query_heuristic ? provider_status.message()
+                                         : std::string("query_heuristic is off")) +
+                "): the model ranked without them";
+  }
   if (model.UsesPeerRanks() && !peer) {
     if (!options.query_heuristic || provider == nullptr) {
       *note = "the model needs the " + std::string(ProviderName(model.spec().provider)) +
@@ -532,6 +542,17 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
     for (size_t r = 0; r < listed->size(); ++r) {
       live.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
     }
+    // A library with a second heuristic (cuDNN's mode B) is asked for it too; one that cannot
+    // answer it leaves that list empty, which the peer block encodes as missing.
+    StatusOr<std::vector<KernelConfig>> second = [&] {
+      std::lock_guard lock(provider_mutex);
+      return provider->SecondHeuristicPicks(problem, 8);
+    }();
+    if (second.ok()) {
+      for (size_t r = 0; r < second->size(); ++r) {
+        live.push_back({(*second)[r], static_cast<int32_t>(r + 1), PeerHeuristic::kSecond});
+      }
+    }
     peer = live;
     peer_note = "heuristic picks asked live";
   }
@@ -539,7 +560,10 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
   for (const PeerPick& pick : peer.value_or(std::span<const PeerPick>())) {
     const auto it = group.index_of_key.find(ConfigKey(pick.config));
     if (it == group.index_of_key.end()) {
-      extra.push_back(pick.config);
+      // A config both heuristics list is scored once.
+      if (std::find(extra.begin(), extra.end(), pick.config) == extra.end()) {
+        extra.push_back(pick.config);
+      }
     } else {
       picks_in_table.push_back(it->second);
     }

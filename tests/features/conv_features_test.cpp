@@ -327,3 +327,82 @@ TEST(ConvFeatures, RefusesWhatItCannotDescribe) {
 
 }  // namespace
 }  // namespace kselect
+
+namespace kselect {
+namespace {
+
+TEST(ConvFeatures, PeerBlockReadsBothHeuristicsByEngine) {
+  const std::vector<int32_t> knobs = {3};
+  const FeatureSpec spec =
+      ConvFeatureSpec(Provider::kCudnn, ConvDirection::kForward, H200(), knobs, true).value();
+  EXPECT_TRUE(SpecUsesPeerRanks(spec));
+  EXPECT_EQ(spec.features.back().name, "peer_list_size");
+  const auto e = CreateFeatureExtractor(spec);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE((*e)->UsesPeerRanks());
+
+  const CudnnConfig a1{.engine_id = 7, .knobs = {{3, 1}}};
+  const CudnnConfig a2{.engine_id = 7, .knobs = {{3, 2}}};
+  const CudnnConfig a3{.engine_id = 9, .knobs = {{3, 1}}};
+  const CudnnConfig b1{.engine_id = 9, .knobs = {{3, 4}}};
+  const CudnnConfig other{.engine_id = 11, .knobs = {{3, 1}}};
+  // Mode A lists a1, a2, a3; mode B lists b1 then a2 (given out of order: ranks decide).
+  const std::vector<PeerPick> peer = {
+      {a2, 2}, {a1, 1}, {a3, 3}, {a2, 2, PeerHeuristic::kSecond}, {b1, 1, PeerHeuristic::kSecond}};
+  const std::vector<KernelConfig> candidates = {a2, b1, other};
+  std::vector<double> rows;
+  ASSERT_TRUE((*e)->ExtractBatch(Strided(ConvDirection::kForward), candidates, &rows, peer).ok());
+  // a2: rank 2 in A, 2 in B; shares engine 7 with A's top (two A picks, best rank 1), not with
+  // B's top (engine 9); B has no other engine-7 pick.
+  EXPECT_EQ(Feature(spec, rows, "peer_rank", 0), 2);
+  EXPECT_EQ(Feature(spec, rows, "peer_rank_b", 0), 2);
+  EXPECT_EQ(Feature(spec, rows, "peer_same_engine", 0), 1);
+  EXPECT_EQ(Feature(spec, rows, "peer_same_engine_b", 0), 0);
+  EXPECT_EQ(Feature(spec, rows, "peer_top_engine", 0), 7);
+  EXPECT_EQ(Feature(spec, rows, "peer_top_engine_b", 0), 9);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_picks", 0), 2);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_best_rank", 0), 1);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_picks_b", 0), 1);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_best_rank_b", 0), 2);
+  EXPECT_EQ(Feature(spec, rows, "peer_tops_agree", 0), 0);
+  EXPECT_EQ(Feature(spec, rows, "peer_list_size", 0), 3);
+  // b1: unlisted in A (0), B's pick; engine 9 has A's rank-3 pick.
+  EXPECT_EQ(Feature(spec, rows, "peer_rank", 1), 0);
+  EXPECT_EQ(Feature(spec, rows, "peer_rank_b", 1), 1);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_best_rank", 1), 3);
+  EXPECT_EQ(Feature(spec, rows, "peer_same_engine_b", 1), 1);
+  // other: listed nowhere, its engine nowhere.
+  EXPECT_EQ(Feature(spec, rows, "peer_rank", 2), 0);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_picks", 2), 0);
+  EXPECT_EQ(Feature(spec, rows, "peer_engine_best_rank_b", 2), 0);
+
+  // Empty lists are missing, not "unlisted"; a model needing picks refuses to go without.
+  ASSERT_TRUE((*e)->ExtractBatch(Strided(ConvDirection::kForward), candidates, &rows,
+                                 std::span<const PeerPick>())
+                  .ok());
+  EXPECT_TRUE(std::isnan(Feature(spec, rows, "peer_rank", 0)));
+  EXPECT_TRUE(std::isnan(Feature(spec, rows, "peer_tops_agree", 0)));
+  EXPECT_EQ(Feature(spec, rows, "peer_list_size", 0), 0);
+  const Status missing = (*e)->ExtractBatch(Strided(ConvDirection::kForward), candidates, &rows);
+  EXPECT_EQ(missing.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(missing.message(), "--peer-rank")) << missing.ToString();
+  const std::vector<PeerPick> bad = {{a1, 0}};
+  EXPECT_EQ((*e)->ExtractBatch(Strided(ConvDirection::kForward), candidates, &rows, bad).code(),
+            StatusCode::kInvalidArgument);
+
+  // Single extraction equals the batch; the spec without the block has no peer columns.
+  std::vector<double> one;
+  ASSERT_TRUE((*e)->Extract(Strided(ConvDirection::kForward), a2, &one, peer).ok());
+  ASSERT_TRUE((*e)->ExtractBatch(Strided(ConvDirection::kForward), candidates, &rows, peer).ok());
+  for (size_t i = 0; i < one.size(); ++i) {
+    if (std::isnan(one[i])) {
+      EXPECT_TRUE(std::isnan(rows[i])) << spec.features[i].name;
+    } else {
+      EXPECT_EQ(one[i], rows[i]) << spec.features[i].name;
+    }
+  }
+  EXPECT_FALSE(SpecUsesPeerRanks(CudnnSpec(ConvDirection::kForward, {3})));
+}
+
+}  // namespace
+}  // namespace kselect
