@@ -92,6 +92,8 @@ StatusOr<std::vector<ConvShapeRow>> LoadConvShapeFile(const std::string& path);
 //   "conv_train": ~300 2D and 3D training shapes over every regime (small to large spatial,
 //     channels 16-2048, asymmetric C/K, batch 1-128, groups 2-64 and depthwise, stride 2,
 //     dilation, 1x1 to 7x7 filters, 3D), none equal to a conv_validation row;
+//   "conv_train_extra": 300 more random draws over the same regimes (a fifth with channel counts
+//     3-512 off the vector width), none equal to a conv_train or conv_validation row;
 //   "conv_validation": the distinct conv layers of well-known networks (ResNet-50, ResNeXt-50,
 //     RegNetX-400MF, MobileNetV2, EfficientNet-B0, ConvNeXt-T, R(2+1)D-18, a 3D U-Net, the
 //     Stable Diffusion 1.5 UNet) at two batch sizes each, family "<network>.<layer>".

@@ -124,7 +124,7 @@ int RunShapes(const ShapesArgs& args) {
 Command ShapesCommand() {
   return {"shapes",
           "generate the named shape sets (GEMM: wide, core, fp8, edge, holdout; convolution: "
-          "conv_train, conv_validation) or check a shape file of either kind",
+          "conv_train, conv_train_extra, conv_validation) or check a shape file of either kind",
           [](CLI::App& app) -> RunFunction {
             auto args = std::make_shared<ShapesArgs>();
             app.require_subcommand(1);
@@ -133,7 +133,7 @@ Command ShapesCommand() {
                 ->add_option("--set", args->set,
                              "GEMM: wide, core, fp8, edge or holdout; wide, core, fp8 and holdout "
                              "with _framework: tokens in n (TN as nn.Linear calls it). "
-                             "Convolution: conv_train, conv_validation")
+                             "Convolution: conv_train, conv_train_extra, conv_validation")
                 ->required();
             args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
             args->check = app.add_subcommand(

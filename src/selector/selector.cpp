@@ -511,50 +511,55 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
   std::vector<KernelConfig> extra;  // heuristic picks the table lacks
   std::vector<PeerPick> live;
   std::string peer_note;
-  const bool conv = std::holds_alternative<ConvProblem>(problem);
-  if (model.UsesPeerRanks() && !peer && conv && (!options.query_heuristic || provider == nullptr)) {
-    // Convolutions have no analytical fallback: the model ranks with empty pick lists (which the
-    // conv peer block encodes as missing) rather than leave a GPU-less host without an answer.
+  // Convolutions have no analytical fallback: where the library cannot be asked (no GPU, no
+  // cuDNN), the model ranks with empty pick lists, which the conv peer block encodes as missing,
+  // rather than leave the host without an answer.
+  const bool rank_without_picks = std::holds_alternative<ConvProblem>(problem);
+  auto without_picks = [&](const std::string& why) -> bool {
+    if (!rank_without_picks) return false;
     peer = std::span<const PeerPick>();
-    peer_note = "no heuristic picks (" +
-                (options.query_heuristic ? provider_status.message()
-                                         : std::string("query_heuristic is off")) +
-                "): the model ranked without them";
-  }
+    peer_note = "no heuristic picks (" + why + "): the model ranked without them";
+    return true;
+  };
   if (model.UsesPeerRanks() && !peer) {
     if (!options.query_heuristic || provider == nullptr) {
-      *note = "the model needs the " + std::string(ProviderName(model.spec().provider)) +
-              " heuristic's picks, and none were given" +
-              (options.query_heuristic ? " (" + provider_status.message() + ")"
-                                       : " (query_heuristic is off)");
-      return std::optional<Selection>();
-    }
-    StatusOr<std::vector<KernelConfig>> listed = LockedHeuristicPicks(problem, 8);
-    if (!listed.ok()) {
-      *note = "the model needs the heuristic's picks, and the library cannot be asked (" +
-              listed.status().message() + ")";
-      return std::optional<Selection>();
-    }
-    if (listed->empty()) {
-      *note = "the library's heuristic has no algorithm for this problem";
-      return std::optional<Selection>();
-    }
-    for (size_t r = 0; r < listed->size(); ++r) {
-      live.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
-    }
-    // A library with a second heuristic (cuDNN's mode B) is asked for it too; one that cannot
-    // answer it leaves that list empty, which the peer block encodes as missing.
-    StatusOr<std::vector<KernelConfig>> second = [&] {
-      std::lock_guard lock(provider_mutex);
-      return provider->SecondHeuristicPicks(problem, 8);
-    }();
-    if (second.ok()) {
-      for (size_t r = 0; r < second->size(); ++r) {
-        live.push_back({(*second)[r], static_cast<int32_t>(r + 1), PeerHeuristic::kSecond});
+      const std::string why =
+          options.query_heuristic ? provider_status.message() : "query_heuristic is off";
+      if (!without_picks(why)) {
+        *note = "the model needs the " + std::string(ProviderName(model.spec().provider)) +
+                " heuristic's picks, and none were given (" + why + ")";
+        return std::optional<Selection>();
+      }
+    } else {
+      StatusOr<std::vector<KernelConfig>> listed = LockedHeuristicPicks(problem, 8);
+      if (!listed.ok()) {
+        if (!without_picks(listed.status().message())) {
+          *note = "the model needs the heuristic's picks, and the library cannot be asked (" +
+                  listed.status().message() + ")";
+          return std::optional<Selection>();
+        }
+      } else if (listed->empty()) {
+        *note = "the library's heuristic has no algorithm for this problem";
+        return std::optional<Selection>();
+      } else {
+        for (size_t r = 0; r < listed->size(); ++r) {
+          live.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
+        }
+        // A library with a second heuristic (cuDNN's mode B) is asked for it too; one that
+        // cannot answer leaves that list empty, which the peer block encodes as missing.
+        StatusOr<std::vector<KernelConfig>> second = [&] {
+          std::lock_guard lock(provider_mutex);
+          return provider->SecondHeuristicPicks(problem, 8);
+        }();
+        if (second.ok()) {
+          for (size_t r = 0; r < second->size(); ++r) {
+            live.push_back({(*second)[r], static_cast<int32_t>(r + 1), PeerHeuristic::kSecond});
+          }
+        }
+        peer = live;
+        peer_note = "heuristic picks asked live";
       }
     }
-    peer = live;
-    peer_note = "heuristic picks asked live";
   }
   std::vector<size_t> picks_in_table;  // the table's index of each pick it has, in pick order
   for (const PeerPick& pick : peer.value_or(std::span<const PeerPick>())) {

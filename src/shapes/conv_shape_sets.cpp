@@ -1,6 +1,6 @@
 // The generated conv shape sets (kselect/shapes.h): conv_train, a systematic and random cover of
-// seed 003's regimes, and conv_validation, the conv layers of well-known networks. Deterministic:
-// no std:: distributions, no clock.
+// seed 003's regimes, conv_train_extra, more random draws, and conv_validation, the conv layers of
+// well-known networks. Deterministic: no std:: distributions, no clock.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -350,8 +350,11 @@ void Train3d(ConvSetBuilder& b, Lcg& rng) {
   b.Add(Conv3d(rng.Pick(kBatches3d), 1, 32, 64, 64, k333, s111, p111), "train3d.stem");
 }
 
-// Draws across every regime until the set holds kTrainRows shapes.
-void TrainRandom(ConvSetBuilder& b, Lcg& rng) {
+// Draws across every regime until the set holds kTrainRows shapes. With `odd_channel_percent`
+// > 0, that share of draws takes any channel count from 3 to 512 (stems, R(2+1)D's 45, 230):
+// channels off the engines' 8-element vector width.
+void TrainRandom(ConvSetBuilder& b, Lcg& rng, int odd_channel_percent = 0,
+                 const std::string& prefix = "train") {
   constexpr int64_t kFilters[] = {1, 1, 3, 3, 3, 5, 7};
   constexpr int64_t kGroups[] = {2, 4, 8, 16, 32};
   constexpr int64_t kRatios[][2] = {{1, 4}, {1, 2}, {1, 1}, {1, 1}, {2, 1}, {4, 1}};
@@ -362,9 +365,11 @@ void TrainRandom(ConvSetBuilder& b, Lcg& rng) {
     const int64_t stride = rng.Chance(25) ? 2 : 1;
     const int64_t dilation = f > 1 && rng.Chance(10) ? 2 : 1;
     const int64_t pad = rng.Chance(15) ? 0 : (f / 2) * dilation;
-    const int64_t c = rng.LogUniform(16, 2048, 8);
+    const bool odd = odd_channel_percent > 0 && rng.Chance(odd_channel_percent);
+    const int64_t c = odd ? rng.LogUniform(3, 512, 1) : rng.LogUniform(16, 2048, 8);
     const auto* ratio = kRatios[rng.Next() % std::size(kRatios)];
-    const int64_t k = std::clamp(c * ratio[0] / ratio[1] / 8 * 8, int64_t{16}, int64_t{2048});
+    const int64_t k = odd ? std::clamp(c * ratio[0] / ratio[1], int64_t{3}, int64_t{2048})
+                          : std::clamp(c * ratio[0] / ratio[1] / 8 * 8, int64_t{16}, int64_t{2048});
     const int mode = static_cast<int>(rng.Next() % 10);  // 0-5 dense, 6-7 grouped, 8-9 depthwise
     int64_t g = 1;
     if (mode >= 8) {
@@ -374,15 +379,15 @@ void TrainRandom(ConvSetBuilder& b, Lcg& rng) {
     }
     const int64_t kk = g == c ? c : k;
     const int64_t batch = rng.Pick(kBatches);
-    std::string family = g == 1   ? "train.random"
-                         : g == c ? "train.random_depthwise"
-                                  : "train.random_grouped";
+    std::string family = prefix + (g == 1   ? ".random"
+                                   : g == c ? ".random_depthwise"
+                                            : ".random_grouped");
     if (three_d) {
       const int64_t d = rng.LogUniform(4, 32, 2);
       const int64_t hw = rng.LogUniform(7, 64, 1);
       b.Add(Conv3d(batch, c, kk, d, hw, {f, f, f}, {stride, stride, stride}, {pad, pad, pad}, g,
                    dilation),
-            "train3d.random");
+            prefix + "3d.random");
     } else {
       const int64_t hw = rng.LogUniform(7, 160, 1);
       b.Add(Conv2d(batch, c, kk, hw, f, stride, pad, g, dilation), family);
@@ -407,6 +412,19 @@ std::vector<ConvShapeRow> TrainSet() {
   TrainNonPowerOfTwo2d(b, rng);
   Train3d(b, rng);
   TrainRandom(b, rng);
+  return b.Take();
+}
+
+// A second training set of random draws only (another seed, a fifth of them with channel counts
+// off the vector width), disjoint from conv_train and conv_validation: more training problems
+// where 300 shapes per direction leave the models short.
+std::vector<ConvShapeRow> TrainExtraSet() {
+  std::set<std::string> excluded;
+  for (const ConvShapeRow& row : ValidationSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainSet()) excluded.insert(row.shape.ToString());
+  ConvSetBuilder b(&excluded);
+  Lcg rng(20261127);
+  TrainRandom(b, rng, /*odd_channel_percent=*/20, "extra");
   return b.Take();
 }
 
@@ -659,6 +677,12 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
             "draws; no row equals a conv_validation row. Capped at 0.5 TFLOP per forward pass and",
             "256 MiB per bf16 tensor (batch halved to fit)."};
   }
+  if (set == "conv_train_extra") {
+    return {"More training shapes: deterministic random draws over seed 003's regimes as in",
+            "conv_train's last part (seed 20261127), a fifth of them with channel counts 3-512 off",
+            "the 8-element vector width; no row equals a conv_train or conv_validation row. Capped",
+            "at 0.5 TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
+  }
   if (set == "conv_validation") {
     return {
         "Validation shapes: the distinct conv layers of well-known networks, never trained on.",
@@ -683,14 +707,15 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
 }
 
 std::vector<std::string_view> ConvShapeSetNames() {
-  return {"conv_train", "conv_validation"};
+  return {"conv_train", "conv_train_extra", "conv_validation"};
 }
 
 StatusOr<std::vector<ConvShapeRow>> GenerateConvShapeSet(std::string_view set) {
   if (set == "conv_train") return TrainSet();
+  if (set == "conv_train_extra") return TrainExtraSet();
   if (set == "conv_validation") return ValidationSet();
   return InvalidArgumentError("unknown conv shape set '" + std::string(set) +
-                              "' (known: conv_train, conv_validation)");
+                              "' (known: conv_train, conv_train_extra, conv_validation)");
 }
 
 }  // namespace kselect

@@ -367,7 +367,8 @@ StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
   return InvalidArgumentError(
       "unknown shape set '" + std::string(set) +
       "' (known: wide, core, fp8, edge, holdout; wide, core, fp8 and holdout with the suffix "
-      "_framework: m and n swapped, tokens in n; conv sets: conv_train, conv_validation)");
+      "_framework: m and n swapped, tokens in n; conv sets: conv_train, conv_train_extra, "
+      "conv_validation)");
 }
 
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin) {

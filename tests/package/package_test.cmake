@@ -1,7 +1,8 @@
 # The install tree as an application sees it: installs the build into a scratch prefix, checks
 # what is there (headers, libraries, package files, models without their bulky extras, the C
-# library's exported symbols), then configures, builds and runs examples/select_gemm (C++,
-# find_package(kselect)) and examples/select_gemm_c (C, find_package and pkg-config) against it.
+# library's exported symbols), then configures, builds and runs examples/select_gemm and
+# examples/select_conv (C++, find_package(kselect)) and examples/select_gemm_c (C, find_package
+# and pkg-config) against it.
 # Without a GPU the examples select only. Run by CTest:
 #   cmake -DBUILD_DIR=<build> -DSOURCE_DIR=<source> -DWORK_DIR=<scratch> -DGENERATOR=<generator>
 #         -DC_COMPILER=<cc> -DCXX_COMPILER=<c++> [-DCOMPILER_LAUNCHER=<ccache>] -P package_test.cmake
@@ -121,6 +122,22 @@ message("${out}")
 expect_contains("select_gemm" "${out}" "decided by: ")
 expect_contains("select_gemm" "${out}" "prefill, MLP gate/up projection, 2048 tokens")
 expect_contains("select_gemm" "${out}" "PASS")
+
+run_step("configure examples/select_conv"
+         COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/select_conv -B ${WORK_DIR}/select_conv
+                 ${common_args} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+run_step("build examples/select_conv" COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/select_conv)
+set(conv_models)
+foreach(direction fwd bwd_data bwd_weight)
+  list(APPEND conv_models ${prefix}/share/kselect/models/h200_cudnn_conv_${direction})
+endforeach()
+run_step("run select_conv" COMMAND ${WORK_DIR}/select_conv/select_conv ${conv_models}
+         OUTPUT_VAR out)
+message("${out}")
+expect_contains("select_conv" "${out}" "== bwd_weight model")
+expect_contains("select_conv" "${out}" "MobileNetV2 depthwise 3x3, batch 4")
+expect_contains("select_conv" "${out}" "decided by: model")
+expect_contains("select_conv" "${out}" "PASS")
 
 run_step("configure examples/select_gemm_c"
          COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/select_gemm_c

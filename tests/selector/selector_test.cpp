@@ -345,3 +345,84 @@ TEST_F(SelectorTest, RankAgreesWithEvalOnCommittedData) {
 
 }  // namespace
 }  // namespace kselect
+
+namespace kselect {
+namespace {
+
+// ResNet-50's stage-2 3x3 convolution at batch 8, in `direction`.
+ConvProblem ResNetConv(ConvDirection direction) {
+  ConvProblem p;
+  p.n = 8;
+  p.c = p.k = 64;
+  p.hi = p.wi = 56;
+  p.y = p.x = 3;
+  p.pad_h = p.pad_w = 1;
+  p.direction = direction;
+  return p;
+}
+
+TEST(ConvSelectorTest, ShippedConvModelsDecideTheirDirection) {
+  for (const char* name :
+       {"h200_cudnn_conv_fwd", "h200_cudnn_conv_bwd_data", "h200_cudnn_conv_bwd_weight"}) {
+    SCOPED_TRACE(name);
+    auto selector = Selector::Open(ModelDir(name));
+    ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+    const auto& direction = (*selector)->model().spec().conv_direction;
+    ASSERT_TRUE(direction.has_value());
+    EXPECT_TRUE((*selector)->model().UsesPeerRanks());
+    const ConvProblem problem = ResNetConv(*direction);
+    EXPECT_FALSE((*selector)->Candidates(problem).empty());
+    auto selection = (*selector)->Select(problem);
+    ASSERT_TRUE(selection.ok()) << selection.status().ToString();
+    EXPECT_EQ((*selection)->path, DecisionPath::kModel);
+    EXPECT_FALSE((*selection)->ranked.empty());
+    for (const RankedConfig& r : (*selection)->ranked)
+      EXPECT_EQ(ProviderOf(r.config), Provider::kCudnn);
+    // Without a GPU the heuristics cannot be asked: the model ranks without picks and says so.
+    if (!(*selection)->can_implement_checked) {
+      EXPECT_TRUE(Contains((*selection)->note, "ranked without them")) << (*selection)->note;
+    }
+    // Picks given by the caller are used: the same as Rank over the table and the picks.
+    SelectorOptions unchecked;
+    unchecked.check_can_implement = false;
+    auto plain = Selector::Open(ModelDir(name), unchecked);
+    ASSERT_TRUE(plain.ok());
+    const auto table = (*plain)->Candidates(problem);
+    ASSERT_GE(table.size(), 3u);
+    const std::vector<PeerPick> picks = {
+        {table[1], 1}, {table[2], 2}, {table[2], 1, PeerHeuristic::kSecond}};
+    auto with_picks = (*plain)->Select(problem, picks);
+    ASSERT_TRUE(with_picks.ok()) << with_picks.status().ToString();
+    EXPECT_EQ((*with_picks)->path, DecisionPath::kModel);
+    EXPECT_TRUE((*with_picks)->note.empty()) << (*with_picks)->note;
+    auto ranked = (*plain)->Rank(problem, table, picks);
+    ASSERT_TRUE(ranked.ok()) << ranked.status().ToString();
+    EXPECT_EQ(ConfigKey((*with_picks)->ranked[0].config), ConfigKey(ranked->ranked[0].config));
+
+    // Another direction, a GEMM and an impossible convolution are refused with reasons.
+    ConvProblem other = problem;
+    other.direction = *direction == ConvDirection::kForward ? ConvDirection::kBackwardData
+                                                            : ConvDirection::kForward;
+    auto wrong = (*plain)->Rank(other, table, picks);
+    EXPECT_FALSE(wrong.ok());
+    ConvProblem impossible = problem;
+    impossible.g = 3;  // divides neither C = 64 nor K = 64
+    auto bad = (*selector)->Select(impossible);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(ConvSelectorTest, ConvDispatchRefusesNullTensors) {
+  auto selector = Selector::Open(ModelDir("h200_cudnn_conv_fwd"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  int tensor = 0;
+  auto info = Conv(**selector, ResNetConv(ConvDirection::kForward), &tensor, nullptr, &tensor,
+                   nullptr, 0, nullptr);
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(info.status().message(), "x, w and y")) << info.status().ToString();
+}
+
+}  // namespace
+}  // namespace kselect

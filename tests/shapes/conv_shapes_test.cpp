@@ -202,9 +202,28 @@ TEST(ConvShapesTest, ValidationSharesNoShapeWithTraining) {
   }
 }
 
+// The extra training draws repeat neither set, and a fifth of them leave the vector width.
+TEST(ConvShapesTest, ExtraTrainingSharesNoShapeWithTheOtherSets) {
+  const auto extra = GenerateConvShapeSet("conv_train_extra").value();
+  EXPECT_EQ(extra.size(), 300u);
+  std::set<std::string> others;
+  for (const char* set : {"conv_train", "conv_validation"}) {
+    for (const ConvShapeRow& r : GenerateConvShapeSet(set).value()) {
+      others.insert(r.shape.ToString());
+    }
+  }
+  int odd = 0;
+  for (const ConvShapeRow& r : extra) {
+    EXPECT_FALSE(others.contains(r.shape.ToString())) << r.family << ": " << r.shape.ToString();
+    if ((r.shape.c / r.shape.g) % 8 != 0 && r.shape.g != r.shape.c) ++odd;
+  }
+  EXPECT_GE(odd, 20);
+}
+
 // The committed files are exactly what the generator writes (rows, not the comment lines).
 TEST(ConvShapesTest, CommittedFilesMatchTheGenerator) {
   for (const std::string_view set : ConvShapeSetNames()) {
+    SCOPED_TRACE(set);
     const std::string path =
         std::string(KSELECT_SOURCE_DIR) + "/shapes/" + std::string(set) + ".csv";
     auto committed = LoadConvShapeFile(path);

@@ -1,0 +1,226 @@
+// Embedding kselect's convolution selection: open one model directory per direction (fwd,
+// bwd_data, bwd_weight; each model says which it is), ask each for the cuDNN engine config of a
+// few layers of real networks, and, where there is a GPU, run the choice through kselect::Conv
+// and check the written tensor against the verify module's double-precision host reference on
+// the same random inputs.
+//
+//   select_conv <model dir> [<model dir> ...]
+//
+// Exits 0 when every check passes (or there is no GPU to run on), 1 otherwise.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kselect/features.h"
+#include "kselect/model.h"
+#include "kselect/selector.h"
+#include "kselect/verify.h"
+
+namespace {
+
+struct Layer {
+  const char* what;
+  kselect::ConvProblem problem;  // direction set per model
+};
+
+kselect::ConvProblem Conv2d(int64_t n, int64_t c, int64_t k, int64_t hw, int64_t filter,
+                            int64_t stride, int64_t groups) {
+  kselect::ConvProblem p;  // bf16, channels last, fp32 accumulation
+  p.n = n;
+  p.c = c;
+  p.k = k;
+  p.g = groups;
+  p.hi = p.wi = hw;
+  p.y = p.x = filter;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = filter / 2;
+  return p;
+}
+
+std::vector<Layer> Layers() {
+  std::vector<Layer> layers = {
+      {"ResNet-50 stage 2, 3x3 conv, batch 8", Conv2d(8, 64, 64, 56, 3, 1, 1)},
+      {"ResNet-50 stage 3 downsample, 1x1 stride 2, batch 8", Conv2d(8, 256, 512, 56, 1, 2, 1)},
+      {"MobileNetV2 depthwise 3x3, batch 4", Conv2d(4, 144, 144, 56, 3, 1, 144)},
+      {"ResNeXt-50 grouped 3x3 (32 groups), batch 2", Conv2d(2, 256, 256, 28, 3, 1, 32)},
+  };
+  kselect::ConvProblem video = Conv2d(2, 64, 64, 28, 3, 1, 1);  // R(2+1)D-style 3D
+  video.di = 8;
+  video.z = 3;
+  video.pad_d = 1;
+  layers.push_back({"3D conv 3x3x3, 8 frames, batch 2", video});
+  return layers;
+}
+
+void PrintSelection(const Layer& layer, const kselect::Selection& selection) {
+  std::printf("%s: %s\n", layer.what, kselect::ProblemToString(selection.problem).c_str());
+  std::printf("  decided by: %s",
+              std::string(kselect::DecisionPathName(selection.decided_by)).c_str());
+  std::printf(", %zu of %zu candidates scored%s\n", selection.candidates_scored,
+              selection.candidates_considered,
+              selection.can_implement_checked ? ", checked on this GPU" : "");
+  if (!selection.note.empty()) std::printf("  note: %s\n", selection.note.c_str());
+  const size_t shown = std::min<size_t>(3, selection.ranked.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const kselect::RankedConfig& ranked = selection.ranked[i];
+    std::printf("  %zu. %-40s score %9.4g\n", i + 1, kselect::DescribeConfig(ranked.config).c_str(),
+                ranked.score);
+  }
+}
+
+// ------------------------------------------------------------------------------------ GPU part
+
+#define CHECK_CUDA(call)                                                         \
+  do {                                                                           \
+    const cudaError_t error = (call);                                            \
+    if (error != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(error)); \
+      return false;                                                              \
+    }                                                                            \
+  } while (0)
+#define CHECK_STATUS(expr)                                                       \
+  do {                                                                           \
+    const kselect::Status status = (expr);                                       \
+    if (!status.ok()) {                                                          \
+      std::fprintf(stderr, "%s failed: %s\n", #expr, status.ToString().c_str()); \
+      return false;                                                              \
+    }                                                                            \
+  } while (0)
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  ~DeviceBuffer() {
+    if (ptr != nullptr) cudaFree(ptr);
+  }
+};
+
+constexpr int64_t kWorkspaceBytes = 256ll << 20;
+
+// Runs the layer through kselect::Conv, checks the written tensor against the host reference
+// and times the dispatch. False when anything failed or the result is wrong.
+bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_64& rng) {
+  const kselect::ConvProblem& problem = layer.problem;
+  const std::vector<kselect::OperandSpec> specs = kselect::ConvOperandSpecs(problem, 16);
+  DeviceBuffer buffers[3], workspace;
+  std::vector<std::vector<uint8_t>> host(3);
+  size_t written = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const kselect::OperandSpec& spec = specs[i];
+    CHECK_CUDA(cudaMalloc(&buffers[i].ptr, static_cast<size_t>(spec.bytes)));
+    if (spec.access == kselect::OperandAccess::kWrite) {
+      written = i;
+      // NaN bytes: an element the kernel leaves unwritten cannot pass.
+      CHECK_CUDA(cudaMemset(buffers[i].ptr, kselect::verify::kPoisonByte,
+                            static_cast<size_t>(spec.bytes)));
+    } else {
+      CHECK_STATUS(kselect::verify::FillDeviceRandom(buffers[i].ptr, spec.bytes, spec.dtype, rng));
+    }
+    host[i].resize(static_cast<size_t>(spec.bytes));
+  }
+  CHECK_CUDA(cudaMalloc(&workspace.ptr, kWorkspaceBytes));
+  const kselect::StatusOr<kselect::DispatchInfo> info =
+      kselect::Conv(selector, problem, buffers[0].ptr, buffers[1].ptr, buffers[2].ptr,
+                    workspace.ptr, kWorkspaceBytes, nullptr);
+  if (!info.ok()) {
+    std::fprintf(stderr, "  kselect::Conv failed: %s\n", info.status().ToString().c_str());
+    return false;
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<std::vector<double>> decoded(3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK_CUDA(cudaMemcpy(host[i].data(), buffers[i].ptr, host[i].size(), cudaMemcpyDeviceToHost));
+    if (i == written) continue;  // the reference does not read the written operand
+    auto values = kselect::verify::DecodeElements(host[i], specs[i].dtype);
+    if (!values.ok()) return false;
+    decoded[i] = std::move(*values);
+  }
+  const auto reference =
+      kselect::verify::HostConvReference(problem, decoded[0], decoded[1], decoded[2]);
+  const auto tolerance = kselect::verify::ToleranceFor(problem);
+  if (!reference.ok() || !tolerance.ok()) {
+    std::fprintf(stderr, "  reference failed: %s\n",
+                 (reference.ok() ? tolerance.status() : reference.status()).ToString().c_str());
+    return false;
+  }
+  const kselect::verify::CheckResult check = kselect::verify::CompareWithReference(
+      host[written], specs[written].dtype, *reference, *tolerance);
+
+  // Time the dispatch as the application calls it (the plan is prepared and cached by now).
+  constexpr int kRepeats = 20;
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start));
+  for (int i = 0; i < kRepeats; ++i) {
+    const auto timed = kselect::Conv(selector, problem, buffers[0].ptr, buffers[1].ptr,
+                                     buffers[2].ptr, workspace.ptr, kWorkspaceBytes, nullptr);
+    if (!timed.ok()) {
+      std::fprintf(stderr, "  kselect::Conv failed: %s\n", timed.status().ToString().c_str());
+      return false;
+    }
+  }
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float total_ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&total_ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  const double ms = total_ms / kRepeats;
+  std::printf("  ran rank %d (%s): %.4f ms, %.1f TFLOPS; %s (%s written): %s\n", info->rank,
+              kselect::DescribeConfig(info->config).c_str(), ms,
+              problem.Flops() / (ms * 1e-3) / 1e12, check.ToString().c_str(),
+              specs[written].name.c_str(), check.passed ? "PASS" : "FAIL");
+  if (!info->note.empty()) std::printf("  dispatch note: %s\n", info->note.c_str());
+  return check.passed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s <model dir> [<model dir> ...]\n", argv[0]);
+    return 2;
+  }
+  int devices = 0;
+  const bool have_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  std::mt19937_64 rng(2024);
+  int failed = 0;
+  for (int arg = 1; arg < argc; ++arg) {
+    kselect::SelectorOptions options;
+    options.top_k = 3;
+    auto selector = kselect::Selector::Open(argv[arg], options);
+    if (!selector.ok()) {
+      std::fprintf(stderr, "cannot open %s: %s\n", argv[arg], selector.status().ToString().c_str());
+      ++failed;
+      continue;
+    }
+    const auto& direction = (*selector)->model().spec().conv_direction;
+    if (!direction) {
+      std::fprintf(stderr, "%s is not a convolution model\n", argv[arg]);
+      ++failed;
+      continue;
+    }
+    std::printf("== %s model: %s\n", std::string(kselect::ConvDirectionName(*direction)).c_str(),
+                argv[arg]);
+    for (Layer layer : Layers()) {
+      layer.problem.direction = *direction;
+      const auto selection = (*selector)->Select(layer.problem);
+      if (!selection.ok()) {
+        std::fprintf(stderr, "%s: %s\n", layer.what, selection.status().ToString().c_str());
+        ++failed;
+        continue;
+      }
+      PrintSelection(layer, **selection);
+      if (have_gpu && !RunAndCheck(**selector, layer, rng)) ++failed;
+    }
+  }
+  if (!have_gpu) std::printf("no GPU here: the dispatch part (kselect::Conv) was skipped\n");
+  std::printf("%s\n", failed == 0 ? "PASS" : "FAIL");
+  return failed == 0 ? 0 : 1;
+}
