@@ -223,4 +223,26 @@ StatusOr<int> EngineColumnOf(const FeatureInfo& f, const FeatureSpec& saved,
   return static_cast<int>(it - engine.features.begin());
 }
 
+Status CheckPeerPicks(Provider provider, std::optional<std::span<const PeerPick>> peer) {
+  if (!peer) {
+    return FailedPreconditionError(
+        "this model ranks with the " + std::string(ProviderName(provider)) +
+        " heuristic's own picks as features (trained with --peer-rank) and needs them for the "
+        "problem: kselect asks the library on a GPU host, or reads them from a dataset that "
+        "measured the problem; otherwise use a model trained without --peer-rank");
+  }
+  for (const PeerPick& pick : *peer) {
+    if (pick.rank < 1) {
+      return InvalidArgumentError("a peer pick has rank " + std::to_string(pick.rank) +
+                                  " (ranks start at 1)");
+    }
+    if (ProviderOf(pick.config) != provider) {
+      return InvalidArgumentError("a peer pick is a " +
+                                  std::string(ProviderName(ProviderOf(pick.config))) +
+                                  " config, not a " + std::string(ProviderName(provider)) + " one");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace kselect::feature_blocks

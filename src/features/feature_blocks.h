@@ -101,5 +101,9 @@ Status CheckEncodingVersion(const FeatureSpec& saved, const FeatureSpec& engine)
 // a model trained with other formulas or encodings is refused, never silently fed.
 StatusOr<int> EngineColumnOf(const FeatureInfo& f, const FeatureSpec& saved,
                              const FeatureSpec& engine, std::string_view extractor);
+// The peer picks a model with a peer block is given: kFailedPrecondition when there are none
+// (saying where picks come from), kInvalidArgument for a rank under 1 or a pick of another
+// provider than `provider`.
+Status CheckPeerPicks(Provider provider, std::optional<std::span<const PeerPick>> peer);
 
 }  // namespace kselect::feature_blocks

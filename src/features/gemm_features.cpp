@@ -236,25 +236,7 @@ StatusOr<GemmFeatureExtractor> GemmFeatureExtractor::Create(const FeatureSpec& s
 
 Status GemmFeatureExtractor::CheckPeer(std::optional<std::span<const PeerPick>> peer) const {
   if (!UsesPeerRanks()) return Status::Ok();
-  if (!peer) {
-    return FailedPreconditionError(
-        "this model ranks with the " + std::string(ProviderName(spec_.provider)) +
-        " heuristic's own picks as features (trained with --peer-rank) and needs them for the "
-        "problem: kselect asks the library on a GPU host, or reads them from a dataset that "
-        "measured the problem; otherwise use a model trained without --peer-rank");
-  }
-  for (const PeerPick& pick : *peer) {
-    if (pick.rank < 1) {
-      return InvalidArgumentError("a peer pick has rank " + std::to_string(pick.rank) +
-                                  " (ranks start at 1)");
-    }
-    if (ProviderOf(pick.config) != spec_.provider) {
-      return InvalidArgumentError(
-          "a peer pick is a " + std::string(ProviderName(ProviderOf(pick.config))) +
-          " config, not a " + std::string(ProviderName(spec_.provider)) + " one");
-    }
-  }
-  return Status::Ok();
+  return CheckPeerPicks(spec_.provider, peer);
 }
 
 namespace {
