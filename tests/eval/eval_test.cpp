@@ -206,9 +206,12 @@ TEST(TrainingFeatureSpec, PicksTheConvSpecOfTheDataAndRefusesMixes) {
   const std::vector<int32_t> kept = {4, 9};
   EXPECT_EQ(SpecKnobTypes(TrainingFeatureSpec(fwd, false, &kept).value()), kept);
 
+  // --peer-rank: the conv peer block, last.
   const auto peer = TrainingFeatureSpec(fwd, true);
-  ASSERT_FALSE(peer.ok());
-  EXPECT_TRUE(Contains(peer.status().message(), "--peer-rank"));
+  ASSERT_TRUE(peer.ok()) << peer.status().ToString();
+  EXPECT_TRUE(SpecUsesPeerRanks(*peer));
+  EXPECT_EQ(peer->features.back().name, "peer_list_size");
+  EXPECT_EQ(peer->features.size(), spec->features.size() + std::size(kConvPeerFeatures));
 
   const CandidateSet both =
       BuildCandidateSet(
