@@ -196,9 +196,8 @@ std::optional<int64_t> EngineOf(const KernelConfig& config) {
 
 // One heuristic's list, summarised once per problem.
 struct PeerList {
-  std::vector<const PeerPick*> picks;  // rank order
-  const PeerPick* top = nullptr;
-  std::optional<int64_t> top_engine;
+  std::vector<const PeerPick*> picks;           // rank order; picks[0] is the list's first choice
+  std::vector<std::optional<int64_t>> engines;  // each pick's engine, read once per problem
 };
 
 PeerList ListOf(std::span<const PeerPick> peer, PeerHeuristic heuristic) {
@@ -208,10 +207,7 @@ PeerList ListOf(std::span<const PeerPick> peer, PeerHeuristic heuristic) {
   }
   std::stable_sort(list.picks.begin(), list.picks.end(),
                    [](const PeerPick* a, const PeerPick* b) { return a->rank < b->rank; });
-  if (!list.picks.empty()) {
-    list.top = list.picks.front();
-    list.top_engine = EngineOf(list.top->config);
-  }
+  for (const PeerPick* pick : list.picks) list.engines.push_back(EngineOf(pick->config));
   return list;
 }
 
@@ -220,22 +216,23 @@ PeerList ListOf(std::span<const PeerPick> peer, PeerHeuristic heuristic) {
 void ListFeatures(const KernelConfig& config, std::optional<int64_t> engine, const PeerList& list,
                   double* rank, double* same_engine, double* top_engine, double* engine_picks,
                   double* engine_best) {
-  if (list.top == nullptr) {
+  if (list.picks.empty()) {
     *rank = *same_engine = *top_engine = *engine_picks = *engine_best = kNaN;
     return;
   }
   int32_t own = 0, picks = 0, best = 0;
-  for (const PeerPick* pick : list.picks) {
-    if (own == 0 && pick->config == config) own = pick->rank;
-    if (engine && EngineOf(pick->config) == engine) {
+  for (size_t i = 0; i < list.picks.size(); ++i) {
+    const PeerPick& pick = *list.picks[i];
+    if (own == 0 && pick.config == config) own = pick.rank;
+    if (engine && list.engines[i] == engine) {
       ++picks;
-      if (best == 0) best = pick->rank;
+      if (best == 0) best = pick.rank;
     }
   }
   *rank = own;
-  const bool engines = engine.has_value() && list.top_engine.has_value();
-  *same_engine = engines ? Flag(*engine == *list.top_engine) : kNaN;
-  *top_engine = list.top_engine ? static_cast<double>(*list.top_engine) : kNaN;
+  const std::optional<int64_t>& top = list.engines.front();
+  *same_engine = engine && top ? Flag(*engine == *top) : kNaN;
+  *top_engine = top ? static_cast<double>(*top) : kNaN;
   *engine_picks = engine ? static_cast<double>(picks) : kNaN;
   *engine_best = engine ? static_cast<double>(best) : kNaN;
 }
@@ -245,7 +242,9 @@ void ConvPeerBlock(const KernelConfig& config, const PeerList& a, const PeerList
   const std::optional<int64_t> engine = EngineOf(config);
   ListFeatures(config, engine, a, &v[0], &v[2], &v[4], &v[6], &v[7]);
   ListFeatures(config, engine, b, &v[1], &v[3], &v[5], &v[8], &v[9]);
-  v[10] = a.top && b.top ? Flag(a.top->config == b.top->config) : kNaN;
+  v[10] = !a.picks.empty() && !b.picks.empty()
+              ? Flag(a.picks.front()->config == b.picks.front()->config)
+              : kNaN;
   v[11] = static_cast<double>(a.picks.size());
 }
 
