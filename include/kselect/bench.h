@@ -149,6 +149,11 @@ struct BenchOptions {
   // The provider heuristic's top-N (and its second heuristic's, where it has one), timed first,
   // ranked as peers.
   int heuristic_picks = 8;
+  // Drift control: every config timed after the problem's reference (its first valid config,
+  // the heuristic's pick where there is one) is timed batch by batch interleaved with it, and
+  // its row records the reference's time from those batches (Measurement::reference_latency_ms):
+  // both ran in the same clock and power state, so their ratio compares across runs.
+  bool interleave_reference = false;
   int64_t max_workspace_bytes = 32ll << 20;
   int64_t rotate_bytes = 0;             // bytes of inputs to rotate through (0 = 2 x L2, at least)
   int64_t max_configs_per_problem = 0;  // 0 = all (a cap for smoke runs; the order is kept)

@@ -19,9 +19,9 @@ namespace kselect {
 
 // Major versions are incompatible (readers refuse them); minor versions add metadata or nullable
 // columns (kDatasetColumnsAddedLater), which files of an earlier minor version lack and read as
-// null. 1.1 added peer_rank_b.
+// null. 1.1 added peer_rank_b; 1.2 power_w, temperature_c and reference_latency_ms.
 inline constexpr int kDatasetSchemaMajor = 1;
-inline constexpr int kDatasetSchemaMinor = 1;
+inline constexpr int kDatasetSchemaMinor = 2;
 
 // clang-format off
 // X(name, type, group, description). Types: String, Int, Double, Bool. Every column is nullable:
@@ -138,6 +138,10 @@ inline constexpr int kDatasetSchemaMinor = 1;
   X(rotating_buffer_bytes, Int, "method", "input bytes rotated through to defeat L2 (0 = none)") \
   X(sm_clock_min_mhz, Int, "method", "lowest SM clock seen while timing (0 = not sampled)")      \
   X(sm_clock_max_mhz, Int, "method", "highest SM clock seen while timing (0 = not sampled)")     \
+  X(power_w, Double, "method", "mean board power while timing, W (0 = not sampled)")           \
+  X(temperature_c, Int, "method", "highest GPU temperature while timing (0 = not sampled)")      \
+  X(reference_latency_ms, Double, "method",                                                      \
+    "drift reference's latency in batches interleaved with this row's (0 = none)")            \
   /* hardware profile */                                                                         \
   X(arch, String, "hardware", "sm_90, gfx950, ...")                                              \
   X(vendor, String, "hardware", "nvidia or amd")                                                 \
@@ -166,7 +170,8 @@ inline constexpr int kDatasetSchemaMinor = 1;
 
 // Columns added by a minor schema version: a file written before them lacks them, and reads (and
 // merges) as if every row held null there.
-inline constexpr std::string_view kDatasetColumnsAddedLater[] = {"peer_rank_b"};
+inline constexpr std::string_view kDatasetColumnsAddedLater[] = {
+    "peer_rank_b", "power_w", "temperature_c", "reference_latency_ms"};
 
 namespace dataset_types {
 using String = std::string;

@@ -24,6 +24,8 @@ struct MeasurementMethod {
   int64_t rotating_buffer_bytes = 0;  // input bytes rotated through to defeat L2 (0 = none)
   int32_t sm_clock_min_mhz = 0;       // SM clocks seen during the timing (0 = not sampled)
   int32_t sm_clock_max_mhz = 0;
+  double power_w = 0;         // mean board power NVML reported while timing (0 = not sampled)
+  int32_t temperature_c = 0;  // highest GPU temperature seen while timing (0 = not sampled)
 
   bool operator==(const MeasurementMethod&) const = default;
 };
@@ -70,6 +72,11 @@ struct Measurement {
   // The GPU that measured this row when a run spans several (`kselect bench --devices 0,1`);
   // empty: the run's device.
   std::string device_uuid;
+  // Drift control (`kselect bench --interleave-reference`): the latency of the problem's
+  // reference config (its first valid one) in batches interleaved with this row's, 0 when none.
+  // latency / reference_latency compares across runs where latency alone drifts with clocks.
+  double reference_latency_ms = 0;
+  bool is_drift_reference = false;  // this row times the reference itself
 
   // Sets is_valid/invalid_reason from the figures: a non-positive, NaN or infinite latency or
   // TFLOPS, a figure beyond the kMaxPlausible* bounds or a non-finite CV makes the row invalid

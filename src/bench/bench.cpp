@@ -177,13 +177,22 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
         it != state.unfinished_valid.end()) {
       valid_rows = it->second;
     }
+    // Drift control: the problem's reference config (its first valid config, the heuristic's
+    // pick where there is one), timed interleaved with every later config.
+    std::optional<size_t> reference;
+    double reference_ms = 0;
     // Times one config and appends its row; false when the output cannot be written.
     auto measure = [&](size_t i, double abort_bound_ms) -> bool {
       const KernelConfig& config = configs[i];
+      const bool is_reference = reference && *reference == i;
       json request{{"cmd", "time"},
                    {"problem", json_codec::ProblemToJson(p)},
                    {"config", json_codec::KernelConfigToJson(config)},
                    {"abort_bound_ms", abort_bound_ms}};
+      if (reference && !is_reference) {
+        request["reference"] = json_codec::KernelConfigToJson(configs[*reference]);
+        request["reference_ms"] = reference_ms;
+      }
       if (fault.index == static_cast<int64_t>(i)) request["inject"] = fault.kind;
       auto reply = timer.Request(request, options.watchdog_s);
       Measurement m;
@@ -213,6 +222,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
             m.method = *method;
         }
         m.aborted = r.value("aborted", false);
+        m.reference_latency_ms = r.value("reference_latency_ms", 0.0);
         if (m.aborted) {
           m.abort_bound_ms = r.value("abort_bound_ms", 0.0);
           m.invalid_reason =
@@ -223,6 +233,12 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
           m.Validate();
         }
       }
+      if (m.is_valid && options.interleave_reference && (!reference || is_reference)) {
+        reference = i;  // the first valid config; its own rows are its reference times
+        m.is_drift_reference = true;
+        m.reference_latency_ms = m.latency_ms;
+      }
+      if (m.is_valid && m.reference_latency_ms > 0) reference_ms = m.reference_latency_ms;
       if (m.is_valid) {
         ++summary.valid;
         best = std::min(best, m.latency_ms);

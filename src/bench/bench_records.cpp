@@ -193,6 +193,8 @@ std::string MeasurementLine(const Measurement& m) {
   j["method"] = json_codec::MethodToJson(m.method);
   j["timestamp"] = m.timestamp;
   if (!m.device_uuid.empty()) j["device_uuid"] = m.device_uuid;
+  if (m.reference_latency_ms > 0) j["reference_latency_ms"] = m.reference_latency_ms;
+  if (m.is_drift_reference) j["is_drift_reference"] = true;
   return j.dump() + "\n";
 }
 

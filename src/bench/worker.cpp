@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -18,6 +19,7 @@
 
 #include "core/json_codec.h"
 #include "core/statistics.h"
+#include "cuda/gpu_state.h"
 #include "cuda/runtime.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
@@ -73,8 +75,14 @@ class WorkerDevice {
       StatusOr<cuda::EventTimer> timer = cuda::EventTimer::Create();
       if (!timer.ok()) return UnavailableError(timer.status().message());
       regions_.push_back(std::move(timer).value());
+      StatusOr<cuda::EventTimer> reference_timer = cuda::EventTimer::Create();
+      if (!reference_timer.ok()) return UnavailableError(reference_timer.status().message());
+      reference_regions_.push_back(std::move(reference_timer).value());
       gates_.push_back(std::make_unique<Gate>());
     }
+    // Clocks, power and temperature per row where NVML is there; rows say 0 where it is not.
+    if (auto sampler = cuda::GpuStateSampler::Open(device_); sampler.ok())
+      state_sampler_ = std::move(sampler).value();
     return Status::Ok();
   }
 
@@ -100,17 +108,35 @@ class WorkerDevice {
   // stream until the host has enqueued the region's launches), so back-to-back launches of a
   // short kernel are timed as GPU time, not as the host's launch rate. Syncs: one after the
   // estimate, one after the first two batches (the early-abort check), one after the rest.
-  json Time(const Problem& p, const KernelConfig& config, double abort_bound_ms) {
+  //
+  // With a reference (drift control), every timed batch of `config` is followed at once by a
+  // batch of `reference`, whose time `reference_ms` (its latest, for sizing) roughly gives: both
+  // run in the same clock and power state, so config / reference compares across runs where
+  // either alone drifts (docs/notes/drift.md).
+  json Time(const Problem& p, const KernelConfig& config, double abort_bound_ms,
+            const KernelConfig* reference = nullptr, double reference_ms = 0) {
     auto prepared = provider_->Prepare(p, config);
     if (!prepared.ok()) return Fail(prepared.status().ToString(), false);
     PreparedKernel& kernel = **prepared;
+    std::unique_ptr<PreparedKernel> reference_kernel;
+    if (reference != nullptr) {
+      auto prepared_reference = provider_->Prepare(p, *reference);
+      if (!prepared_reference.ok())
+        return Fail("drift reference: " + prepared_reference.status().ToString(), false);
+      reference_kernel = std::move(prepared_reference).value();
+    }
     size_t next = 0;
     auto launch = [&]() -> Status { return kernel.Launch(operands_->set(next++), stream_); };
+    auto launch_reference = [&]() -> Status {
+      return reference_kernel->Launch(operands_->set(next++), stream_);
+    };
     const int max_regions = options_.repeats + 1;
     KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
     // Enqueues (gate,) start event, `iters` launches, stop event for region `r`, then opens the
-    // gate. A failed launch still opens the gate, so the stream never waits on it for long.
-    auto enqueue_region = [&](int r, int iters, bool gated = true) -> Status {
+    // gate; with `reference_iters`, the reference's batch follows in its own region. A failed
+    // launch still opens the gate, so the stream never waits on it for long.
+    auto enqueue_region = [&](int r, int iters, bool gated = true,
+                              int reference_iters = 0) -> Status {
       Gate& gate = *gates_[static_cast<size_t>(r)];
       if (gated) {
         gate.open.store(false, std::memory_order_relaxed);
@@ -120,14 +146,27 @@ class WorkerDevice {
       cuda::EventTimer& region = regions_[static_cast<size_t>(r)];
       Status launched = region.Start(stream_);
       for (int i = 0; i < iters && launched.ok(); ++i) launched = launch();
-      const Status stopped = region.Stop(stream_);
+      Status stopped = region.Stop(stream_);
+      if (reference_iters > 0 && launched.ok() && stopped.ok()) {
+        cuda::EventTimer& reference_region = reference_regions_[static_cast<size_t>(r)];
+        launched = reference_region.Start(stream_);
+        for (int i = 0; i < reference_iters && launched.ok(); ++i) launched = launch_reference();
+        stopped = reference_region.Stop(stream_);
+      }
       gate.open.store(true, std::memory_order_release);
       return launched.ok() ? stopped : launched;
     };
-    auto region_ms = [&](int r, int iters, double* ms) -> Status {
+    auto region_ms = [&](int r, int iters, double* ms, int reference_iters = 0,
+                         double* reference_batch_ms = nullptr) -> Status {
       StatusOr<double> elapsed = regions_[static_cast<size_t>(r)].ElapsedMs();
       if (!elapsed.ok()) return InternalError("kernel failed: " + elapsed.status().message());
       *ms = *elapsed / iters;
+      if (reference_iters > 0) {
+        StatusOr<double> ref = reference_regions_[static_cast<size_t>(r)].ElapsedMs();
+        if (!ref.ok())
+          return InternalError("drift reference kernel failed: " + ref.status().message());
+        *reference_batch_ms = *ref / reference_iters;
+      }
       return Status::Ok();
     };
     // The first launch is timed without the gate: cuBLASLt loads the kernel's module lazily
@@ -149,12 +188,21 @@ class WorkerDevice {
       if (Status s = enqueue_region(0, 1); !s.ok()) return Fail(s.ToString(), IsSticky());
       if (Status s = region_ms(0, 1, &estimate); !s.ok()) return Fail(s.ToString(), IsSticky());
     }
+    // The GPU's state right after each synchronised region (a clock read just after the kernels
+    // ran is the clock they ran at: the GPU does not drop it in microseconds).
+    cuda::GpuStateSpan state;
+    auto sample_state = [&] {
+      if (state_sampler_ != nullptr) state.Add(state_sampler_->Sample());
+    };
+    sample_state();
     MeasurementMethod method = BaseMethod();
     method.warmup_iters = 1;
     method.repeats = 1;
     method.iters_per_repeat = 1;
-    if (abort_bound_ms > 0 && estimate > abort_bound_ms)
+    if (abort_bound_ms > 0 && estimate > abort_bound_ms) {
+      RecordState(state, method);
       return Aborted(estimate, abort_bound_ms, 1, method);
+    }
     // Warm-up: launches covering warmup_ms (none when the estimate alone covers it).
     const int warmup =
         estimate >= options_.warmup_ms
@@ -179,27 +227,45 @@ class WorkerDevice {
     method.warmup_iters = warmup + 1;
     method.repeats = repeats;
     method.iters_per_repeat = iters;
+    // The reference's batches last about as long as the config's (at least one launch).
+    const int reference_iters =
+        reference_kernel == nullptr
+            ? 0
+            : std::clamp(
+                  static_cast<int>(std::lround(estimate * iters / std::max(reference_ms, 1e-4))), 1,
+                  options_.max_iters_per_batch);
     std::vector<double> times(static_cast<size_t>(repeats));
+    std::vector<double> reference_times(static_cast<size_t>(repeats));
     const int first_group = std::min(repeats, 2);
     for (int r = 0; r < first_group; ++r) {
-      if (Status s = enqueue_region(r + 1, iters); !s.ok()) return Fail(s.ToString(), IsSticky());
-    }
-    for (int r = 0; r < first_group; ++r) {
-      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)]); !s.ok())
+      if (Status s = enqueue_region(r + 1, iters, true, reference_iters); !s.ok())
         return Fail(s.ToString(), IsSticky());
     }
+    for (int r = 0; r < first_group; ++r) {
+      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)], reference_iters,
+                               &reference_times[static_cast<size_t>(r)]);
+          !s.ok())
+        return Fail(s.ToString(), IsSticky());
+    }
+    sample_state();
     // Early abort: two batches agree it is clearly slower than the best so far.
     if (abort_bound_ms > 0 && first_group == 2 && std::min(times[0], times[1]) > abort_bound_ms) {
       method.repeats = 2;
+      RecordState(state, method);
       return Aborted(std::min(times[0], times[1]), abort_bound_ms, 2, method);
     }
     for (int r = first_group; r < repeats; ++r) {
-      if (Status s = enqueue_region(r + 1, iters); !s.ok()) return Fail(s.ToString(), IsSticky());
-    }
-    for (int r = first_group; r < repeats; ++r) {
-      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)]); !s.ok())
+      if (Status s = enqueue_region(r + 1, iters, true, reference_iters); !s.ok())
         return Fail(s.ToString(), IsSticky());
     }
+    for (int r = first_group; r < repeats; ++r) {
+      if (Status s = region_ms(r + 1, iters, &times[static_cast<size_t>(r)], reference_iters,
+                               &reference_times[static_cast<size_t>(r)]);
+          !s.ok())
+        return Fail(s.ToString(), IsSticky());
+    }
+    if (repeats > first_group) sample_state();
+    RecordState(state, method);
     const size_t n = times.size();
     const double median = Median(times);
     double mean = 0, var = 0;
@@ -207,9 +273,11 @@ class WorkerDevice {
     mean /= static_cast<double>(n);
     for (const double t : times) var += (t - mean) * (t - mean);
     const double cv = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) / mean : 0;
-    return json{{"ok", true},       {"latency_ms", median},
-                {"cv", cv},         {"samples", static_cast<int>(n)},
-                {"aborted", false}, {"method", json_codec::MethodToJson(method)}};
+    json reply{{"ok", true},       {"latency_ms", median},
+               {"cv", cv},         {"samples", static_cast<int>(n)},
+               {"aborted", false}, {"method", json_codec::MethodToJson(method)}};
+    if (reference_iters > 0) reply["reference_latency_ms"] = Median(reference_times);
+    return reply;
   }
 
  private:
@@ -233,6 +301,13 @@ class WorkerDevice {
     m.statistic = "median";
     m.rotating_buffer_bytes = rotating_bytes_;
     return m;
+  }
+
+  static void RecordState(const cuda::GpuStateSpan& state, MeasurementMethod& method) {
+    method.sm_clock_min_mhz = state.sm_clock_min_mhz;
+    method.sm_clock_max_mhz = state.sm_clock_max_mhz;
+    method.power_w = state.mean_power_w();
+    method.temperature_c = state.temperature_max_c;
   }
 
   static bool IsSticky() {
@@ -266,11 +341,13 @@ class WorkerDevice {
   cudaStream_t stream_ = nullptr;
   // Region r (0 = the estimate, 1.. = the timed batches) uses regions_[r] and gates_[r].
   std::vector<cuda::EventTimer> regions_;
+  std::vector<cuda::EventTimer> reference_regions_;  // the drift reference's batch of region r
   std::vector<std::unique_ptr<Gate>> gates_;
   int64_t l2_bytes_ = 0;
   std::unique_ptr<verify::DeviceOperands> operands_;  // the rotated operand sets
   int64_t rotating_bytes_ = 0;
   std::string problem_key_;
+  std::unique_ptr<cuda::GpuStateSampler> state_sampler_;  // null without NVML
 };
 
 json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const json& request) {
@@ -341,7 +418,15 @@ json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const 
       return json{{"ok", false}, {"reason", operands.status().ToString()}, {"fatal", false}};
     if (Status s = timer.Setup(*problem, *operands); !s.ok())
       return json{{"ok", false}, {"reason", s.ToString()}, {"fatal", true}};
-    return timer.Time(*problem, *config, request.value("abort_bound_ms", 0.0));
+    std::optional<KernelConfig> reference;
+    if (request.contains("reference")) {
+      auto parsed = json_codec::KernelConfigFromJson(request.at("reference"), "request.reference");
+      if (!parsed.ok())
+        return json{{"ok", false}, {"reason", parsed.status().ToString()}, {"fatal", false}};
+      reference = *parsed;
+    }
+    return timer.Time(*problem, *config, request.value("abort_bound_ms", 0.0),
+                      reference ? &*reference : nullptr, request.value("reference_ms", 0.0));
   }
   return json{{"ok", false}, {"reason", "unknown request '" + cmd + "'"}, {"fatal", false}};
 }

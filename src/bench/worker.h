@@ -7,8 +7,10 @@
 //   {"ok":true,"configs":[...],"peers":[...],"peers_b":[...],"enumerated":N}
 //        (configs: the enumerated space filtered by the rule set; enumerated = their count;
 //        peers, peers_b: the provider's first and second heuristic's picks, best first)
-//   {"cmd":"time","problem":{...},"config":{...},"abort_bound_ms":B,"inject":""}
-//        -> {"ok":true,"latency_ms":..,"cv":..,"samples":..,"aborted":..,"method":{...}}
+//   {"cmd":"time","problem":{...},"config":{...},"abort_bound_ms":B,"inject":"",
+//    "reference":{...},"reference_ms":R}   (reference: optional, drift control)
+//        -> {"ok":true,"latency_ms":..,"cv":..,"samples":..,"aborted":..,"method":{...},
+//            "reference_latency_ms":..}   (the reference's batches, each right after the config's)
 //   any failure -> {"ok":false,"reason":"...","fatal":bool}; fatal: the worker exits after it
 //   (a sticky CUDA error leaves its context unusable).
 #pragma once

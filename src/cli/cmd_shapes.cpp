@@ -122,26 +122,26 @@ int RunShapes(const ShapesArgs& args) {
 }  // namespace
 
 Command ShapesCommand() {
-  return {"shapes",
-          "generate the named shape sets (GEMM: wide, core, fp8, edge, holdout; convolution: "
-          "conv_train, conv_train_extra, conv_validation) or check a shape file of either kind",
-          [](CLI::App& app) -> RunFunction {
-            auto args = std::make_shared<ShapesArgs>();
-            app.require_subcommand(1);
-            args->generate = app.add_subcommand("generate", "write a named shape set as CSV");
-            args->generate
-                ->add_option("--set", args->set,
-                             "GEMM: wide, core, fp8, edge or holdout; wide, core, fp8 and holdout "
-                             "with _framework: tokens in n (TN as nn.Linear calls it). "
-                             "Convolution: conv_train, conv_train_extra, conv_validation")
-                ->required();
-            args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
-            args->check = app.add_subcommand(
-                "check",
-                "parse a shape file (GEMM or conv, told by its header) and count its regimes");
-            args->check->add_option("file", args->check_path, "shape CSV")->required();
-            return [args] { return RunShapes(*args); };
-          }};
+  return {
+      "shapes",
+      "generate the named shape sets (GEMM: wide, core, fp8, edge, holdout, drift; convolution: "
+      "conv_train, conv_train_extra, conv_validation) or check a shape file of either kind",
+      [](CLI::App& app) -> RunFunction {
+        auto args = std::make_shared<ShapesArgs>();
+        app.require_subcommand(1);
+        args->generate = app.add_subcommand("generate", "write a named shape set as CSV");
+        args->generate
+            ->add_option("--set", args->set,
+                         "GEMM: wide, core, fp8, edge, holdout or drift; all but edge "
+                         "with _framework: tokens in n (TN as nn.Linear calls it). "
+                         "Convolution: conv_train, conv_train_extra, conv_validation")
+            ->required();
+        args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
+        args->check = app.add_subcommand(
+            "check", "parse a shape file (GEMM or conv, told by its header) and count its regimes");
+        args->check->add_option("file", args->check_path, "shape CSV")->required();
+        return [args] { return RunShapes(*args); };
+      }};
 }
 
 }  // namespace kselect::cli

@@ -438,7 +438,9 @@ json MethodToJson(const MeasurementMethod& m) {
               {"iters_per_repeat", m.iters_per_repeat},
               {"rotating_buffer_bytes", m.rotating_buffer_bytes},
               {"sm_clock_min_mhz", m.sm_clock_min_mhz},
-              {"sm_clock_max_mhz", m.sm_clock_max_mhz}};
+              {"sm_clock_max_mhz", m.sm_clock_max_mhz},
+              {"power_w", m.power_w},
+              {"temperature_c", m.temperature_c}};
 }
 
 StatusOr<MeasurementMethod> MethodFromJson(const json& j, const std::string& path) {
@@ -453,6 +455,8 @@ StatusOr<MeasurementMethod> MethodFromJson(const json& j, const std::string& pat
   m.rotating_buffer_bytes = r.IntOr("rotating_buffer_bytes", 0);
   m.sm_clock_min_mhz = I32(r, "sm_clock_min_mhz", 0);
   m.sm_clock_max_mhz = I32(r, "sm_clock_max_mhz", 0);
+  m.power_w = r.NumberOr("power_w", 0);
+  m.temperature_c = I32(r, "temperature_c", 0);
   KSELECT_RETURN_IF_ERROR(r.Finish());
   return m;
 }

@@ -347,6 +347,9 @@ DatasetRow RowFromMeasurement(const Measurement& m, const RunInfo& run) {
   row.rotating_buffer_bytes = method.rotating_buffer_bytes;
   row.sm_clock_min_mhz = method.sm_clock_min_mhz;
   row.sm_clock_max_mhz = method.sm_clock_max_mhz;
+  row.power_w = method.power_w;
+  row.temperature_c = method.temperature_c;
+  row.reference_latency_ms = m.reference_latency_ms;
   FillHardware(run.hardware, row);
   if (!m.device_uuid.empty()) row.device_uuid = m.device_uuid;
   return row;
@@ -407,6 +410,9 @@ StatusOr<Measurement> MeasurementFromRow(const DatasetRow& row) {
   m.method.rotating_buffer_bytes = Or<int64_t>(row.rotating_buffer_bytes, 0);
   m.method.sm_clock_min_mhz = I32(row.sm_clock_min_mhz);
   m.method.sm_clock_max_mhz = I32(row.sm_clock_max_mhz);
+  m.method.power_w = Or<double>(row.power_w, 0.0);
+  m.method.temperature_c = I32(row.temperature_c);
+  m.reference_latency_ms = Or<double>(row.reference_latency_ms, 0.0);
   m.run_id = Or<std::string>(row.run_id, "");
   m.timestamp = Or<std::string>(row.timestamp, "");
   // The GPU of this row (runs over several GPUs name one per row); RowFromMeasurement writes it

@@ -60,10 +60,11 @@ Measurement MergeGroup(std::vector<Measurement*>& group) {
     out.bandwidth_gb_s = Median(bandwidth);
     return out;
   }
-  std::vector<double> latency, tflops, bandwidth;
+  std::vector<double> latency, tflops, bandwidth, reference;
   double own_cv = 0;
   int32_t samples = 0;
   for (const Measurement* m : valid) {
+    if (m->reference_latency_ms > 0) reference.push_back(m->reference_latency_ms);
     latency.push_back(m->latency_ms);
     tflops.push_back(m->tflops);
     bandwidth.push_back(m->bandwidth_gb_s);
@@ -75,6 +76,7 @@ Measurement MergeGroup(std::vector<Measurement*>& group) {
   out.latency_ms = Median(latency);
   out.tflops = Median(tflops);
   out.bandwidth_gb_s = Median(bandwidth);
+  out.reference_latency_ms = reference.empty() ? 0 : Median(reference);
   out.cv = std::max(own_cv, CoefficientOfVariation(latency));
   out.samples = samples;
   // The merged figures are new: a CV that overflowed to NaN must not pass as valid.

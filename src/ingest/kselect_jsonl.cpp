@@ -1,5 +1,6 @@
 // kselect bench's streaming JSONL (docs/formats.md): a "run" record carrying the hardware
 // profile and method, then one "measurement" record per timed (problem, config) pair.
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -106,6 +107,11 @@ StatusOr<Measurement> ParseMeasurementRecord(const json& record, const std::stri
   }
   m.timestamp = r.StringOr("timestamp", "");
   m.device_uuid = r.StringOr("device_uuid", "");
+  m.reference_latency_ms = r.NumberOr("reference_latency_ms", 0);
+  if (!(m.reference_latency_ms >= 0) || !std::isfinite(m.reference_latency_ms)) {
+    r.Fail(ParseError(r.PathOf("reference_latency_ms") + ": must be a finite latency >= 0"));
+  }
+  m.is_drift_reference = r.BoolOr("is_drift_reference", false);
   const json* method = r.Child("method", false);
   KSELECT_RETURN_IF_ERROR(r.Finish());
 

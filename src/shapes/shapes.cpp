@@ -341,6 +341,15 @@ std::vector<ShapeRow> Fp8Set() {
   return WideSample({0, 2, 4});
 }
 
+// About 1 in 29 of the wide set (i mod 29 == 0): 25 shapes from decode to the largest GEMMs, the
+// same pairs timed in separate runs to measure cross-run drift (docs/notes/drift.md).
+std::vector<ShapeRow> DriftSet() {
+  std::vector<ShapeRow> sample;
+  const std::vector<ShapeRow> wide = WideSet();
+  for (size_t i = 0; i < wide.size(); i += 29) sample.push_back(wide[i]);
+  return sample;
+}
+
 // A tokens-in-m set as nn.Linear reaches cuBLAS (TN, m = out features, n = tokens): m and n
 // swapped, regimes recomputed, families kept (they name the layer).
 std::vector<ShapeRow> FrameworkOrientation(std::vector<ShapeRow> rows) {
@@ -364,9 +373,10 @@ StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
   if (set == "fp8") return Fp8Set();
   if (set == "edge") return EdgeSet();
   if (set == "holdout") return HoldoutSet();
+  if (set == "drift") return DriftSet();
   return InvalidArgumentError(
       "unknown shape set '" + std::string(set) +
-      "' (known: wide, core, fp8, edge, holdout; wide, core, fp8 and holdout with the suffix "
+      "' (known: wide, core, fp8, edge, holdout, drift; all but edge with the suffix "
       "_framework: m and n swapped, tokens in n; conv sets: conv_train, conv_train_extra, "
       "conv_validation)");
 }

@@ -242,6 +242,61 @@ TEST(BenchRecordsTest, SecondHeuristicRankRoundTripsThroughJsonlAndDatasetRows) 
   EXPECT_FALSE(with_null->measurements[0].peer_rank_b.has_value());
 }
 
+TEST(BenchRecordsTest, DriftReferenceAndGpuStateRoundTripThroughJsonlDatasetRowsAndMerges) {
+  Measurement reference = Row(1, 20, 0.010);
+  reference.is_drift_reference = true;
+  reference.reference_latency_ms = 0.010;
+  Measurement later = Row(1, 21, 0.012);
+  later.reference_latency_ms = 0.0105;
+  later.method.sm_clock_min_mhz = 1755;
+  later.method.sm_clock_max_mhz = 1980;
+  later.method.power_w = 412.5;
+  later.method.temperature_c = 47;
+  // Rows of runs without drift control write neither field.
+  EXPECT_EQ(MeasurementLine(Row(1, 22, 0.01)).find("reference"), std::string::npos);
+  const std::string text =
+      RunRecordLine(TestRun()) + MeasurementLine(reference) + MeasurementLine(later);
+  auto parsed = ParseKselectJsonl(text, "d.jsonl", IngestOptions{});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->measurements.size(), 2u);
+  EXPECT_TRUE(parsed->measurements[0].is_drift_reference);
+  EXPECT_FALSE(parsed->measurements[1].is_drift_reference);
+  const Measurement& got = parsed->measurements[1];
+  EXPECT_DOUBLE_EQ(got.reference_latency_ms, 0.0105);
+  EXPECT_EQ(got.method.sm_clock_min_mhz, 1755);
+  EXPECT_DOUBLE_EQ(got.method.power_w, 412.5);
+  EXPECT_EQ(got.method.temperature_c, 47);
+  const DatasetRow row = RowFromMeasurement(got, parsed->runs[0]);
+  EXPECT_DOUBLE_EQ(row.reference_latency_ms.value_or(-1), 0.0105);
+  EXPECT_DOUBLE_EQ(row.power_w.value_or(-1), 412.5);
+  EXPECT_EQ(row.temperature_c.value_or(-1), 47);
+  const Measurement back = MeasurementFromRow(row).value();
+  EXPECT_DOUBLE_EQ(back.reference_latency_ms, 0.0105);
+  EXPECT_DOUBLE_EQ(back.method.power_w, 412.5);
+  // Repeats of a pair merge into the median latency and the median reference time.
+  Measurement again = later;
+  again.latency_ms = 0.014;
+  again.reference_latency_ms = 0.0125;
+  Measurement third = later;
+  third.latency_ms = 0.013;
+  third.reference_latency_ms = 0.0115;
+  for (Measurement* m : {&again, &third}) DeriveRates(*m);
+  const std::vector<Measurement> merged =
+      MergeDuplicateMeasurements({later, again, third}, MergeScope::kWithinRun);
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_DOUBLE_EQ(merged[0].latency_ms, 0.013);
+  EXPECT_DOUBLE_EQ(merged[0].reference_latency_ms, 0.0115);
+}
+
+TEST(BenchRecordsTest, NegativeReferenceLatencyIsAClearError) {
+  std::string line = MeasurementLine(Row(1, 20, 0.01));
+  line.insert(1, "\"reference_latency_ms\":-0.5,");
+  auto parsed = ParseKselectJsonl(RunRecordLine(TestRun()) + line, "neg.jsonl", IngestOptions{});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("reference_latency_ms"), std::string::npos)
+      << parsed.status().message();
+}
+
 TEST(BenchRecordsTest, SecondHeuristicRankOfAWrongTypeOrRangeIsAClearError) {
   for (const auto& [value, reason] : {std::pair<std::string, std::string>{"\"1\"", "peer_rank_b"},
                                       {"1.5", "peer_rank_b"},

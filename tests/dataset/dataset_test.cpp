@@ -34,7 +34,7 @@ TEST_F(DatasetTest, ParquetRoundTripKeepsEveryRowAndField) {
 #undef KSELECT_EXPECT_FIELD
     EXPECT_EQ(back->rows[i], original.rows[i]) << "row " << i;
   }
-  EXPECT_EQ(back->metadata.at(std::string(kMetaSchemaVersion)), "1.1");
+  EXPECT_EQ(back->metadata.at(std::string(kMetaSchemaVersion)), "1.2");
   EXPECT_EQ(back->metadata.at(std::string(kMetaRows)), "8");
   EXPECT_FALSE(back->metadata.at(std::string(kMetaTool)).empty());
 

@@ -5,4 +5,5 @@ set(KSELECT_HARDWARE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/hardware/hardware_query_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/cuda/nvrtc_compile_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/cuda/driver_api_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/cuda/gpu_state_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/lightgbm_smoke_test.cpp)

@@ -113,7 +113,8 @@ TEST(ShapesTest, HoldoutSharesNoShapeWithWide) {
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
   for (const char* set :
-       {"wide", "core", "fp8", "edge", "holdout", "core_framework", "holdout_framework"}) {
+       {"wide", "core", "fp8", "edge", "holdout", "core_framework", "holdout_framework",
+        "wide_framework", "fp8_framework", "drift_framework"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())

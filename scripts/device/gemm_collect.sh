@@ -1,0 +1,37 @@
+#!/bin/bash
+# Collects cuBLASLt GEMM data on the device with drift control (issue 21): for each
+# "name|shapes.csv|resume|seconds|extra options" entry of PLAN (';'-separated, at most 5),
+# `kselect bench --rules default --interleave-reference` over the shapes, continuing RESUME (a
+# carried, trimmed JSONL from scripts/device/trim_resume.py) when one is named ('-' = a fresh
+# run), stopping new configs after the given seconds. Only the new lines come back, gzipped, one
+# file per entry ($OUT/new_<name>.jsonl.gz), with the bench logs in logs.tar.gz.
+BIN=${BIN:-.devcarry-sel}
+OUT=${OUT:-/tmp/out}
+KIND=${KIND:-nvidia-h200}
+source scripts/device/check_common.sh
+mkdir -p "$OUT/logs"
+IFS=';' read -ra entries <<< "${PLAN:?PLAN is empty}"
+for entry in "${entries[@]}"; do
+  IFS='|' read -r name shapes resume limit extra <<< "$entry"
+  file=/tmp/collect_$name.jsonl
+  skip=0
+  args=(--run-id "${RUN_PREFIX:-h200-gemm}-$name")
+  if [ "$resume" != "-" ]; then
+    cp "$resume" "$file"
+    skip=$(wc -l < "$file")
+    args=(--resume)
+  else
+    rm -f "$file"
+  fi
+  s=$(date +%s)
+  # shellcheck disable=SC2086  # extra is an option list
+  "$BIN/kselect" bench --device-kind "$KIND" --shapes "$shapes" --rules default --rules-dir rules \
+    --interleave-reference --time-limit-s "$limit" -o "$file" "${args[@]}" $extra \
+    > "$OUT/logs/bench_$name.log" 2>&1
+  rc=$?
+  tail -n +"$((skip + 1))" "$file" | gzip > "$OUT/new_$name.jsonl.gz"
+  summary+=("$name rc=$rc $(( $(date +%s) - s )) s, $(tail -n +"$((skip + 1))" "$file" | grep -c '"type":"problem_done"') problems done here, $(grep -c '"type":"problem_done"' "$file") in all, $(( $(wc -l < "$file") - skip )) new lines")
+  tail -1 "$OUT/logs/bench_$name.log"
+done
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+(cd "$OUT" && tar czf logs.tar.gz logs && rm -rf logs)
