@@ -122,7 +122,9 @@ int RunIngest(const IngestArgs& args) {
       {"device_kind", args.device_kind},
       {"run_id", args.run_id},
       {"conv_direction", args.conv_direction},
-      {"allow_mixed", args.allow_mixed}}.dump();
+      {"allow_mixed", args.allow_mixed},
+      {"complete_problems_only", args.complete_problems_only},
+      {"one_run_per_problem", args.one_run_per_problem}}.dump();
   if (auto s = WriteDatasetChecked(dataset, args.output); !s.ok()) return ReportError("ingest", s);
 
   const DatasetSummary summary = SummarizeDataset(dataset);

@@ -6,6 +6,7 @@
 #include "bench/worker.h"
 #include "core/json_codec.h"
 #include "kselect/hardware.h"
+#include "kselect/provider.h"
 
 namespace kselect::bench {
 namespace {
@@ -59,6 +60,56 @@ TEST(WorkerTest, TimeWithoutGpuIsAFatalUnavailableReply) {
   EXPECT_FALSE(reply->value("ok", true));
   EXPECT_TRUE(reply->value("fatal", false));
   EXPECT_NE(reply->value("reason", "").find("unavailable"), std::string::npos) << reply->dump();
+}
+
+}  // namespace
+}  // namespace kselect::bench
+
+namespace kselect::bench {
+namespace {
+
+// Drift control on a GPU: a config timed with the problem's reference interleaved comes back
+// with the reference's time from the same batches, and (where NVML is there, as on every lent
+// H100/H200) with the clocks, power and temperature it ran at.
+TEST(WorkerTest, OnAGpuTheReferenceIsTimedInterleavedAndTheGpuStateRecorded) {
+  if (!QueryHardwareProfile(0).ok()) GTEST_SKIP() << "no GPU on this host";
+  GemmProblem p;
+  p.m = p.n = p.k = 2048;
+  p.layout = GemmLayoutFromBlasOps("TN").value();
+  auto provider = CreateProvider(Provider::kCublasLt, ProviderOptions{});
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  auto picks = (*provider)->HeuristicPicks(p, 2);
+  ASSERT_TRUE(picks.ok()) << picks.status().ToString();
+  ASSERT_EQ(picks->size(), 2u);
+  BenchOptions options;
+  WorkerClient worker(options, 0);
+  nlohmann::json alone{{"cmd", "time"},
+                       {"problem", json_codec::ProblemToJson(Problem(p))},
+                       {"config", json_codec::KernelConfigToJson((*picks)[0])}};
+  auto reference = worker.Request(alone, 60);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  ASSERT_TRUE(reference->value("ok", false)) << reference->dump();
+  EXPECT_FALSE(reference->contains("reference_latency_ms"));
+  const double reference_ms = reference->value("latency_ms", 0.0);
+  ASSERT_GT(reference_ms, 0);
+
+  nlohmann::json interleaved = alone;
+  interleaved["config"] = json_codec::KernelConfigToJson((*picks)[1]);
+  interleaved["reference"] = json_codec::KernelConfigToJson((*picks)[0]);
+  interleaved["reference_ms"] = reference_ms;
+  auto reply = worker.Request(interleaved, 60);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_TRUE(reply->value("ok", false)) << reply->dump();
+  EXPECT_GT(reply->value("latency_ms", 0.0), 0);
+  const double interleaved_reference_ms = reply->value("reference_latency_ms", 0.0);
+  // The same kernel on the same operands, seconds apart: well within a factor of two.
+  EXPECT_GT(interleaved_reference_ms, 0.5 * reference_ms) << reply->dump();
+  EXPECT_LT(interleaved_reference_ms, 2.0 * reference_ms) << reply->dump();
+  const nlohmann::json& method = reply->at("method");
+  EXPECT_GT(method.value("sm_clock_min_mhz", 0), 100) << method.dump();
+  EXPECT_GE(method.value("sm_clock_max_mhz", 0), method.value("sm_clock_min_mhz", 0));
+  EXPECT_GT(method.value("power_w", 0.0), 10.0) << method.dump();
+  EXPECT_GT(method.value("temperature_c", 0), 5) << method.dump();
 }
 
 }  // namespace
