@@ -456,6 +456,7 @@ StatusOr<MeasurementMethod> MethodFromJson(const json& j, const std::string& pat
   m.sm_clock_min_mhz = I32(r, "sm_clock_min_mhz", 0);
   m.sm_clock_max_mhz = I32(r, "sm_clock_max_mhz", 0);
   m.power_w = r.NumberOr("power_w", 0);
+  if (!(m.power_w >= 0)) r.Fail(ParseError(r.PathOf("power_w") + ": must be a power >= 0 W"));
   m.temperature_c = I32(r, "temperature_c", 0);
   KSELECT_RETURN_IF_ERROR(r.Finish());
   return m;

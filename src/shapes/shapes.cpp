@@ -317,12 +317,12 @@ StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path) {
   return ParseShapeCsv(buffer.str(), path);
 }
 
-// A systematic sample of the wide set: rows i with i mod 9 in `residues`.
-std::vector<ShapeRow> WideSample(std::initializer_list<size_t> residues) {
+// A systematic sample of the wide set: rows i with i mod `modulus` in `residues`.
+std::vector<ShapeRow> WideSample(size_t modulus, std::initializer_list<size_t> residues) {
   std::vector<ShapeRow> sample;
   const std::vector<ShapeRow> wide = WideSet();
   for (size_t i = 0; i < wide.size(); ++i) {
-    if (std::find(residues.begin(), residues.end(), i % 9) != residues.end())
+    if (std::find(residues.begin(), residues.end(), i % modulus) != residues.end())
       sample.push_back(wide[i]);
   }
   return sample;
@@ -331,23 +331,20 @@ std::vector<ShapeRow> WideSample(std::initializer_list<size_t> residues) {
 // About 1 in 4.5 of the wide set (i mod 9 in {0, 4}): every family and regime in proportion, for
 // the datasets that need ~150 shapes, not ~700.
 std::vector<ShapeRow> CoreSet() {
-  return WideSample({0, 4});
+  return WideSample(9, {0, 4});
 }
 
 // Core plus the wide rows with i mod 9 == 2. cuBLASLt 13.1 has fp8 (e4m3) kernels only where
 // k % 16 == 0 and m is 1 or a multiple of 8 (on an H200, 33 of core's 156 shapes had none), so fp8
 // data needs a denser sample to reach 150 shapes it can run.
 std::vector<ShapeRow> Fp8Set() {
-  return WideSample({0, 2, 4});
+  return WideSample(9, {0, 2, 4});
 }
 
 // About 1 in 29 of the wide set (i mod 29 == 0): 25 shapes from decode to the largest GEMMs, the
 // same pairs timed in separate runs to measure cross-run drift (docs/notes/drift.md).
 std::vector<ShapeRow> DriftSet() {
-  std::vector<ShapeRow> sample;
-  const std::vector<ShapeRow> wide = WideSet();
-  for (size_t i = 0; i < wide.size(); i += 29) sample.push_back(wide[i]);
-  return sample;
+  return WideSample(29, {0});
 }
 
 // A tokens-in-m set as nn.Linear reaches cuBLAS (TN, m = out features, n = tokens): m and n

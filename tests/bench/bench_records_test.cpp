@@ -297,6 +297,16 @@ TEST(BenchRecordsTest, NegativeReferenceLatencyIsAClearError) {
       << parsed.status().message();
 }
 
+TEST(BenchRecordsTest, NegativePowerIsAClearError) {
+  Measurement row = Row(1, 20, 0.01);
+  row.method.power_w = -3;
+  auto parsed = ParseKselectJsonl(RunRecordLine(TestRun()) + MeasurementLine(row), "neg.jsonl",
+                                  IngestOptions{});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("power_w"), std::string::npos)
+      << parsed.status().message();
+}
+
 TEST(BenchRecordsTest, SecondHeuristicRankOfAWrongTypeOrRangeIsAClearError) {
   for (const auto& [value, reason] : {std::pair<std::string, std::string>{"\"1\"", "peer_rank_b"},
                                       {"1.5", "peer_rank_b"},

@@ -1,26 +1,21 @@
 #include "cuda/gpu_state.h"
 
-#include <cuda_runtime_api.h>
-
 #include <gtest/gtest.h>
+
+#include "kselect/hardware.h"
 
 namespace kselect::cuda {
 namespace {
 
-bool GpuPresent() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
 TEST(GpuStateTest, WithoutGpuOpeningIsUnavailableNotACrash) {
-  if (GpuPresent()) GTEST_SKIP() << "a GPU is present";
+  if (QueryHardwareProfile(0).ok()) GTEST_SKIP() << "a GPU is present";
   const auto sampler = GpuStateSampler::Open(0);
   ASSERT_FALSE(sampler.ok());
   EXPECT_NE(sampler.status().code(), StatusCode::kOk);
 }
 
 TEST(GpuStateTest, OnAGpuTheClockPowerAndTemperatureArePlausible) {
-  if (!GpuPresent()) GTEST_SKIP() << "no GPU on this host";
+  if (!QueryHardwareProfile(0).ok()) GTEST_SKIP() << "no GPU on this host";
   auto sampler = GpuStateSampler::Open(0);
   ASSERT_TRUE(sampler.ok()) << sampler.status().ToString();
   const GpuState s = (*sampler)->Sample();
