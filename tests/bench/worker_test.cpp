@@ -5,6 +5,7 @@
 
 #include "bench/worker.h"
 #include "core/json_codec.h"
+#include "kselect/catalogue.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
 
@@ -76,16 +77,29 @@ TEST(WorkerTest, OnAGpuTheReferenceIsTimedInterleavedAndTheGpuStateRecorded) {
   GemmProblem p;
   p.m = p.n = p.k = 2048;
   p.layout = GemmLayoutFromBlasOps("TN").value();
-  auto provider = CreateProvider(Provider::kCublasLt, ProviderOptions{});
-  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  auto picks = (*provider)->HeuristicPicks(p, 2);
-  ASSERT_TRUE(picks.ok()) << picks.status().ToString();
-  ASSERT_EQ(picks->size(), 2u);
+  // The heuristic's picks come from the worker's plan, as in the bench: a parent that had created
+  // a CUDA context itself would hand its forked worker a CUDA that cannot initialise.
   BenchOptions options;
+  auto rules = FindRuleSet(std::string(KSELECT_SOURCE_DIR) + "/rules", Provider::kCublasLt, "tiny");
+  ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+  options.rules = *rules;
+  options.heuristic_picks = 2;
   WorkerClient worker(options, 0);
+  auto plan = worker.Request(
+      nlohmann::json{{"cmd", "plan"}, {"problem", json_codec::ProblemToJson(Problem(p))}}, 120);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->value("ok", false)) << plan->dump();
+  const nlohmann::json& peers = plan->at("peers");
+  ASSERT_EQ(peers.size(), 2u) << plan->dump();
+  std::vector<KernelConfig> picks;
+  for (const nlohmann::json& peer : peers) {
+    auto config = json_codec::KernelConfigFromJson(peer, "plan.peers");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    picks.push_back(*config);
+  }
   nlohmann::json alone{{"cmd", "time"},
                        {"problem", json_codec::ProblemToJson(Problem(p))},
-                       {"config", json_codec::KernelConfigToJson((*picks)[0])}};
+                       {"config", json_codec::KernelConfigToJson(picks[0])}};
   auto reference = worker.Request(alone, 60);
   ASSERT_TRUE(reference.ok()) << reference.status().ToString();
   ASSERT_TRUE(reference->value("ok", false)) << reference->dump();
@@ -94,8 +108,8 @@ TEST(WorkerTest, OnAGpuTheReferenceIsTimedInterleavedAndTheGpuStateRecorded) {
   ASSERT_GT(reference_ms, 0);
 
   nlohmann::json interleaved = alone;
-  interleaved["config"] = json_codec::KernelConfigToJson((*picks)[1]);
-  interleaved["reference"] = json_codec::KernelConfigToJson((*picks)[0]);
+  interleaved["config"] = json_codec::KernelConfigToJson(picks[1]);
+  interleaved["reference"] = json_codec::KernelConfigToJson(picks[0]);
   interleaved["reference_ms"] = reference_ms;
   auto reply = worker.Request(interleaved, 60);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();

@@ -112,9 +112,9 @@ TEST(ShapesTest, HoldoutSharesNoShapeWithWide) {
 
 // The committed shape files are exactly what the generator writes (rows, not the comment line).
 TEST(ShapesTest, CommittedFilesMatchTheGenerator) {
-  for (const char* set :
-       {"wide", "core", "fp8", "edge", "holdout", "core_framework", "holdout_framework",
-        "wide_framework", "fp8_framework", "drift_framework"}) {
+  for (const char* set : {"wide", "core", "fp8", "edge", "holdout", "core_framework",
+                          "holdout_framework", "wide_framework", "fp8_framework", "drift_framework",
+                          "h100_framework", "holdout_h100_framework"}) {
     auto committed = LoadShapeFile(std::string(KSELECT_SOURCE_DIR) + "/shapes/" + set + ".csv");
     ASSERT_TRUE(committed.ok()) << committed.status().ToString();
     EXPECT_EQ(*committed, GenerateShapeSet(set).value())
@@ -149,6 +149,14 @@ TEST(ShapesTest, FrameworkSetsPutTokensInN) {
   }
   EXPECT_GE(decode, 30u);  // the decode GEMMs nn.Linear issues: n = 1-16 tokens
   EXPECT_TRUE(GenerateShapeSet("holdout_framework").ok());
+  // The second device's sets: >= 300 training and >= 100 test shapes (issue 21), disjoint.
+  const auto h100 = GenerateShapeSet("h100_framework").value();
+  const auto h100_test = GenerateShapeSet("holdout_h100_framework").value();
+  EXPECT_GE(h100.size(), 300u);
+  EXPECT_GE(h100_test.size(), 100u);
+  for (const ShapeRow& r : h100_test) {
+    EXPECT_EQ(std::count(h100.begin(), h100.end(), r), 0) << r.m << "x" << r.n << "x" << r.k;
+  }
   EXPECT_FALSE(GenerateShapeSet("edge_framework").ok());
   EXPECT_FALSE(GenerateShapeSet("_framework").ok());
   EXPECT_FALSE(GenerateShapeSet("nope_framework").ok());
