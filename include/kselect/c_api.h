@@ -96,9 +96,11 @@ typedef struct kselect_selector_options {
 KSELECT_C_EXPORT int kselect_selector_options_init(kselect_selector_options* options);
 
 /* Opens the model directory `model_dir` (made by `kselect train`; it holds feature_spec.json,
- * model_*.lgbm.gz and candidates.json.gz). `options` NULL = the defaults. On success *out is a
- * selector to close with kselect_selector_close; on failure *out is NULL and the error names the
- * file or field at fault. */
+ * model_*.lgbm.gz and candidates.json.gz), or one of several per-device models listed
+ * ':'-separated ("models/h200_cublaslt_default_rank:models/h100_cublaslt_default_rank"): the one
+ * trained for the device it selects for (Selector::Open). `options` NULL = the defaults. On success
+ * *out is a selector to close with kselect_selector_close; on failure *out is NULL and the error
+ * names the file or field at fault. */
 KSELECT_C_EXPORT int kselect_selector_open(const char* model_dir,
                                            const kselect_selector_options* options,
                                            kselect_selector** out);

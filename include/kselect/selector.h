@@ -108,7 +108,17 @@ class Selector {
  public:
   // Loads the model, its candidate table and (when given) the solution library; queries the
   // device when the host has one. Errors name the file or field at fault.
+  // `model_dir` may list one model per device, ':'-separated (as the C API passes them).
   static StatusOr<std::unique_ptr<Selector>> Open(const std::string& model_dir,
+                                                  const SelectorOptions& options = {});
+  // One model per device, e.g. {models/h200_cublaslt_default_rank,
+  // models/h100_cublaslt_default_rank}: opens the one trained for the hardware it selects for
+  // (SelectorOptions::hardware, else the GPU of provider.device), matched on the hardware in
+  // each model's feature spec, never on its name. Where none was trained for it, the first is
+  // opened and its model stage is passed over with that reason in every selection's note (the
+  // fallbacks decide), so another device's model is never served silently. With neither a GPU
+  // nor SelectorOptions::hardware, the first is opened.
+  static StatusOr<std::unique_ptr<Selector>> Open(const std::vector<std::string>& model_dirs,
                                                   const SelectorOptions& options = {});
   ~Selector();
   Selector(const Selector&) = delete;
@@ -137,6 +147,8 @@ class Selector {
   size_t CachedDecisions() const;
 
   const Model& model() const;
+  // The model directory opened (of several given, the one chosen for the device).
+  const std::string& model_dir() const;
   const SelectorOptions& options() const;
   const HardwareConstants& hardware() const;
   // FNV-1a 64 over the model directory's model files, spec and candidate table (hex).

@@ -78,6 +78,15 @@ struct TrainOptions {
   // Each file's candidate fingerprint (same order as data_sources; may be empty), recorded in
   // the manifest so an out-of-fold evaluation can tell whether it scores the training data.
   std::vector<std::string> data_source_fingerprints;
+  // Distributed data-parallel training (LightGBM's tree_learner=data) for data that outgrows one
+  // machine: every process listed in `machines` ("host:port,host:port", this one listening on
+  // `listen_port`) is given its own shard of the problems and all of them fit the same trees,
+  // bin boundaries and histograms being summed over the network. It fits `max_rounds` trees
+  // (early stopping would decide on each shard's own split), with no cross-validation, hard
+  // mining or warm start. Empty: one process.
+  std::string machines;
+  int listen_port = 0;
+  int network_timeout_minutes = 5;
   // Called after each fit with a one-line account (fold, trees, seconds); may be empty.
   std::function<void(const std::string&)> progress;
 };

@@ -22,7 +22,7 @@ namespace kselect::cli {
 namespace {
 
 struct PredictArgs {
-  std::string model;
+  std::vector<std::string> models;  // one per device: the selector opens the device's
   std::string candidates;
   std::string hardware;  // a saved profile (kselect hw --save) of the device to predict for
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -188,7 +188,7 @@ void PrintSelection(const PredictArgs& args, const Selector& selector, const Sel
       ranked.push_back(std::move(row));
     }
     std::cout << nlohmann::json{{"problem", problem.ToString()},
-                                {"model", args.model},
+                                {"model", selector.model_dir()},
                                 {"path", DecisionPathName(selection.path)},
                                 {"decided_by", DecisionPathName(selection.decided_by)},
                                 {"note", selection.note},
@@ -214,6 +214,8 @@ void PrintSelection(const PredictArgs& args, const Selector& selector, const Sel
     std::cout << " the provider can run it with (" << not_implementable << " cannot)";
   }
   std::cout << "\n";
+  if (args.models.size() > 1)
+    std::cout << "model for this device: " << selector.model_dir() << "\n";
   std::cout << "decided by: " << DecisionPathName(selection.decided_by);
   if (selection.path == DecisionPath::kCache) std::cout << " (cached)";
   if (selection.candidates_scored != candidates) {
@@ -288,12 +290,13 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(options.hardware, HardwareConstantsFor(profile));
   }
   KSELECT_ASSIGN_OR_RETURN(const GemmProblem problem, ProblemOf(args));
-  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector, Selector::Open(args.model, options));
+  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector,
+                           Selector::Open(args.models, options));
   const Model& model = selector->model();
   // The options describe a GEMM; a convolution model would only fail to find candidates.
   if (const FeatureSpec& spec = model.spec(); spec.conv_direction) {
     return FailedPreconditionError(
-        args.model + " is a " + std::string(ConvDirectionName(*spec.conv_direction)) +
+        selector->model_dir() + " is a " + std::string(ConvDirectionName(*spec.conv_direction)) +
         " convolution model (" + std::string(ProviderName(spec.provider)) +
         "), and kselect predict selects for GEMMs; score measured convolution candidates with "
         "kselect eval");
@@ -367,9 +370,16 @@ Command PredictCommand() {
       "predict", "rank configs for a problem with a trained model",
       [](CLI::App& app) -> RunFunction {
         auto args = std::make_shared<PredictArgs>();
-        app.add_option("--model", args->model, "model directory")
+        app.add_option("--model", args->models,
+                       "model directory; repeat to give one per device (e.g. the H200's and the "
+                       "H100's): the one trained for the GPU (or --hardware) ranks, matched on "
+                       "each model's recorded hardware")
             ->required()
             ->check(CLI::ExistingDirectory);
+        app.add_option("--hardware", args->hardware,
+                       "a saved hardware profile (kselect hw --save; data/hardware/*.json) of the "
+                       "device to select for (default: this host's GPU, else the model's own)")
+            ->check(CLI::ExistingFile);
         app.add_option("--candidates", args->candidates,
                        "rank exactly this dataset's distinct configs (default: the selector's "
                        "decision over the model's candidate table)")

@@ -1,6 +1,11 @@
 // kselect train: LightGBM models from a canonical dataset, with grouped cross-validation.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -8,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/dataset_io.h"
 #include "core/text.h"
+#include "kselect/bench.h"
 #include "kselect/model.h"
 #include "kselect/train.h"
 
@@ -22,10 +28,41 @@ struct TrainArgs {
   std::string warm_start;
   std::string objective = "regression";
   std::string label = "log";
+  std::string shard;  // "i/N": this process's problems of the data (distributed training)
   TrainOptions options;
 };
 
+int RunTrainHere(TrainArgs& args);
+
+// Distributed training runs in a child process: LightGBM's network crashes the process when a
+// peer never joins or leaves mid-way, which becomes a clear error here instead (the staged output
+// folder keeps --out whole either way).
 int RunTrain(TrainArgs& args) {
+  if (args.options.machines.empty()) return RunTrainHere(args);
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) return ReportError("train", InternalError("fork failed for distributed training"));
+  if (pid == 0) {
+    const int rc = RunTrainHere(args);
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(rc);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return ReportError(
+      "train",
+      UnavailableError("distributed training died (signal " +
+                       std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0) +
+                       ") in LightGBM's network: a process of --machines did not join within "
+                       "--network-timeout or left; nothing was written to " +
+                       args.out));
+}
+
+int RunTrainHere(TrainArgs& args) {
   if (!args.provider.empty()) {
     auto provider = ParseProvider(args.provider);
     if (!provider.ok()) return ReportError("train", provider.status());
@@ -59,6 +96,24 @@ int RunTrain(TrainArgs& args) {
   auto candidates =
       ReadCandidateSet(args.data, args.options.provider, &args.options.data_source_fingerprints);
   if (!candidates.ok()) return ReportError("train", candidates.status());
+  if (!args.shard.empty()) {
+    auto shard = ParseShard(args.shard);
+    if (!shard.ok()) return ReportError("train", shard.status().WithContext("--shard"));
+    // Problems are sorted by key, so every process reading the same files agrees on the split.
+    std::vector<ProblemCandidates> kept;
+    for (size_t i = 0; i < candidates->problems.size(); ++i) {
+      if (static_cast<int>(i % static_cast<size_t>(shard->count)) == shard->index) {
+        kept.push_back(std::move(candidates->problems[i]));
+      }
+    }
+    if (kept.empty()) {
+      return ReportError("train",
+                         FailedPreconditionError("--shard " + args.shard + ": none of " +
+                                                 std::to_string(candidates->problems.size()) +
+                                                 " problems falls in this shard"));
+    }
+    candidates->problems = std::move(kept);
+  }
   // Trained into a fresh folder beside --out and swapped in at the end: a failure or a kill
   // leaves the old model whole, and no file of an earlier model (a target since dropped) is left
   // for predict to load.
@@ -171,6 +226,22 @@ Command TrainCommand() {
             app.add_option("--warm-start-rounds", args->options.warm_start_rounds,
                            "most trees added by a warm start")
                 ->capture_default_str();
+            app.add_option("--machines", args->options.machines,
+                           "distributed data-parallel training (LightGBM's tree_learner=data): "
+                           "every process, host:port,host:port (start one kselect train per "
+                           "entry, each with its own --listen-port and its shard of the data: "
+                           "--shard i/N or its own --data files); fits --max-rounds trees, "
+                           "--folds 0; each process writes the same trees (docs/models.md)");
+            app.add_option("--listen-port", args->options.listen_port,
+                           "this process's port from --machines")
+                ->check(CLI::Range(1, 65535));
+            app.add_option("--network-timeout", args->options.network_timeout_minutes,
+                           "minutes to wait for the other processes")
+                ->capture_default_str()
+                ->check(CLI::Range(1, 600));
+            app.add_option("--shard", args->shard,
+                           "train on problems i, i+N, ... of the data (i/N): one process's share "
+                           "in distributed training");
             return [args]() { return RunTrain(*args); };
           }};
 }

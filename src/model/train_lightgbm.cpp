@@ -113,6 +113,39 @@ double TargetValue(const Candidate& c, Target t) {
 
 constexpr int kMaxGrade = kMaxRelevanceGrade;
 
+int MachineCount(const std::string& machines) {
+  return static_cast<int>(std::count(machines.begin(), machines.end(), ',')) + 1;
+}
+
+// LightGBM's network for distributed training, from before the dataset is built (its bin
+// boundaries are found across the processes) until the last fit; freed on every path.
+class Network {
+ public:
+  static StatusOr<std::unique_ptr<Network>> Join(const TrainOptions& o) {
+    const int count = MachineCount(o.machines);
+    if (count < 2) {
+      return InvalidArgumentError("--machines lists " + std::to_string(count) +
+                                  " process; distributed training needs at least 2 "
+                                  "(host:port,host:port)");
+    }
+    if (o.listen_port <= 0 || o.listen_port > 65535) {
+      return InvalidArgumentError("--listen-port: this process's port from --machines (1-65535)");
+    }
+    if (LGBM_NetworkInit(o.machines.c_str(), o.listen_port, o.network_timeout_minutes, count) !=
+        0) {
+      return UnavailableError("LightGBM network (" + o.machines + ", listening on " +
+                              std::to_string(o.listen_port) + "): " + LGBM_GetLastError());
+    }
+    return std::unique_ptr<Network>(new Network());
+  }
+  ~Network() { LGBM_NetworkFree(); }
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+ private:
+  Network() = default;
+};
+
 std::string BoosterParams(const TrainOptions& o, bool ranking) {
   const LightGbmParams& p = o.params;
   std::ostringstream s;
@@ -130,6 +163,7 @@ std::string BoosterParams(const TrainOptions& o, bool ranking) {
     << " bagging_freq=" << p.bagging_freq << " lambda_l1=" << p.lambda_l1
     << " lambda_l2=" << p.lambda_l2 << " seed=" << o.seed
     << " deterministic=true force_row_wise=true num_threads=" << o.num_threads << " verbose=-1";
+  if (!o.machines.empty()) s << " tree_learner=data num_machines=" << MachineCount(o.machines);
   return s.str();
 }
 
@@ -516,7 +550,13 @@ json TrainManifest(const CandidateSet& data, const TrainOptions& options, const 
          {{"factor", options.hard_mining_factor},
           {"threshold", options.hard_mining_threshold},
           {"problems_upweighted_over_all_fits", hard_problems}}},
-        {"final_rounds", "median of the folds' early-stopped tree counts"}}},
+        {"final_rounds", options.machines.empty() ? "median of the folds' early-stopped tree counts"
+                                                  : "max_rounds (distributed: no early stopping)"},
+        {"distributed", options.machines.empty() ? json()
+                                                 : json{{"machines", options.machines},
+                                                        {"listen_port", options.listen_port},
+                                                        {"tree_learner", "data"},
+                                                        {"shard_rows", result.rows}}}}},
       {"lightgbm",
        {{"booster", regression_params},
         {"dataset", dataset_params},
@@ -911,7 +951,18 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   std::optional<Model> previous;
   KSELECT_RETURN_IF_ERROR(LoadWarmStart(options, result.spec, &previous));
 
+  const bool distributed = !options.machines.empty();
+  if (distributed && (options.folds >= 2 || options.hard_mining_factor > 1 ||
+                      !options.warm_start_dir.empty() || options.objective == Objective::kBlend)) {
+    return InvalidArgumentError(
+        "distributed training (--machines) fits one model of --max-rounds trees: use --folds 0, "
+        "no --hard-mining, no --warm-start and no blend (cross-validate on one machine)");
+  }
   KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(data, *extractor));
+  std::unique_ptr<Network> network;
+  if (distributed) {
+    KSELECT_ASSIGN_OR_RETURN(network, Network::Join(options));
+  }
   result.rows = static_cast<int64_t>(matrix.rows);
   result.problems = static_cast<int64_t>(data.problems.size());
   result.shapes = matrix.groups;
@@ -971,6 +1022,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
                                     std::move(member_cv))
                    : std::move(member_cv);
       }
+    } else if (distributed) {
+      best_iterations.push_back(max_rounds);
     } else {
       std::vector<int32_t> all_rows(matrix.rows), inner_train, inner_valid;
       std::iota(all_rows.begin(), all_rows.end(), 0);

@@ -211,8 +211,62 @@ StatusOr<std::unordered_map<std::string, KernelConfig>> LoadSolutions(const std:
 Selector::Selector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Selector::~Selector() = default;
 
+namespace {
+
+// The hardware a selector selects for: the caller's, else the GPU's; nullopt on a GPU-less host.
+StatusOr<std::optional<HardwareConstants>> TargetHardware(const SelectorOptions& options) {
+  if (options.hardware) return std::optional<HardwareConstants>(*options.hardware);
+  StatusOr<HardwareProfile> device = QueryHardwareProfile(options.provider.device);
+  if (!device.ok()) return std::optional<HardwareConstants>();
+  KSELECT_ASSIGN_OR_RETURN(HardwareConstants hardware, HardwareConstantsFor(*device));
+  return std::optional<HardwareConstants>(hardware);
+}
+
+// Of several per-device models, the one whose feature spec names `hardware` (the first where
+// none does); every listed model must have a readable spec.
+StatusOr<size_t> ModelForHardware(const std::vector<std::string>& model_dirs,
+                                  const std::optional<HardwareConstants>& hardware) {
+  std::optional<size_t> chosen;
+  for (size_t i = 0; i < model_dirs.size(); ++i) {
+    if (!fs::is_directory(model_dirs[i])) {
+      return NotFoundError(model_dirs[i] + ": no such model directory");
+    }
+    KSELECT_ASSIGN_OR_RETURN(
+        FeatureSpec spec,
+        LoadFeatureSpec((fs::path(model_dirs[i]) / "feature_spec.json").string()));
+    if (!chosen && hardware && DescribeHardwareDifference(spec.hardware, *hardware).empty()) {
+      chosen = i;
+    }
+  }
+  return chosen.value_or(0);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::vector<std::string>& model_dirs,
+                                                   const SelectorOptions& options) {
+  if (model_dirs.empty()) return InvalidArgumentError("selector: no model directory given");
+  if (model_dirs.size() == 1) return Open(model_dirs[0], options);
+  KSELECT_ASSIGN_OR_RETURN(std::optional<HardwareConstants> hardware, TargetHardware(options));
+  KSELECT_ASSIGN_OR_RETURN(size_t chosen, ModelForHardware(model_dirs, hardware));
+  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector, Open(model_dirs[chosen], options));
+  if (!selector->impl_->hardware_note.empty()) {
+    selector->impl_->hardware_note = "none of the " + std::to_string(model_dirs.size()) +
+                                     " models given was trained for this device; " +
+                                     selector->impl_->hardware_note;
+  }
+  return selector;
+}
+
 StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
                                                    const SelectorOptions& options) {
+  if (model_dir.find(':') != std::string::npos) {
+    std::vector<std::string> dirs;
+    for (std::string_view part : text::Split(model_dir, ':')) {
+      if (!part.empty()) dirs.emplace_back(part);
+    }
+    return Open(dirs, options);
+  }
   if (options.top_k < 1) return InvalidArgumentError("selector: top_k must be at least 1");
   if (options.predicted_times < 0) {
     return InvalidArgumentError("selector: predicted_times must be >= 0");
@@ -290,6 +344,9 @@ StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
 
 const Model& Selector::model() const {
   return impl_->model;
+}
+const std::string& Selector::model_dir() const {
+  return impl_->model_dir;
 }
 const SelectorOptions& Selector::options() const {
   return impl_->options;

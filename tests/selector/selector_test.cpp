@@ -137,6 +137,62 @@ TEST_F(SelectorTest, UnknownGroupPassesTheModelStage) {
   }
 }
 
+// One model per device: the selector opens the one whose feature spec names the hardware it
+// selects for, whatever the order given, and with none for that device it says so in every
+// selection's note instead of ranking with another device's model.
+TEST_F(SelectorTest, PerDeviceModelsOpenTheOneTrainedForTheDevice) {
+  const std::string h200 = ModelDir("h200_cublaslt_default_rank");
+  const std::string h100 = ModelDir("h100_cublaslt_default_rank");
+  auto h200_model = Model::Load(h200);
+  auto h100_model = Model::Load(h100);
+  ASSERT_TRUE(h200_model.ok() && h100_model.ok());
+  const HardwareConstants h200_hw = h200_model->spec().hardware;
+  const HardwareConstants h100_hw = h100_model->spec().hardware;
+  ASSERT_NE(DescribeHardwareDifference(h200_hw, h100_hw), "");
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
+  for (const std::vector<std::string>& dirs :
+       {std::vector<std::string>{h200, h100}, std::vector<std::string>{h100, h200}}) {
+    for (const auto& [hardware, expected] : {std::pair{h200_hw, h200}, std::pair{h100_hw, h100}}) {
+      SelectorOptions options;
+      options.hardware = hardware;
+      options.check_can_implement = false;
+      auto selector = Selector::Open(dirs, options);
+      ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+      EXPECT_EQ((*selector)->model_dir(), expected);
+      const auto table = (*selector)->Candidates(problem);
+      ASSERT_GE(table.size(), 2u);
+      auto selection = (*selector)->Select(problem, std::vector<PeerPick>{{table[1], 1}});
+      ASSERT_TRUE(selection.ok()) << selection.status().ToString();
+      EXPECT_EQ((*selection)->path, DecisionPath::kModel) << (*selection)->note;
+    }
+  }
+  // The C API's form: one string, ':'-separated.
+  SelectorOptions on_h100;
+  on_h100.hardware = h100_hw;
+  auto joined = Selector::Open(h200 + ":" + h100, on_h100);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ((*joined)->model_dir(), h100);
+
+  // A device neither was trained for: no model ranks, and the note says why.
+  SelectorOptions other;
+  other.hardware = h100_hw;
+  other.hardware->sm_count = 114;  // an H100 PCIe
+  auto none = Selector::Open({h200, h100}, other);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  const auto table = (*none)->Candidates(problem);
+  ASSERT_FALSE(table.empty());
+  auto fallback = (*none)->Select(problem, std::vector<PeerPick>{{table[0], 1}});
+  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  EXPECT_NE((*fallback)->path, DecisionPath::kModel);
+  EXPECT_TRUE(Contains((*fallback)->note, "none of the 2 models given was trained for this device"))
+      << (*fallback)->note;
+
+  // Every listed directory must be a model.
+  auto missing = Selector::Open({h200, (tmp_ / "nope").string()}, other);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), "nope")) << missing.status().ToString();
+}
+
 TEST_F(SelectorTest, ImpossibleProblemIsAnError) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok());
