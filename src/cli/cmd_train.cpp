@@ -101,10 +101,8 @@ int RunTrainHere(TrainArgs& args) {
     if (!shard.ok()) return ReportError("train", shard.status().WithContext("--shard"));
     // Problems are sorted by key, so every process reading the same files agrees on the split.
     std::vector<ProblemCandidates> kept;
-    for (size_t i = 0; i < candidates->problems.size(); ++i) {
-      if (static_cast<int>(i % static_cast<size_t>(shard->count)) == shard->index) {
-        kept.push_back(std::move(candidates->problems[i]));
-      }
+    for (const size_t i : ShardIndices(candidates->problems.size(), *shard)) {
+      kept.push_back(std::move(candidates->problems[i]));
     }
     if (kept.empty()) {
       return ReportError("train",

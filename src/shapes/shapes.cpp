@@ -317,15 +317,19 @@ StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path) {
   return ParseShapeCsv(buffer.str(), path);
 }
 
-// A systematic sample of the wide set: rows i with i mod `modulus` in `residues`.
-std::vector<ShapeRow> WideSample(size_t modulus, std::initializer_list<size_t> residues) {
+// A systematic sample of `rows`: rows i with i mod `modulus` in `residues`.
+std::vector<ShapeRow> SystematicSample(const std::vector<ShapeRow>& rows, size_t modulus,
+                                       std::initializer_list<size_t> residues) {
   std::vector<ShapeRow> sample;
-  const std::vector<ShapeRow> wide = WideSet();
-  for (size_t i = 0; i < wide.size(); ++i) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     if (std::find(residues.begin(), residues.end(), i % modulus) != residues.end())
-      sample.push_back(wide[i]);
+      sample.push_back(rows[i]);
   }
   return sample;
+}
+
+std::vector<ShapeRow> WideSample(size_t modulus, std::initializer_list<size_t> residues) {
+  return SystematicSample(WideSet(), modulus, residues);
 }
 
 // About 1 in 4.5 of the wide set (i mod 9 in {0, 4}): every family and regime in proportion, for
@@ -356,12 +360,7 @@ std::vector<ShapeRow> H100Set() {
 // 2 in 3 of the holdout set (i mod 3 in {0, 1}): 116 LLM layers no training set names, the test
 // set of a second device.
 std::vector<ShapeRow> HoldoutH100Set() {
-  std::vector<ShapeRow> sample;
-  const std::vector<ShapeRow> holdout = HoldoutSet();
-  for (size_t i = 0; i < holdout.size(); ++i) {
-    if (i % 3 != 2) sample.push_back(holdout[i]);
-  }
-  return sample;
+  return SystematicSample(HoldoutSet(), 3, {0, 1});
 }
 
 // A tokens-in-m set as nn.Linear reaches cuBLAS (TN, m = out features, n = tokens): m and n
