@@ -90,6 +90,9 @@ typedef struct kselect_selector_options {
                                    (format "kselect.problem_record"); NULL or "" = off */
   int64_t max_workspace_bytes;  /* configs needing more workspace are not chosen; 0 = the
                                    default (32 MiB) */
+  int time_top_k;               /* kselect_gemm_run times this many of the best-ranked configs
+                                   the first time it runs a problem and runs the fastest from
+                                   then on; 0 or 1 = off (default 0) */
 } kselect_selector_options;
 
 /* Sets every field to its default. */

@@ -80,6 +80,13 @@ struct SelectorOptions {
   std::string record_path;
   // Decisions the cache holds; further decisions are made but not cached.
   size_t cache_capacity = 1 << 16;
+  // Dispatch (Gemm, Conv, DispatchRanked) times this many of the best-ranked configs the first
+  // time it runs a problem, on the caller's inputs with a scratch copy of the written operand,
+  // interleaved, the median of 5 batches, and runs the fastest from then on: the model's few
+  // best guesses settled by this GPU (`kselect eval` reports what it gains as "timed at first
+  // use"). Costs a few milliseconds once per problem; skipped while the stream is being captured
+  // into a graph. 0 or 1 = off.
+  int time_top_k = 0;
 };
 
 struct RankedConfig {
@@ -171,6 +178,9 @@ class Selector {
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
+  // Dispatch's first-use timings (SelectorOptions::time_top_k): per problem, the timed configs'
+  // keys, fastest first; under the same mutex.
+  std::unordered_map<std::string, std::vector<std::string>>& first_use_orders();
 
   explicit Selector(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -182,6 +192,9 @@ struct DispatchInfo {
   DecisionPath path = DecisionPath::kModel;
   int rank = 1;      // 1-based rank of the config run in the selection
   std::string note;  // the configs that failed to prepare or launch before it, and why
+  // Configs this call timed before running (SelectorOptions::time_top_k; the problem's first
+  // dispatch), 0 otherwise.
+  int timed_configs = 0;
 };
 
 // C = alpha * op(A) op(B) + beta * C with the selector's choice for `problem` (alpha and beta

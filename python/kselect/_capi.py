@@ -48,6 +48,7 @@ class SelectorOptions(ctypes.Structure):
         ("solution_library", ctypes.c_char_p),
         ("record_path", ctypes.c_char_p),
         ("max_workspace_bytes", ctypes.c_int64),
+        ("time_top_k", ctypes.c_int),
     ]
 
 

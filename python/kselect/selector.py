@@ -112,7 +112,8 @@ class Selector:
     check_can_implement (ask the provider on the GPU before returning a config); query_heuristic
     (ask the library heuristic live for models trained on its picks); first_stage_candidates (0 =
     score every candidate); solution_library and record_path (files, or None);
-    max_workspace_bytes (0 = 32 MiB).
+    max_workspace_bytes (0 = 32 MiB); time_top_k (gemm times this many of the best-ranked
+    configs the first time it runs a problem and runs the fastest from then on; 0 = off).
     """
 
     def __init__(
@@ -126,6 +127,7 @@ class Selector:
         solution_library=None,
         record_path=None,
         max_workspace_bytes: int = 0,
+        time_top_k: int = 0,
     ):
         self._handle = None
         lib = _capi.lib()
@@ -141,6 +143,7 @@ class Selector:
         if record_path:
             options.record_path = os.fsencode(record_path)
         options.max_workspace_bytes = max_workspace_bytes
+        options.time_top_k = time_top_k
         handle = ctypes.c_void_p()
         _capi.check(
             lib.kselect_selector_open(

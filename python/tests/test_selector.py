@@ -137,6 +137,9 @@ class OpenTest(unittest.TestCase):
         with self.assertRaises(kselect.KselectError) as raised:
             kselect.Selector(DEFAULT_MODEL, top_k=0)
         self.assertIn("top_k", str(raised.exception))
+        with self.assertRaises(kselect.KselectError) as raised:
+            kselect.Selector(DEFAULT_MODEL, time_top_k=-1)
+        self.assertIn("time_top_k", str(raised.exception))
 
     def test_closed_selector_raises(self):
         selector = kselect.Selector(DEFAULT_MODEL, top_k=1)

@@ -127,6 +127,7 @@ kselect::SelectorOptions ToSelectorOptions(const kselect_selector_options& in) {
   options.first_stage_candidates = in.first_stage_candidates;
   options.solution_library = OptionalString(in.solution_library);
   options.record_path = OptionalString(in.record_path);
+  options.time_top_k = in.time_top_k;
   return options;
 }
 
@@ -182,6 +183,7 @@ int kselect_selector_options_init(kselect_selector_options* options) {
     options->solution_library = nullptr;
     options->record_path = nullptr;
     options->max_workspace_bytes = 0;
+    options->time_top_k = defaults.time_top_k;
     return Status::Ok();
   });
 }
@@ -203,6 +205,9 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
     }
     if (options->first_stage_candidates < 0) {
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
+    }
+    if (options->time_top_k < 0) {
+      return kselect::InvalidArgumentError("options->time_top_k is negative");
     }
     auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
     if (!selector.ok()) return selector.status();

@@ -97,6 +97,13 @@ StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
       return FailedPreconditionError(
           dir + ": member models must predict TFLOPS without the heuristic's picks");
     }
+    // A ranker's scores order one problem's configs; they are not times to compare across
+    // providers.
+    if (s->model().Ranks(Target::kTflops)) {
+      return FailedPreconditionError(dir + ": member model " + s->model_dir() +
+                                     " ranks configs; the decision compares predicted TFLOPS "
+                                     "(train the member with --objective regression)");
+    }
   }
   if ((*reference)->model().spec().provider != manifest.reference_provider ||
       (*challenger)->model().spec().provider != manifest.challenger_provider) {

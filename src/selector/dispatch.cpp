@@ -1,10 +1,123 @@
 // kselect::Gemm and kselect::Conv: the selector's choice run on the caller's buffers, falling back
-// down the ranking when a config cannot be prepared or launched.
+// down the ranking when a config cannot be prepared or launched; with time_top_k, the best-ranked
+// few are timed at a problem's first dispatch and the fastest runs from then on.
+#include <algorithm>
 #include <mutex>
+#include <numeric>
 
+#include "cuda/runtime.h"
 #include "kselect/selector.h"
 
 namespace kselect {
+namespace {
+
+// First-use timing: batches of launches at least this long (small kernels are batched so that
+// the events' resolution and launch gaps do not decide), this many per config, interleaved.
+constexpr double kTimedBatchMs = 0.2;
+constexpr int kTimedBatches = 5;
+constexpr int kMaxLaunchesPerBatch = 64;
+
+// The prepared kernel of (problem, config), prepared on first use; the caller holds the
+// selector's dispatch mutex.
+StatusOr<PreparedKernel*> PreparedLocked(
+    std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared,
+    KernelProvider& provider, const Problem& problem, const std::string& problem_key,
+    const KernelConfig& config) {
+  const std::string key = problem_key + "|" + ConfigKey(config);
+  auto it = prepared.find(key);
+  if (it == prepared.end()) {
+    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> made,
+                             provider.Prepare(problem, config));
+    it = prepared.emplace(key, std::move(made)).first;
+  }
+  return it->second.get();
+}
+
+// Times the first `count` configs of `ranked` that prepare and fit the workspace, interleaved,
+// on the caller's inputs with scratch copies of the operands the kernel writes (the caller's
+// output is untouched, and beta * C reads real values), and returns their keys, fastest first
+// (empty when fewer than two could be timed). The caller holds the dispatch mutex.
+StatusOr<std::vector<std::string>> TimeFirstUse(
+    std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared,
+    KernelProvider& provider, const Problem& problem, const std::string& problem_key,
+    std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
+    cudaStream_t stream) {
+  struct Timed {
+    std::string key;
+    PreparedKernel* kernel = nullptr;
+    int launches = 1;
+    std::vector<double> ms_per_launch;
+  };
+  std::vector<Timed> timed;
+  for (size_t r = 0; r < ranked.size() && timed.size() < count; ++r) {
+    const KernelConfig& config = ranked[r].config;
+    if (ProviderOf(config) != provider.id()) continue;
+    auto kernel = PreparedLocked(prepared, provider, problem, problem_key, config);
+    if (!kernel.ok() || (*kernel)->WorkspaceBytes() > operands.workspace_bytes) continue;
+    timed.push_back({ConfigKey(config), *kernel, 1, {}});
+  }
+  if (timed.size() < 2) return std::vector<std::string>{};
+
+  KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
+  if (specs.size() != operands.buffers.size()) {
+    return InvalidArgumentError("dispatch: " + std::to_string(operands.buffers.size()) +
+                                " operands given, the problem has " + std::to_string(specs.size()));
+  }
+  KernelOperands scratch_operands = operands;
+  std::vector<cuda::DeviceBuffer> scratch(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].access == OperandAccess::kRead) continue;
+    KSELECT_RETURN_IF_ERROR(scratch[i].Reserve(specs[i].bytes));
+    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch[i].data(), operands.buffers[i],
+                                                 static_cast<size_t>(specs[i].bytes),
+                                                 cudaMemcpyDeviceToDevice, stream));
+    scratch_operands.buffers[i] = scratch[i].data();
+  }
+  KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer timer, cuda::EventTimer::Create());
+  auto time_batch = [&](Timed& t) -> StatusOr<double> {
+    KSELECT_RETURN_IF_ERROR(timer.Start(stream));
+    for (int i = 0; i < t.launches; ++i) {
+      KSELECT_RETURN_IF_ERROR(t.kernel->Launch(scratch_operands, stream));
+    }
+    KSELECT_RETURN_IF_ERROR(timer.Stop(stream));
+    KSELECT_ASSIGN_OR_RETURN(double ms, timer.ElapsedMs());
+    return ms / t.launches;
+  };
+  // Warm-up: one launch each, which also sizes its batches. A config that fails here leaves
+  // the timing (the dispatch loop reports it if it comes to run it); a device in error fails
+  // the batches below.
+  std::vector<Timed> runnable;
+  for (Timed& t : timed) {
+    auto ms = time_batch(t);
+    if (!ms.ok()) continue;
+    t.launches =
+        std::clamp(static_cast<int>(kTimedBatchMs / std::max(*ms, 1e-4)), 1, kMaxLaunchesPerBatch);
+    runnable.push_back(std::move(t));
+  }
+  if (runnable.size() < 2) return std::vector<std::string>{};
+  for (int batch = 0; batch < kTimedBatches; ++batch) {
+    // A rotated order each batch, so that no config always follows the same one.
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      Timed& t = runnable[(i + static_cast<size_t>(batch)) % runnable.size()];
+      KSELECT_ASSIGN_OR_RETURN(double ms, time_batch(t));
+      t.ms_per_launch.push_back(ms);
+    }
+  }
+  std::vector<std::pair<double, std::string>> medians;
+  for (Timed& t : runnable) {
+    std::nth_element(t.ms_per_launch.begin(), t.ms_per_launch.begin() + kTimedBatches / 2,
+                     t.ms_per_launch.end());
+    medians.emplace_back(t.ms_per_launch[kTimedBatches / 2], t.key);
+  }
+  // Stable: between equal medians the model's order decides.
+  std::stable_sort(medians.begin(), medians.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> order;
+  for (auto& [ms, key] : medians) order.push_back(std::move(key));
+  return order;  // ElapsedMs waited for the last batch: the scratch buffers are free to go
+}
+
+}  // namespace
 
 StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
                             const void* b, void* c, void* workspace, int64_t workspace_bytes,
@@ -50,9 +163,52 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   }
   KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
   const std::string problem_key = ProblemToString(problem);
+  // The order to try, as indices into `ranked`: with first-use timing, the timed configs
+  // fastest first, then the rest as ranked.
+  std::vector<size_t> order(ranked.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  int timed_configs = 0;
+  std::string timing_note;
+  const size_t time_top_k = static_cast<size_t>(std::max(selector.options().time_top_k, 0));
+  if (time_top_k >= 2 && ranked.size() >= 2) {
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    auto capture = cudaStreamCaptureStatusNone;
+    KSELECT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(cuda_stream, &capture));
+    std::lock_guard lock(selector.dispatch_mutex());
+    auto& orders = selector.first_use_orders();
+    auto it = orders.find(problem_key);
+    if (it == orders.end() && capture == cudaStreamCaptureStatusNone) {
+      KSELECT_ASSIGN_OR_RETURN(
+          std::vector<std::string> timed,
+          TimeFirstUse(selector.prepared_kernels(), *provider, problem, problem_key, ranked,
+                       time_top_k, operands, cuda_stream));
+      timed_configs = static_cast<int>(timed.size());
+      it = orders.emplace(problem_key, std::move(timed)).first;
+    } else if (it == orders.end()) {
+      timing_note = "not timed: the stream is being captured into a graph";
+    }
+    if (it != orders.end() && !it->second.empty()) {
+      std::vector<size_t> timed_first;
+      for (const std::string& key : it->second) {
+        for (size_t r = 0; r < ranked.size(); ++r) {
+          if (ConfigKey(ranked[r].config) == key) {
+            timed_first.push_back(r);
+            break;
+          }
+        }
+      }
+      for (size_t r = 0; r < ranked.size(); ++r) {
+        if (std::find(timed_first.begin(), timed_first.end(), r) == timed_first.end()) {
+          timed_first.push_back(r);
+        }
+      }
+      order = std::move(timed_first);
+    }
+  }
   std::string failures;
-  for (size_t r = 0; r < ranked.size(); ++r) {
+  for (size_t r : order) {
     const KernelConfig& config = ranked[r].config;
+
     if (ProviderOf(config) != provider->id()) {
       failures += (failures.empty() ? "" : "; ") + DescribeConfig(config) + ": not a " +
                   std::string(ProviderName(provider->id())) + " config";
@@ -64,18 +220,13 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
     PreparedKernel* kernel = nullptr;
     {
       std::lock_guard lock(selector.dispatch_mutex());
-      auto& prepared = selector.prepared_kernels();
-      const std::string key = problem_key + "|" + ConfigKey(config);
-      auto it = prepared.find(key);
-      if (it == prepared.end()) {
-        auto made = provider->Prepare(problem, config);
-        if (!made.ok()) {
-          fail(made.status().message());
-          continue;
-        }
-        it = prepared.emplace(key, std::move(*made)).first;
+      auto made =
+          PreparedLocked(selector.prepared_kernels(), *provider, problem, problem_key, config);
+      if (!made.ok()) {
+        fail(made.status().message());
+        continue;
       }
-      kernel = it->second.get();
+      kernel = *made;
     }
     if (kernel->WorkspaceBytes() > workspace_bytes) {
       fail("needs " + std::to_string(kernel->WorkspaceBytes()) + " bytes of workspace, given " +
@@ -91,7 +242,14 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
     info.config = config;
     info.path = path;
     info.rank = static_cast<int>(r + 1);
+    info.timed_configs = timed_configs;
     if (!failures.empty()) info.note = "fell back past " + failures;
+    if (timed_configs > 0) {
+      info.note += std::string(info.note.empty() ? "" : "; ") + "timed the top " +
+                   std::to_string(timed_configs) + " at first use: rank " +
+                   std::to_string(info.rank) + " was the fastest";
+    }
+    if (!timing_note.empty()) info.note += (info.note.empty() ? "" : "; ") + timing_note;
     return info;
   }
   return CannotImplementError("none of the " + std::to_string(ranked.size()) +

@@ -140,6 +140,7 @@ struct Selector::Impl {
   std::ofstream record;
   // Dispatch: prepared kernels per (problem, config).
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>> prepared;
+  std::unordered_map<std::string, std::vector<std::string>> first_use_orders;
 
   Impl(Model m, size_t cache_capacity) : model(std::move(m)), cache(cache_capacity) {}
 
@@ -268,6 +269,9 @@ StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
     return Open(dirs, options);
   }
   if (options.top_k < 1) return InvalidArgumentError("selector: top_k must be at least 1");
+  if (options.time_top_k < 0) {
+    return InvalidArgumentError("selector: time_top_k must be 0 (off) or more");
+  }
   if (options.predicted_times < 0) {
     return InvalidArgumentError("selector: predicted_times must be >= 0");
   }
@@ -370,6 +374,9 @@ std::mutex& Selector::dispatch_mutex() {
 }
 std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& Selector::prepared_kernels() {
   return impl_->prepared;
+}
+std::unordered_map<std::string, std::vector<std::string>>& Selector::first_use_orders() {
+  return impl_->first_use_orders;
 }
 
 StatusOr<std::vector<KernelConfig>> Selector::Impl::LockedHeuristicPicks(const Problem& problem,

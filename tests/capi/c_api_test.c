@@ -70,6 +70,11 @@ static void TestBadOpen(const char* scratch_dir) {
   options.top_k = 0;
   EXPECT_ERROR(kselect_selector_open(missing, &options, &selector), KSELECT_INVALID_ARGUMENT,
                "top_k");
+  EXPECT_OK(kselect_selector_options_init(&options));
+  EXPECT(options.time_top_k == 0); /* first-use timing is off unless asked for */
+  options.time_top_k = -1;
+  EXPECT_ERROR(kselect_selector_open(missing, &options, &selector), KSELECT_INVALID_ARGUMENT,
+               "time_top_k");
   EXPECT_ERROR(kselect_selector_options_init(NULL), KSELECT_INVALID_ARGUMENT, "options is NULL");
   EXPECT_ERROR(kselect_gemm_problem_init(NULL), KSELECT_INVALID_ARGUMENT, "problem is NULL");
   /* Closing and freeing nothing is allowed. */

@@ -119,6 +119,13 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
                    "challenger": {"provider": "tile", "model": ")" +
                    ModelDir("h200_tile_default_bf16_tn") + R"("}})",
                "heuristic's picks");
+  // A ranker without the peer block orders configs; it predicts no TFLOPS.
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "cublaslt", "model": ")" +
+                   ModelDir("h200_cublaslt_bf16_tn_rank") + R"("},
+                   "challenger": {"provider": "tile", "model": ")" +
+                   ModelDir("h200_tile_default_bf16_tn") + R"("}})",
+               "ranks configs");
   fs::remove_all(dir);
 }
 

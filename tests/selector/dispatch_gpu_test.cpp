@@ -38,13 +38,16 @@ class DispatchKernel final : public PreparedKernel {
     auto info = dispatch_(operands, stream);
     if (!info.ok()) return info.status();
     last_ = *info;
+    all_.push_back(*info);
     return Status::Ok();
   }
   const DispatchInfo& last() const { return last_; }
+  const std::vector<DispatchInfo>& all() const { return all_; }
 
  private:
   Dispatch dispatch_;
   DispatchInfo last_;
+  std::vector<DispatchInfo> all_;
 };
 
 TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
@@ -132,6 +135,59 @@ TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
     std::printf("cross dispatch %-60s gain %.3f %-50s %s\n", c.problem.ToString().c_str(),
                 decision->predicted_gain, DescribeConfig(kernel.last().config).c_str(),
                 result->ToString().c_str());
+  }
+}
+
+// First-use timing (SelectorOptions::time_top_k): the first dispatch of a problem times the top 3
+// on scratch outputs and runs the fastest, every later dispatch runs that config without timing,
+// and the output is right throughout (the verify module launches the dispatcher several times,
+// over poisoned outputs).
+TEST(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    GTEST_SKIP() << "no GPU on this host";
+  }
+  auto verifier = Verifier::Create();
+  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+  SelectorOptions options;
+  options.time_top_k = 3;
+  const std::string dir =
+      (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / "h200_cublaslt_bf16_tn_rank")
+          .string();
+  auto selector = Selector::Open(dir, options);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  auto provider = (*selector)->provider();
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  const std::vector<GemmProblem> problems = {LinearGemm(4096, 1, 4096), LinearGemm(14336, 16, 4096),
+                                             LinearGemm(4096, 512, 4096),
+                                             LinearGemm(1000, 7, 3000)};
+  for (const GemmProblem& problem : problems) {
+    auto operands = (*provider)->Operands(problem);
+    ASSERT_TRUE(operands.ok()) << operands.status().ToString();
+    auto verify_case = (*verifier)->MakeCase(problem, *operands);
+    ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
+    DispatchKernel kernel(**selector, problem);
+    // Twice: the first check's dispatch times, the second's runs the config it settled on.
+    std::string checked;
+    for (int check = 0; check < 2; ++check) {
+      auto result = (*verify_case)->Check(kernel);
+      ASSERT_TRUE(result.ok()) << problem.ToString() << ": " << result.status().ToString();
+      EXPECT_TRUE(result->passed) << problem.ToString() << ": " << result->ToString();
+      checked = result->ToString();
+    }
+    ASSERT_GE(kernel.all().size(), 2u);
+    const DispatchInfo& first = kernel.all().front();
+    EXPECT_GE(first.timed_configs, 2) << problem.ToString() << ": " << first.note;
+    EXPECT_LE(first.timed_configs, 3);
+    EXPECT_NE(first.note.find("at first use"), std::string::npos) << first.note;
+    EXPECT_LE(first.rank, 3);
+    for (size_t i = 1; i < kernel.all().size(); ++i) {
+      EXPECT_EQ(kernel.all()[i].timed_configs, 0) << problem.ToString();
+      EXPECT_EQ(ConfigKey(kernel.all()[i].config), ConfigKey(first.config)) << problem.ToString();
+    }
+    std::printf("first-use timing %-60s ran rank %d of the top %d: %s; %s\n",
+                problem.ToString().c_str(), first.rank, first.timed_configs,
+                DescribeConfig(first.config).c_str(), checked.c_str());
   }
 }
 

@@ -230,6 +230,11 @@ TEST_F(SelectorTest, BadModelDirectoriesNameTheFile) {
   zero.top_k = 0;
   EXPECT_EQ(Selector::Open(ModelDir("h200_tile_bf16_tn"), zero).status().code(),
             StatusCode::kInvalidArgument);
+  SelectorOptions negative_timing;
+  negative_timing.time_top_k = -1;
+  auto refused = Selector::Open(ModelDir("h200_tile_bf16_tn"), negative_timing);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "time_top_k"));
 }
 
 TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
