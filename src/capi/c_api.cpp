@@ -206,9 +206,6 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
     if (options->first_stage_candidates < 0) {
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
     }
-    if (options->time_top_k < 0) {
-      return kselect::InvalidArgumentError("options->time_top_k is negative");
-    }
     auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
     if (!selector.ok()) return selector.status();
     auto handle = std::make_unique<kselect_selector>();

@@ -294,6 +294,7 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   o.selected_tflops = tflops[order[0]];
   o.efficiency = o.oracle_tflops > 0 ? o.selected_tflops / o.oracle_tflops : 0;
   o.selected_config = problem.candidates[order[0]].config_key;
+  o.oracle_config = problem.candidates[oracle].config_key;
   auto best_of_first = [&](size_t k) {
     double best = 0;
     for (size_t r = 0; r < k && r < order.size(); ++r) best = std::max(best, tflops[order[r]]);
@@ -301,7 +302,6 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   };
   o.model_top2_timed_efficiency = best_of_first(2);
   o.model_top3_timed_efficiency = best_of_first(3);
-  o.oracle_config = problem.candidates[oracle].config_key;
   // Ties in measured TFLOPS count as hits: the oracle's rank is that of the first candidate as
   // fast as the oracle.
   for (size_t r = 0; r < order.size(); ++r) {
@@ -414,13 +414,14 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
     s.peer_b.speedup_over_top1 =
         std::exp(log_speedup_b / static_cast<double>(s.peer_b.speedup_problems));
   }
-  for (EvalSummary::TimedTopK* timed : {&s.timed_top2, &s.timed_top3}) {
+  for (const auto& [timed, efficiency_of] :
+       {std::pair{&s.timed_top2, &ProblemOutcome::model_top2_timed_efficiency},
+        std::pair{&s.timed_top3, &ProblemOutcome::model_top3_timed_efficiency}}) {
     std::vector<double> values;
     double log_sum = 0;
     int64_t with_peer = 0;
     for (const ProblemOutcome& o : outcomes) {
-      const double e =
-          timed->k == 2 ? o.model_top2_timed_efficiency : o.model_top3_timed_efficiency;
+      const double e = o.*efficiency_of;
       values.push_back(e);
       if (o.peer_top1_efficiency && *o.peer_top1_efficiency > 0 && e > 0) {
         log_sum += std::log(e / *o.peer_top1_efficiency);

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/selector.h"
 
@@ -104,11 +105,7 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
     }
   }
   std::vector<std::pair<double, std::string>> medians;
-  for (Timed& t : runnable) {
-    std::nth_element(t.ms_per_launch.begin(), t.ms_per_launch.begin() + kTimedBatches / 2,
-                     t.ms_per_launch.end());
-    medians.emplace_back(t.ms_per_launch[kTimedBatches / 2], t.key);
-  }
+  for (Timed& t : runnable) medians.emplace_back(Median(std::move(t.ms_per_launch)), t.key);
   // Stable: between equal medians the model's order decides.
   std::stable_sort(medians.begin(), medians.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -208,7 +205,6 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   std::string failures;
   for (size_t r : order) {
     const KernelConfig& config = ranked[r].config;
-
     if (ProviderOf(config) != provider->id()) {
       failures += (failures.empty() ? "" : "; ") + DescribeConfig(config) + ": not a " +
                   std::string(ProviderName(provider->id())) + " config";
