@@ -2,18 +2,25 @@
 // bwd_data, bwd_weight; each model says which it is), ask each for the cuDNN engine config of a
 // few layers of real networks, and, where there is a GPU, run the choice through kselect::Conv
 // and check the written tensor against the verify module's double-precision host reference on
-// the same random inputs.
+// the same random inputs. With --time-top-k K, dispatch times the model's K best-ranked configs
+// at each layer's first call and runs the fastest (SelectorOptions::time_top_k); the example
+// then times what dispatch runs against cuDNN's own first pick (heuristic mode A) on the same
+// buffers, interleaved, and prints the speedup.
 //
-//   select_conv <model dir> [<model dir> ...]
+//   select_conv [--time-top-k K] <model dir> [<model dir> ...]
 //
 // Exits 0 when every check passes (or there is no GPU to run on), 1 otherwise.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -102,6 +109,45 @@ struct DeviceBuffer {
 
 constexpr int64_t kWorkspaceBytes = 256ll << 20;
 
+// Speedups of what dispatch ran over cuDNN's first pick, for the geomean printed at the end.
+std::vector<double> g_speedups_over_heuristic;
+
+// Median milliseconds per launch of `ranked[0]` and of `heuristic[0]`, timed in alternating
+// batches on the same buffers (so both see the same clocks), or false on an error.
+bool TimeAgainstHeuristic(kselect::Selector& selector, const kselect::ConvProblem& problem,
+                          const kselect::RankedConfig& ran, const kselect::RankedConfig& heuristic,
+                          const kselect::KernelOperands& operands, double* ran_ms,
+                          double* heuristic_ms) {
+  constexpr int kLaunches = 20, kRounds = 9;
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> times[2];
+  const kselect::RankedConfig* configs[2] = {&ran, &heuristic};
+  for (int round = 0; round < kRounds + 1; ++round) {  // round 0 warms up
+    for (int which = 0; which < 2; ++which) {
+      CHECK_CUDA(cudaEventRecord(start));
+      for (int i = 0; i < kLaunches; ++i) {
+        const auto launched =
+            kselect::DispatchRanked(selector, problem, std::span(configs[which], 1),
+                                    kselect::DecisionPath::kModel, operands, nullptr);
+        CHECK_STATUS(launched.status());
+      }
+      CHECK_CUDA(cudaEventRecord(stop));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (round > 0) times[which].push_back(ms / kLaunches);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  for (auto& t : times) std::sort(t.begin(), t.end());
+  *ran_ms = times[0][kRounds / 2];
+  *heuristic_ms = times[1][kRounds / 2];
+  return true;
+}
+
 // Runs the layer through kselect::Conv, checks the written tensor against the host reference
 // and times the dispatch. False when anything failed or the result is wrong.
 bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_64& rng) {
@@ -177,23 +223,52 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
               problem.Flops() / (ms * 1e-3) / 1e12, check.ToString().c_str(),
               specs[written].name.c_str(), check.passed ? "PASS" : "FAIL");
   if (!info->note.empty()) std::printf("  dispatch note: %s\n", info->note.c_str());
+
+  // What dispatch runs against cuDNN's own first pick, on the same buffers, interleaved.
+  const auto picks = selector.HeuristicPicks(problem, 1);
+  if (picks.ok() && !picks->empty()) {
+    kselect::KernelOperands operands;
+    operands.buffers = {buffers[0].ptr, buffers[1].ptr, buffers[2].ptr};
+    operands.workspace = workspace.ptr;
+    operands.workspace_bytes = kWorkspaceBytes;
+    const kselect::RankedConfig ran{info->config}, heuristic{picks->front()};
+    double ran_ms = 0, heuristic_ms = 0;
+    if (!TimeAgainstHeuristic(selector, problem, ran, heuristic, operands, &ran_ms,
+                              &heuristic_ms)) {
+      return false;
+    }
+    g_speedups_over_heuristic.push_back(heuristic_ms / ran_ms);
+    std::printf("  live A/B: %.4f ms vs cuDNN's first pick (%s) %.4f ms: %.3fx\n", ran_ms,
+                kselect::DescribeConfig(heuristic.config).c_str(), heuristic_ms,
+                heuristic_ms / ran_ms);
+  } else {
+    std::printf("  live A/B skipped: %s\n",
+                picks.ok() ? "cuDNN listed no config" : picks.status().ToString().c_str());
+  }
   return check.passed;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <model dir> [<model dir> ...]\n", argv[0]);
+  int time_top_k = 0;
+  int first_model = 1;
+  if (argc > 2 && std::strcmp(argv[1], "--time-top-k") == 0) {
+    time_top_k = std::atoi(argv[2]);
+    first_model = 3;
+  }
+  if (argc <= first_model || time_top_k < 0) {
+    std::fprintf(stderr, "usage: %s [--time-top-k K] <model dir> [<model dir> ...]\n", argv[0]);
     return 2;
   }
   int devices = 0;
   const bool have_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   std::mt19937_64 rng(2024);
   int failed = 0;
-  for (int arg = 1; arg < argc; ++arg) {
+  for (int arg = first_model; arg < argc; ++arg) {
     kselect::SelectorOptions options;
-    options.top_k = 3;
+    options.top_k = std::max(3, time_top_k);
+    options.time_top_k = time_top_k;
     auto selector = kselect::Selector::Open(argv[arg], options);
     if (!selector.ok()) {
       std::fprintf(stderr, "cannot open %s: %s\n", argv[arg], selector.status().ToString().c_str());
@@ -221,6 +296,13 @@ int main(int argc, char** argv) {
     }
   }
   if (!have_gpu) std::printf("no GPU here: the dispatch part (kselect::Conv) was skipped\n");
+  if (!g_speedups_over_heuristic.empty()) {
+    double log_sum = 0;
+    for (double s : g_speedups_over_heuristic) log_sum += std::log(s);
+    std::printf("live A/B over cuDNN's first pick: geomean %.4fx over %zu layers (time_top_k %d)\n",
+                std::exp(log_sum / static_cast<double>(g_speedups_over_heuristic.size())),
+                g_speedups_over_heuristic.size(), time_top_k);
+  }
   std::printf("%s\n", failed == 0 ? "PASS" : "FAIL");
   return failed == 0 ? 0 : 1;
 }

@@ -11,9 +11,10 @@
 // peer's top 8 (what "autotune the heuristic's top 8" gets). Where rows carry peer_rank_b (a
 // provider's second heuristic, cuDNN's mode B), "peer_b_top1" and "peer_b_best_of_8" are the same
 // for it, reported as a peer of its own.
-// Timed at first use: "model_top2_timed" and "model_top3_timed" = the best measured of the model's
-// 2 (3) best-ranked configs, what the selector gets when it times them the first time it runs a
-// problem (SelectorOptions::time_top_k), with this data's measurements standing for that timing.
+// Timed at first use: "model_top2_timed", "model_top3_timed" and "model_top5_timed" = the best
+// measured of the model's 2 (3, 5) best-ranked configs, what the selector gets when it times them
+// the first time it runs a problem (SelectorOptions::time_top_k), with this data's measurements
+// standing for that timing.
 #pragma once
 
 #include <cstdint>
@@ -96,8 +97,9 @@ struct ProblemOutcome {
   std::optional<double> peer_best_of_8_efficiency;
   std::optional<double> peer_b_top1_efficiency;  // the second heuristic's, where recorded
   std::optional<double> peer_b_best_of_8_efficiency;
-  // The best measured of the model's top 2 and top 3 (timing them at first use), / oracle.
-  double model_top2_timed_efficiency = 0, model_top3_timed_efficiency = 0;
+  // The best measured of the model's top 2, 3 and 5 (timing them at first use), / oracle.
+  double model_top2_timed_efficiency = 0, model_top3_timed_efficiency = 0,
+         model_top5_timed_efficiency = 0;
 };
 ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const double> scores);
 
@@ -146,14 +148,14 @@ struct EvalSummary {
   int64_t speedup_problems = 0, faster_than_peer_top1 = 0, slower_than_peer_top1 = 0;
   // The provider's second heuristic (peer_rank_b), empty (counts 0) when no row carries a rank.
   PeerSummary peer_b;
-  // The model's top 2 and top 3 timed at first use (the best measured of them), with their
+  // The model's top 2, 3 and 5 timed at first use (the best measured of them), with their
   // geomean over the peer's rank-1 pick (0 without peer ranks).
   struct TimedTopK {
     int k = 0;
     EfficiencyStats efficiency;
     double speedup_over_peer_top1 = 0;
   };
-  TimedTopK timed_top2{.k = 2}, timed_top3{.k = 3};
+  TimedTopK timed_top2{.k = 2}, timed_top3{.k = 3}, timed_top5{.k = 5};
   bool HasPeerB() const { return peer_b.top1.count > 0 || peer_b.best_of_8.count > 0; }
   // The heuristics' names in reports (EvaluateScores sets them from the data's provider).
   PeerNames peer_names = PeerNamesOf(Provider::kCublasLt);

@@ -94,6 +94,10 @@ StatusOr<std::vector<ConvShapeRow>> LoadConvShapeFile(const std::string& path);
 //     dilation, 1x1 to 7x7 filters, 3D), none equal to a conv_validation row;
 //   "conv_train_extra": 300 more random draws over the same regimes (a fifth with channel counts
 //     3-512 off the vector width), none equal to a conv_train or conv_validation row;
+//   "conv_train_networks": the layers of ten other well-known networks (VGG-16, ResNet-18,
+//     DenseNet-121, Inception-v3, ShuffleNetV2, MobileNetV3-Large, SqueezeNet 1.1, the SD VAE
+//     decoder, YOLOv5s, R3D-18) at two batch sizes each, none equal to a row of the sets above or
+//     of conv_validation;
 //   "conv_validation": the distinct conv layers of well-known networks (ResNet-50, ResNeXt-50,
 //     RegNetX-400MF, MobileNetV2, EfficientNet-B0, ConvNeXt-T, R(2+1)D-18, a 3D U-Net, the
 //     Stable Diffusion 1.5 UNet) at two batch sizes each, family "<network>.<layer>".

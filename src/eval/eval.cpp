@@ -302,6 +302,7 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   };
   o.model_top2_timed_efficiency = best_of_first(2);
   o.model_top3_timed_efficiency = best_of_first(3);
+  o.model_top5_timed_efficiency = best_of_first(5);
   // Ties in measured TFLOPS count as hits: the oracle's rank is that of the first candidate as
   // fast as the oracle.
   for (size_t r = 0; r < order.size(); ++r) {
@@ -416,7 +417,8 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
   }
   for (const auto& [timed, efficiency_of] :
        {std::pair{&s.timed_top2, &ProblemOutcome::model_top2_timed_efficiency},
-        std::pair{&s.timed_top3, &ProblemOutcome::model_top3_timed_efficiency}}) {
+        std::pair{&s.timed_top3, &ProblemOutcome::model_top3_timed_efficiency},
+        std::pair{&s.timed_top5, &ProblemOutcome::model_top5_timed_efficiency}}) {
     std::vector<double> values;
     double log_sum = 0;
     int64_t with_peer = 0;
@@ -471,7 +473,8 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                         {"ndcg_at_5", o.ndcg_at_5},
                         {"ndcg_at_10", o.ndcg_at_10},
                         {"model_top2_timed_efficiency", o.model_top2_timed_efficiency},
-                        {"model_top3_timed_efficiency", o.model_top3_timed_efficiency}};
+                        {"model_top3_timed_efficiency", o.model_top3_timed_efficiency},
+                        {"model_top5_timed_efficiency", o.model_top5_timed_efficiency}};
     p["peer_top1_efficiency"] =
         o.peer_top1_efficiency ? nlohmann::json(*o.peer_top1_efficiency) : nlohmann::json();
     p["peer_best_of_8_efficiency"] = o.peer_best_of_8_efficiency
@@ -509,7 +512,7 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                         {"slower_than_peer_top1", s.slower_than_peer_top1}}},
                       {"slices", slices},
                       {"problems", problems}};
-  for (const EvalSummary::TimedTopK* timed : {&s.timed_top2, &s.timed_top3}) {
+  for (const EvalSummary::TimedTopK* timed : {&s.timed_top2, &s.timed_top3, &s.timed_top5}) {
     nlohmann::json t = StatsJson(timed->efficiency);
     t["geomean_speedup_over_peer_top1"] = timed->speedup_over_peer_top1;
     j["timed_at_first_use"]["model_top" + std::to_string(timed->k)] = std::move(t);
@@ -543,6 +546,7 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
   row("kselect model", s.model);
   row("kselect model, its top 2 timed at first use", s.timed_top2.efficiency);
   row("kselect model, its top 3 timed at first use", s.timed_top3.efficiency);
+  row("kselect model, its top 5 timed at first use", s.timed_top5.efficiency);
   const PeerNames& names = s.peer_names;
   const std::string a_top1 = names.a.name + " (rank 1)",
                     a_best = names.a.short_name + " best of top 8";

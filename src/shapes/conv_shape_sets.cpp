@@ -428,6 +428,226 @@ std::vector<ConvShapeRow> TrainExtraSet() {
   return b.Take();
 }
 
+// ------------------------------------------------------------------------ conv_train_networks
+
+// Training layers of other well-known networks than conv_validation's: the stems, narrow and
+// odd channel counts, batch-1 layers and 1x7 / 7x1 factorisations real models bring, which the
+// regime draws cover thinly. Each network at two batch sizes taken by its layers in turn (as in
+// conv_validation); a layer equal to a conv_validation, conv_train or conv_train_extra row is
+// left out.
+
+// torchvision vgg16, 224x224: two or three 3x3 convs per stage.
+void Vgg16(ConvSetBuilder& b, int64_t n) {
+  const int64_t stages[][3] = {
+      {64, 224, 2}, {128, 112, 2}, {256, 56, 3}, {512, 28, 3}, {512, 14, 3}};
+  int64_t in = 3;
+  int stage = 1;
+  for (const auto& [c, hw, convs] : stages) {
+    for (int i = 0; i < convs && i < 2; ++i) {
+      b.Add(Conv2d(n, i == 0 ? in : c, c, hw, 3, 1, 1),
+            "vgg16.stage" + std::to_string(stage) + ".conv" + std::to_string(i + 1));
+    }
+    in = c;
+    ++stage;
+  }
+}
+
+// torchvision resnet18 (basic blocks: two 3x3 convs, a strided 1x1 projection), 224x224.
+void ResNet18(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 64, 224, 7, 2, 3), "resnet18.conv1");
+  const int64_t stages[][3] = {{64, 56, 1}, {128, 56, 2}, {256, 28, 2}, {512, 14, 2}};
+  int64_t in = 64;
+  int layer = 1;
+  for (const auto& [c, hw, stride] : stages) {
+    const std::string name = "resnet18.layer" + std::to_string(layer++);
+    const int64_t hw_out = (hw - 1) / stride + 1;
+    b.Add(Conv2d(n, in, c, hw, 3, stride, 1), name + ".0.conv1");
+    b.Add(Conv2d(n, c, c, hw_out, 3, 1, 1), name + ".0.conv2");
+    if (stride != 1) b.Add(Conv2d(n, in, c, hw, 1, stride, 0), name + ".0.downsample");
+    in = c;
+  }
+}
+
+// torchvision densenet121, 224x224 (growth 32, bottleneck 128): each dense layer's 1x1 takes
+// the concatenation so far (C = 64 + 32 i in block 1), its 3x3 gives 32 channels; transitions
+// halve the channels with a 1x1. Every fourth layer of a block.
+void DenseNet121(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 64, 224, 7, 2, 3), "densenet121.conv0");
+  const int64_t blocks[][2] = {{6, 56}, {12, 28}, {24, 14}, {16, 7}};
+  int64_t in = 64;
+  int index = 1;
+  for (const auto& [layers, hw] : blocks) {
+    const std::string name = "densenet121.denseblock" + std::to_string(index);
+    for (int64_t i = 0; i < layers; i += 4) {
+      b.Add(Conv2d(n, in + 32 * i, 128, hw, 1, 1, 0),
+            name + ".layer" + std::to_string(i + 1) + ".conv1");
+    }
+    b.Add(Conv2d(n, 128, 32, hw, 3, 1, 1), name + ".conv2");
+    in += 32 * layers;
+    if (index < 4) {
+      b.Add(Conv2d(n, in, in / 2, hw, 1, 1, 0), "densenet121.transition" + std::to_string(index));
+      in /= 2;
+    }
+    ++index;
+  }
+}
+
+// torchvision inception_v3, 299x299: the "valid" stem, then one block of each kind (5x5 and
+// 3x3 branches, the 1x7 / 7x1 factorised ones, the reductions).
+void InceptionV3(ConvSetBuilder& b, int64_t n) {
+  const std::string v3 = "inception_v3.";
+  b.Add(Conv2d(n, 3, 32, 299, 3, 2, 0), v3 + "Conv2d_1a_3x3");
+  b.Add(Conv2d(n, 32, 32, 149, 3, 1, 0), v3 + "Conv2d_2a_3x3");
+  b.Add(Conv2d(n, 32, 64, 147, 3, 1, 1), v3 + "Conv2d_2b_3x3");
+  b.Add(Conv2d(n, 64, 80, 73, 1, 1, 0), v3 + "Conv2d_3b_1x1");
+  b.Add(Conv2d(n, 80, 192, 73, 3, 1, 0), v3 + "Conv2d_4a_3x3");
+  b.Add(Conv2d(n, 192, 64, 35, 1, 1, 0), v3 + "Mixed_5b.branch1x1");
+  b.Add(Conv2d(n, 192, 48, 35, 1, 1, 0), v3 + "Mixed_5b.branch5x5_1");
+  b.Add(Conv2d(n, 48, 64, 35, 5, 1, 2), v3 + "Mixed_5b.branch5x5_2");
+  b.Add(Conv2d(n, 64, 96, 35, 3, 1, 1), v3 + "Mixed_5b.branch3x3dbl_2");
+  b.Add(Conv2d(n, 96, 96, 35, 3, 1, 1), v3 + "Mixed_5b.branch3x3dbl_3");
+  b.Add(Conv2d(n, 288, 384, 35, 3, 2, 0), v3 + "Mixed_6a.branch3x3");
+  b.Add(Conv2d(n, 96, 96, 35, 3, 2, 0), v3 + "Mixed_6a.branch3x3dbl_3");
+  b.Add(Conv2d(n, 768, 128, 17, 1, 1, 0), v3 + "Mixed_6b.branch7x7_1");
+  b.Add(Conv2dRect(n, 128, 128, 17, 1, 7), v3 + "Mixed_6b.branch7x7_2");
+  b.Add(Conv2dRect(n, 128, 192, 17, 7, 1), v3 + "Mixed_6b.branch7x7_3");
+  b.Add(Conv2dRect(n, 160, 160, 17, 7, 1), v3 + "Mixed_6c.branch7x7dbl_2");
+  b.Add(Conv2d(n, 192, 320, 17, 3, 2, 0), v3 + "Mixed_7a.branch3x3_2");
+  b.Add(Conv2d(n, 1280, 448, 8, 1, 1, 0), v3 + "Mixed_7b.branch3x3dbl_1");
+  b.Add(Conv2d(n, 448, 384, 8, 3, 1, 1), v3 + "Mixed_7b.branch3x3dbl_2");
+  b.Add(Conv2dRect(n, 384, 384, 8, 1, 3), v3 + "Mixed_7b.branch3x3_2a");
+  b.Add(Conv2dRect(n, 384, 384, 8, 3, 1), v3 + "Mixed_7b.branch3x3_2b");
+  b.Add(Conv2d(n, 2048, 320, 8, 1, 1, 0), v3 + "Mixed_7c.branch1x1");
+}
+
+// torchvision shufflenet_v2_x1_0, 224x224: branch widths 58 / 116 / 232 (off the vector width),
+// 3x3 depthwise (stride 2 on each stage's first unit), 1x1 pointwise.
+void ShuffleNetV2(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 24, 224, 3, 2, 1), "shufflenet_v2.conv1");
+  const int64_t stages[][3] = {{24, 58, 56}, {116, 116, 28}, {232, 232, 14}};
+  int index = 2;
+  for (const auto& [in, branch, hw] : stages) {
+    const std::string name = "shufflenet_v2.stage" + std::to_string(index++);
+    const int64_t hw_out = hw / 2;
+    b.Add(Conv2d(n, in, in, hw, 3, 2, 1, in), name + ".0.branch1.depthwise");
+    b.Add(Conv2d(n, in, branch, hw_out, 1, 1, 0), name + ".0.branch1.pointwise");
+    b.Add(Conv2d(n, in, branch, hw, 1, 1, 0), name + ".0.branch2.pointwise1");
+    b.Add(Conv2d(n, branch, branch, hw, 3, 2, 1, branch), name + ".0.branch2.depthwise");
+    b.Add(Conv2d(n, branch, branch, hw_out, 1, 1, 0), name + ".1.branch2.pointwise");
+    b.Add(Conv2d(n, branch, branch, hw_out, 3, 1, 1, branch), name + ".1.branch2.depthwise");
+  }
+  b.Add(Conv2d(n, 464, 1024, 7, 1, 1, 0), "shufflenet_v2.conv5");
+}
+
+// torchvision mobilenet_v3_large, 224x224: expansions 64-960 (72, 120, 200, 184 off powers of
+// two), 3x3 and 5x5 depthwise, squeeze-excite's 1x1s on 1x1 maps left out.
+void MobileNetV3Large(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 16, 224, 3, 2, 1), "mobilenet_v3_large.stem");
+  struct Block {
+    int64_t in, expand, out, kernel, stride, hw;
+  };
+  const Block blocks[] = {
+      {16, 16, 16, 3, 1, 112},   {16, 64, 24, 3, 2, 112},   {24, 72, 24, 3, 1, 56},
+      {24, 72, 40, 5, 2, 56},    {40, 120, 40, 5, 1, 28},   {40, 240, 80, 3, 2, 28},
+      {80, 200, 80, 3, 1, 14},   {80, 184, 80, 3, 1, 14},   {80, 480, 112, 3, 1, 14},
+      {112, 672, 112, 3, 1, 14}, {112, 672, 160, 5, 2, 14}, {160, 960, 160, 5, 1, 7}};
+  int index = 1;
+  for (const Block& k : blocks) {
+    const std::string name = "mobilenet_v3_large.features" + std::to_string(index++);
+    if (k.expand != k.in) b.Add(Conv2d(n, k.in, k.expand, k.hw, 1, 1, 0), name + ".expand");
+    b.Add(Conv2d(n, k.expand, k.expand, k.hw, k.kernel, k.stride, k.kernel / 2, k.expand),
+          name + ".depthwise");
+    b.Add(Conv2d(n, k.expand, k.out, (k.hw - 1) / k.stride + 1, 1, 1, 0), name + ".project");
+  }
+  b.Add(Conv2d(n, 160, 960, 7, 1, 1, 0), "mobilenet_v3_large.head");
+}
+
+// torchvision squeezenet1_1, 224x224: fire modules, 1x1 squeeze to 16-64 channels, then 1x1 and
+// 3x3 expands.
+void SqueezeNet11(ConvSetBuilder& b, int64_t n) {
+  b.Add(Conv2d(n, 3, 64, 224, 3, 2, 0), "squeezenet1_1.conv1");
+  const int64_t fires[][4] = {
+      {64, 16, 64, 55}, {128, 32, 128, 27}, {256, 48, 192, 13}, {384, 64, 256, 13}};
+  int index = 2;
+  for (const auto& [in, squeeze, expand, hw] : fires) {
+    const std::string name = "squeezenet1_1.fire" + std::to_string(index++);
+    b.Add(Conv2d(n, in, squeeze, hw, 1, 1, 0), name + ".squeeze");
+    b.Add(Conv2d(n, squeeze, expand, hw, 1, 1, 0), name + ".expand1x1");
+    b.Add(Conv2d(n, squeeze, expand, hw, 3, 1, 1), name + ".expand3x3");
+  }
+}
+
+// The Stable Diffusion VAE decoder (diffusers AutoencoderKL, 64x64 latents to 512x512 images):
+// conv_in from 4 channels, 3x3 ResNet convs at 512 / 256 / 128 channels, conv_out to 3.
+void SdVaeDecoder(ConvSetBuilder& b, int64_t n) {
+  const std::string vae = "sd_vae_decoder.";
+  b.Add(Conv2d(n, 4, 512, 64, 3, 1, 1), vae + "conv_in");
+  b.Add(Conv2d(n, 512, 512, 64, 3, 1, 1), vae + "mid.conv");
+  b.Add(Conv2d(n, 512, 512, 128, 3, 1, 1), vae + "up1.conv");
+  b.Add(Conv2d(n, 512, 256, 256, 3, 1, 1), vae + "up2.conv1");
+  b.Add(Conv2d(n, 512, 256, 256, 1, 1, 0), vae + "up2.shortcut");
+  b.Add(Conv2d(n, 256, 128, 512, 3, 1, 1), vae + "up3.conv1");
+  b.Add(Conv2d(n, 128, 128, 512, 3, 1, 1), vae + "up3.conv2");
+  b.Add(Conv2d(n, 128, 3, 512, 3, 1, 1), vae + "conv_out");
+}
+
+// YOLOv5s (Ultralytics), 640x640: 6x6/2 stem, 3x3/2 downsamplers, C3 blocks' 1x1 and 3x3 convs
+// at half width, the 1x1 heads to 255 outputs (3 anchors x 85).
+void YoloV5s(ConvSetBuilder& b, int64_t n) {
+  const std::string y = "yolov5s.";
+  b.Add(Conv2d(n, 3, 32, 640, 6, 2, 2), y + "stem");
+  const int64_t stages[][2] = {{32, 320}, {64, 160}, {128, 80}, {256, 40}};
+  int index = 1;
+  for (const auto& [c, hw] : stages) {
+    const std::string name = y + "stage" + std::to_string(index++);
+    b.Add(Conv2d(n, c, 2 * c, hw, 3, 2, 1), name + ".down");
+    b.Add(Conv2d(n, 2 * c, c, hw / 2, 1, 1, 0), name + ".c3.cv1");
+    b.Add(Conv2d(n, c, c, hw / 2, 3, 1, 1), name + ".c3.m.cv2");
+  }
+  for (const auto& [c, hw] : {std::pair<int64_t, int64_t>{128, 80}, {256, 40}, {512, 20}}) {
+    b.Add(Conv2d(n, c, 255, hw, 1, 1, 0), y + "detect" + std::to_string(hw));
+  }
+}
+
+// torchvision r3d_18 on 16x112x112 clips: 3x7x7 stem, 3x3x3 basic blocks, strided 1x1x1
+// projections.
+void R3d18(ConvSetBuilder& b, int64_t n) {
+  constexpr Dims3 k333{3, 3, 3}, k111{1, 1, 1}, s111{1, 1, 1}, p111{1, 1, 1}, p000{0, 0, 0};
+  b.Add(Conv3d(n, 3, 64, 16, 112, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), "r3d_18.stem");
+  const int64_t stages[][4] = {{64, 16, 56, 1}, {128, 16, 56, 2}, {256, 8, 28, 2}, {512, 4, 14, 2}};
+  int64_t in = 64;
+  int layer = 1;
+  for (const auto& [c, d, hw, s] : stages) {
+    const std::string name = "r3d_18.layer" + std::to_string(layer++);
+    b.Add(Conv3d(n, in, c, d, hw, k333, {s, s, s}, p111), name + ".0.conv1");
+    b.Add(Conv3d(n, c, c, (d - 1) / s + 1, (hw - 1) / s + 1, k333, s111, p111), name + ".0.conv2");
+    if (s != 1) b.Add(Conv3d(n, in, c, d, hw, k111, {s, s, s}, p000), name + ".0.downsample");
+    in = c;
+  }
+}
+
+std::vector<ConvShapeRow> TrainNetworksSet() {
+  std::set<std::string> excluded;
+  for (const ConvShapeRow& row : ValidationSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainExtraSet()) excluded.insert(row.shape.ToString());
+  ConvSetBuilder b(&excluded);
+  struct Network {
+    void (*add)(ConvSetBuilder&, int64_t);
+    int64_t batch_a, batch_b;
+  };
+  const Network networks[] = {{Vgg16, 1, 8},         {ResNet18, 1, 64},
+                              {DenseNet121, 1, 16},  {InceptionV3, 1, 16},
+                              {ShuffleNetV2, 1, 64}, {MobileNetV3Large, 1, 64},
+                              {SqueezeNet11, 1, 32}, {SdVaeDecoder, 1, 2},
+                              {YoloV5s, 1, 16},      {R3d18, 1, 4}};
+  for (const Network& net : networks) {
+    b.AlternateBatches(net.batch_a, net.batch_b);
+    net.add(b, net.batch_a);
+  }
+  return b.Take();
+}
+
 // --------------------------------------------------------------------------- conv_validation
 
 // A bottleneck residual stage (ResNet-50 v1.5, ResNeXt, RegNetX): 1x1 in -> width, 3x3 width ->
@@ -683,6 +903,26 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
             "the 8-element vector width; no row equals a conv_train or conv_validation row. Capped",
             "at 0.5 TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
   }
+  if (set == "conv_train_networks") {
+    return {
+        "Training layers of other well-known networks than conv_validation's (stems, narrow and",
+        "odd channel counts, batch-1 layers, 1x7 / 7x1 factorisations), each network at two batch",
+        "sizes taken by its layers in turn; no row equals a conv_validation, conv_train or",
+        "conv_train_extra row. Family = <network>.<layer>:",
+        "vgg16: Simonyan and Zisserman 2015, torchvision vgg16, 224x224, batch 1 / 8",
+        "resnet18: He et al. 2016, torchvision resnet18, 224x224, batch 1 / 64",
+        "densenet121: Huang et al. 2017, torchvision densenet121 (every fourth dense layer),",
+        "  batch 1 / 16",
+        "inception_v3: Szegedy et al. 2016, torchvision inception_v3, 299x299, batch 1 / 16",
+        "shufflenet_v2: Ma et al. 2018, torchvision shufflenet_v2_x1_0, batch 1 / 64",
+        "mobilenet_v3_large: Howard et al. 2019, torchvision mobilenet_v3_large, batch 1 / 64",
+        "squeezenet1_1: Iandola et al. 2016, torchvision squeezenet1_1, batch 1 / 32",
+        "sd_vae_decoder: Rombach et al. 2022, the Stable Diffusion VAE decoder (diffusers",
+        "  AutoencoderKL), 64x64 latents to 512x512, batch 1 / 2",
+        "yolov5s: Ultralytics YOLOv5s, 640x640, batch 1 / 16",
+        "r3d_18: Tran et al. 2018, torchvision r3d_18, 16x112x112 clips, batch 1 / 4",
+        "Capped at 0.5 TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
+  }
   if (set == "conv_validation") {
     return {
         "Validation shapes: the distinct conv layers of well-known networks, never trained on.",
@@ -707,15 +947,17 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
 }
 
 std::vector<std::string_view> ConvShapeSetNames() {
-  return {"conv_train", "conv_train_extra", "conv_validation"};
+  return {"conv_train", "conv_train_extra", "conv_train_networks", "conv_validation"};
 }
 
 StatusOr<std::vector<ConvShapeRow>> GenerateConvShapeSet(std::string_view set) {
   if (set == "conv_train") return TrainSet();
   if (set == "conv_train_extra") return TrainExtraSet();
+  if (set == "conv_train_networks") return TrainNetworksSet();
   if (set == "conv_validation") return ValidationSet();
-  return InvalidArgumentError("unknown conv shape set '" + std::string(set) +
-                              "' (known: conv_train, conv_train_extra, conv_validation)");
+  return InvalidArgumentError(
+      "unknown conv shape set '" + std::string(set) +
+      "' (known: conv_train, conv_train_extra, conv_train_networks, conv_validation)");
 }
 
 }  // namespace kselect

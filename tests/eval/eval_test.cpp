@@ -61,6 +61,31 @@ TEST(EvaluateProblem, EfficiencyRankAndPeers) {
   EXPECT_DOUBLE_EQ(*o.peer_best_of_8_efficiency, 1.0);  // the peer's top 8 holds the oracle
 }
 
+// Timing the model's best-ranked k at first use gets the best measured of them, and the summary
+// carries each k with its geomean over the peer's rank-1 pick.
+TEST(EvaluateProblem, TimedAtFirstUseIsTheBestOfTheModelsTopK) {
+  // The oracle is the model's fifth; the peer picks the 20 config.
+  const ProblemCandidates p = Problem({20, 100, 50, 60, 80, 90}, {1});
+  const std::vector<double> scores = {6, 2, 5, 4, 3, 1};  // order 20, 50, 60, 80, 100, 90
+  const ProblemOutcome o = EvaluateProblem(p, scores);
+  EXPECT_DOUBLE_EQ(o.efficiency, 0.2);
+  EXPECT_DOUBLE_EQ(o.model_top2_timed_efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(o.model_top3_timed_efficiency, 0.6);
+  EXPECT_DOUBLE_EQ(o.model_top5_timed_efficiency, 1.0);
+  EXPECT_EQ(o.oracle_predicted_rank, 5);
+
+  const EvalSummary s = Summarize({o});
+  EXPECT_DOUBLE_EQ(s.timed_top5.efficiency.mean, 1.0);
+  EXPECT_NEAR(s.timed_top3.speedup_over_peer_top1, 3.0, 1e-12);  // 0.6 / 0.2
+  const nlohmann::json j = nlohmann::json::parse(EvalSummaryToJson(s, "m", "d"));
+  EXPECT_DOUBLE_EQ(j["timed_at_first_use"]["model_top5"]["mean"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(
+      j["timed_at_first_use"]["model_top2"]["geomean_speedup_over_peer_top1"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(j["problems"][0]["model_top5_timed_efficiency"].get<double>(), 1.0);
+  EXPECT_TRUE(Contains(EvalSummaryToMarkdown(s, "m", "d"),
+                       "| kselect model, its top 5 timed at first use | 1 | 100.00%"));
+}
+
 TEST(ComputeStats, MatchesNumpyLinearQuantiles) {
   // numpy: quantile([0.5, 0.6, 0.9, 1.0, 1.0], 0.1) = 0.54, median 0.9.
   const EfficiencyStats s = ComputeStats({1.0, 0.5, 0.9, 1.0, 0.6});

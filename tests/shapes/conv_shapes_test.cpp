@@ -220,6 +220,32 @@ TEST(ConvShapesTest, ExtraTrainingSharesNoShapeWithTheOtherSets) {
   EXPECT_GE(odd, 20);
 }
 
+// The other networks' training layers repeat no row of the other sets, and every network named
+// in the file's sources brings layers, batch-1 ones among them.
+TEST(ConvShapesTest, NetworkTrainingLayersShareNoShapeWithTheOtherSets) {
+  const auto networks = GenerateConvShapeSet("conv_train_networks").value();
+  std::set<std::string> others;
+  for (const char* set : {"conv_train", "conv_train_extra", "conv_validation"}) {
+    for (const ConvShapeRow& r : GenerateConvShapeSet(set).value()) {
+      others.insert(r.shape.ToString());
+    }
+  }
+  std::map<std::string, int> layers, batch_one;
+  for (const ConvShapeRow& r : networks) {
+    EXPECT_FALSE(others.contains(r.shape.ToString())) << r.family << ": " << r.shape.ToString();
+    const std::string net = r.family.substr(0, r.family.find('.'));
+    ++layers[net];
+    if (r.shape.n == 1) ++batch_one[net];
+  }
+  for (const char* net : {"vgg16", "resnet18", "densenet121", "inception_v3", "shufflenet_v2",
+                          "mobilenet_v3_large", "squeezenet1_1", "sd_vae_decoder", "yolov5s",
+                          "r3d_18"}) {
+    EXPECT_GT(layers[net], 0) << net;
+    EXPECT_GT(batch_one[net], 0) << net;
+  }
+  EXPECT_GE(networks.size(), 150u);
+}
+
 // The committed files are exactly what the generator writes (rows, not the comment lines).
 TEST(ConvShapesTest, CommittedFilesMatchTheGenerator) {
   for (const std::string_view set : ConvShapeSetNames()) {
