@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -170,6 +171,8 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
     host[i].resize(static_cast<size_t>(spec.bytes));
   }
   CHECK_CUDA(cudaMalloc(&workspace.ptr, kWorkspaceBytes));
+  // The first call prepares the plans (and, with time_top_k, times the top k): its cost once.
+  const auto first_call = std::chrono::steady_clock::now();
   const kselect::StatusOr<kselect::DispatchInfo> info =
       kselect::Conv(selector, problem, buffers[0].ptr, buffers[1].ptr, buffers[2].ptr,
                     workspace.ptr, kWorkspaceBytes, nullptr);
@@ -178,6 +181,9 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
     return false;
   }
   CHECK_CUDA(cudaDeviceSynchronize());
+  const double first_call_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_call)
+          .count();
   std::vector<std::vector<double>> decoded(3);
   for (size_t i = 0; i < 3; ++i) {
     CHECK_CUDA(cudaMemcpy(host[i].data(), buffers[i].ptr, host[i].size(), cudaMemcpyDeviceToHost));
@@ -223,6 +229,8 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
               problem.Flops() / (ms * 1e-3) / 1e12, check.ToString().c_str(),
               specs[written].name.c_str(), check.passed ? "PASS" : "FAIL");
   if (!info->note.empty()) std::printf("  dispatch note: %s\n", info->note.c_str());
+  std::printf("  first call (plans prepared%s): %.1f ms\n",
+              selector.options().time_top_k >= 2 ? ", top k timed" : "", first_call_ms);
 
   // What dispatch runs against cuDNN's own first pick, on the same buffers, interleaved.
   const auto picks = selector.HeuristicPicks(problem, 1);

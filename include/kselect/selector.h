@@ -82,7 +82,7 @@ struct SelectorOptions {
   size_t cache_capacity = 1 << 16;
   // Dispatch (Gemm, Conv, DispatchRanked) times this many of the best-ranked configs the first
   // time it runs a problem, on the caller's inputs with a scratch copy of the written operand,
-  // interleaved, the median of 5 batches, and runs the fastest from then on: the model's few
+  // interleaved, the median of 7 batches, and runs the fastest from then on: the model's few
   // best guesses settled by this GPU (`kselect eval` reports what it gains as "timed at first
   // use"). Costs a few milliseconds once per problem; skipped while the stream is being captured
   // into a graph. 0 or 1 = off.
