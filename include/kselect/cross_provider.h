@@ -7,7 +7,7 @@
 //
 // A cross-provider model directory holds cross_provider.json (format "kselect.cross_provider"):
 //   {"format": "kselect.cross_provider", "format_version": 1,
-//    "reference": {"provider": "cublaslt", "model": "../h200_cublaslt_default"},
+//    "reference": {"provider": "cublaslt", "model": "../h200_cublaslt_default_tflops"},
 //    "challenger": {"provider": "tile", "model": "../h200_tile_bf16_tn"},
 //    "min_predicted_gain": 1.0, "comment": "..."}
 // Member model paths are relative to the directory. Runtime only: no Arrow, no LightGBM.

@@ -27,8 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kModelsDir = std::string(KSELECT_SOURCE_DIR) + "/models";
-// Trained on every cuBLASLt default dataset, without the peer block: it ranks any problem.
-const std::string kDefaultModel = kModelsDir + "/h200_cublaslt_default";
+// A regression on log(TFLOPS) over the cuBLASLt default datasets, without the peer block: it
+// predicts TFLOPS for any problem (the shipped GPU-less h200_cublaslt_default is a ranker).
+const std::string kDefaultModel = kModelsDir + "/h200_cublaslt_default_tflops";
 // The bf16 TN ranker that takes cuBLASLt's own top picks as features.
 const std::string kPeerRanker = kModelsDir + "/h200_cublaslt_default_bf16_tn";
 

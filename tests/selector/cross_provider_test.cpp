@@ -85,7 +85,7 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
     EXPECT_TRUE(Contains(s.status().message(), needle)) << s.status().ToString();
   };
   const std::string members = R"("reference": {"provider": "cublaslt", "model": ")" +
-                              ModelDir("h200_cublaslt_default") +
+                              ModelDir("h200_cublaslt_default_tflops") +
                               R"("}, "challenger": {"provider": "tile", "model": ")" +
                               ModelDir("h200_tile_default_bf16_tn") + R"("})";
   EXPECT_FALSE(CrossProviderSelector::Open((dir / "none").string(), Offline()).ok());
@@ -108,7 +108,7 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
   // Members swapped: the manifest's providers do not match the models'.
   expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
                    "reference": {"provider": "tile", "model": ")" +
-                   ModelDir("h200_cublaslt_default") + R"("},
+                   ModelDir("h200_cublaslt_default_tflops") + R"("},
                    "challenger": {"provider": "cublaslt", "model": ")" +
                    ModelDir("h200_tile_default_bf16_tn") + R"("}})",
                "another provider");
@@ -123,6 +123,14 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
   expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
                    "reference": {"provider": "cublaslt", "model": ")" +
                    ModelDir("h200_cublaslt_bf16_tn_rank") + R"("},
+                   "challenger": {"provider": "tile", "model": ")" +
+                   ModelDir("h200_tile_default_bf16_tn") + R"("}})",
+               "ranks configs");
+  // The shipped GPU-less cuBLASLt model is such a ranker: the decision reads the TFLOPS
+  // regression beside it (h200_cublaslt_default_tflops).
+  expect_error(R"({"format": "kselect.cross_provider", "format_version": 1,
+                   "reference": {"provider": "cublaslt", "model": ")" +
+                   ModelDir("h200_cublaslt_default") + R"("},
                    "challenger": {"provider": "tile", "model": ")" +
                    ModelDir("h200_tile_default_bf16_tn") + R"("}})",
                "ranks configs");
