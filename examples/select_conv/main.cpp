@@ -110,11 +110,8 @@ struct DeviceBuffer {
 
 constexpr int64_t kWorkspaceBytes = 256ll << 20;
 
-// Speedups of what dispatch ran over cuDNN's first pick, for the geomean printed at the end.
-std::vector<double> g_speedups_over_heuristic;
-
-// Median milliseconds per launch of `ranked[0]` and of `heuristic[0]`, timed in alternating
-// batches on the same buffers (so both see the same clocks), or false on an error.
+// Median milliseconds per launch of `ran` and of `heuristic`, timed in alternating batches on
+// the same buffers (so both see the same clocks), or false on an error.
 bool TimeAgainstHeuristic(kselect::Selector& selector, const kselect::ConvProblem& problem,
                           const kselect::RankedConfig& ran, const kselect::RankedConfig& heuristic,
                           const kselect::KernelOperands& operands, double* ran_ms,
@@ -151,7 +148,9 @@ bool TimeAgainstHeuristic(kselect::Selector& selector, const kselect::ConvProble
 
 // Runs the layer through kselect::Conv, checks the written tensor against the host reference
 // and times the dispatch. False when anything failed or the result is wrong.
-bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_64& rng) {
+// Appends the speedup of what dispatch ran over cuDNN's first pick to `speedups`.
+bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_64& rng,
+                 std::vector<double>& speedups) {
   const kselect::ConvProblem& problem = layer.problem;
   const std::vector<kselect::OperandSpec> specs = kselect::ConvOperandSpecs(problem, 16);
   DeviceBuffer buffers[3], workspace;
@@ -245,7 +244,7 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
                               &heuristic_ms)) {
       return false;
     }
-    g_speedups_over_heuristic.push_back(heuristic_ms / ran_ms);
+    speedups.push_back(heuristic_ms / ran_ms);
     std::printf("  live A/B: %.4f ms vs cuDNN's first pick (%s) %.4f ms: %.3fx\n", ran_ms,
                 kselect::DescribeConfig(heuristic.config).c_str(), heuristic_ms,
                 heuristic_ms / ran_ms);
@@ -259,13 +258,16 @@ bool RunAndCheck(kselect::Selector& selector, const Layer& layer, std::mt19937_6
 }  // namespace
 
 int main(int argc, char** argv) {
-  int time_top_k = 0;
+  long time_top_k = 0;
   int first_model = 1;
+  bool bad_k = false;
   if (argc > 2 && std::strcmp(argv[1], "--time-top-k") == 0) {
-    time_top_k = std::atoi(argv[2]);
+    char* end = nullptr;
+    time_top_k = std::strtol(argv[2], &end, 10);
+    bad_k = end == argv[2] || *end != '\0' || time_top_k < 0 || time_top_k > 64;
     first_model = 3;
   }
-  if (argc <= first_model || time_top_k < 0) {
+  if (argc <= first_model || bad_k) {
     std::fprintf(stderr, "usage: %s [--time-top-k K] <model dir> [<model dir> ...]\n", argv[0]);
     return 2;
   }
@@ -273,10 +275,11 @@ int main(int argc, char** argv) {
   const bool have_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
   std::mt19937_64 rng(2024);
   int failed = 0;
+  std::vector<double> speedups;  // over cuDNN's first pick, one per layer run
   for (int arg = first_model; arg < argc; ++arg) {
     kselect::SelectorOptions options;
-    options.top_k = std::max(3, time_top_k);
-    options.time_top_k = time_top_k;
+    options.top_k = std::max(3, static_cast<int>(time_top_k));
+    options.time_top_k = static_cast<int>(time_top_k);
     auto selector = kselect::Selector::Open(argv[arg], options);
     if (!selector.ok()) {
       std::fprintf(stderr, "cannot open %s: %s\n", argv[arg], selector.status().ToString().c_str());
@@ -300,16 +303,16 @@ int main(int argc, char** argv) {
         continue;
       }
       PrintSelection(layer, **selection);
-      if (have_gpu && !RunAndCheck(**selector, layer, rng)) ++failed;
+      if (have_gpu && !RunAndCheck(**selector, layer, rng, speedups)) ++failed;
     }
   }
   if (!have_gpu) std::printf("no GPU here: the dispatch part (kselect::Conv) was skipped\n");
-  if (!g_speedups_over_heuristic.empty()) {
+  if (!speedups.empty()) {
     double log_sum = 0;
-    for (double s : g_speedups_over_heuristic) log_sum += std::log(s);
-    std::printf("live A/B over cuDNN's first pick: geomean %.4fx over %zu layers (time_top_k %d)\n",
-                std::exp(log_sum / static_cast<double>(g_speedups_over_heuristic.size())),
-                g_speedups_over_heuristic.size(), time_top_k);
+    for (double s : speedups) log_sum += std::log(s);
+    std::printf(
+        "live A/B over cuDNN's first pick: geomean %.4fx over %zu layers (time_top_k %ld)\n",
+        std::exp(log_sum / static_cast<double>(speedups.size())), speedups.size(), time_top_k);
   }
   std::printf("%s\n", failed == 0 ? "PASS" : "FAIL");
   return failed == 0 ? 0 : 1;
