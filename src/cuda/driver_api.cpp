@@ -56,6 +56,8 @@ StatusOr<DriverApi> ResolveDriverApi() {
   KSELECT_RETURN_IF_ERROR(Resolve("cuFuncSetAttribute", &api.func_set_attribute));
   KSELECT_RETURN_IF_ERROR(Resolve("cuLaunchKernelEx", &api.launch_kernel_ex));
   KSELECT_RETURN_IF_ERROR(Resolve("cuTensorMapEncodeTiled", &api.tensor_map_encode_tiled));
+  KSELECT_RETURN_IF_ERROR(
+      Resolve("cuOccupancyMaxActiveClusters", &api.occupancy_max_active_clusters));
   return api;
 }
 

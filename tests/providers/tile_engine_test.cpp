@@ -104,9 +104,18 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
        }},
       {"scheduler_data_parallel",
        [](TileKernelSpec& s) { s.config.scheduler = TileScheduler::kPersistent; }},
-      {"cluster_1x1", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
-      {"epilogue_direct",
-       [](TileKernelSpec& s) { s.config.epilogue = TileEpilogue::kSharedStaged; }},
+      {"cluster_shape", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
+      {"cluster_pieces",
+       [](TileKernelSpec& s) {
+         // Row-major B arrives in 64-wide chunks: one chunk cannot be split over two CTAs.
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 64, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+         s.config.instr_m = 64, s.config.instr_n = 64, s.config.instr_k = 16;
+         s.config.cluster_m = 2;
+         s.layout.b = MatrixOrder::kRowMajor;
+       }},
+      {"epilogue_kind", [](TileKernelSpec& s) { s.config.epilogue = TileEpilogue::kSharedStaged; }},
       {"split_k_range", [](TileKernelSpec& s) { s.config.split_k = 0; }},
       {"swizzle_range", [](TileKernelSpec& s) { s.config.swizzle = 17; }},
       {"alignment_values", [](TileKernelSpec& s) { s.align_a = 3; }},

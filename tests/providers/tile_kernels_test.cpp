@@ -148,6 +148,31 @@ std::vector<FamilyCase> FamilyCases() {
                      spec,
                      &kWarpSpecializedSource,
                      {"wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16", "p, 1, 1, 1, 0;"}});
+    // A 2x1 cluster (B multicast, stages released across the cluster), persistent, with the
+    // transposed column-major epilogue; and a 1x2 cluster with MN-major A and B.
+    spec.config.tile_m = 128, spec.config.warps_m = 2;
+    spec.config.tile_n = spec.config.instr_n = 256;
+    spec.config.stages = 3;
+    spec.config.cluster_m = 2;
+    spec.config.scheduler = TileScheduler::kPersistent;
+    spec.config.epilogue = TileEpilogue::kTransposed;
+    spec.input = spec.output = DataType::kBF16;
+    spec.layout = *ParseGemmLayout("rcc");
+    cases.push_back({"warp_specialized_rcc_cluster2x1_persistent",
+                     spec,
+                     &kWarpSpecializedSource,
+                     {".multicast::cluster", "mapa.shared::cluster.u32",
+                      "mbarrier.arrive.shared::cluster.b64",
+                      "movmatrix.sync.aligned.m8n8.trans.b16", "barrier.cluster.arrive"}});
+    spec.config.tile_n = spec.config.instr_n = 128;
+    spec.config.cluster_m = 1, spec.config.cluster_n = 2;
+    spec.config.scheduler = TileScheduler::kDataParallel;
+    spec.config.epilogue = TileEpilogue::kDirect;
+    spec.layout = *ParseGemmLayout("crr");
+    cases.push_back({"warp_specialized_crr_cluster1x2",
+                     spec,
+                     &kWarpSpecializedSource,
+                     {".multicast::cluster", "p, 1, 1, 1, 1;"}});
   }
   return cases;
 }

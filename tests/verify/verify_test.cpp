@@ -234,11 +234,12 @@ TEST(VerifyHostReferenceTest, TransposedGemmComputesTheSameProduct) {
   EXPECT_EQ(TransposedGemm(t), p);
 }
 
-TEST(VerifyShapesTest, CheckProblemsCoverDecodeOddSizesBatchAndAlphaBeta) {
+TEST(VerifyShapesTest, CheckProblemsCoverDecodeOddSizesBatchAlphaBetaAndManyTiles) {
   const std::vector<GemmProblem> problems =
       GemmCheckProblems(DataType::kF16, DataType::kF32, ParseGemmLayout("rrc").value());
-  ASSERT_EQ(problems.size(), 8u);
+  ASSERT_EQ(problems.size(), 9u);
   bool n1 = false, m1 = false, odd_k = false, batch = false, alpha_beta = false;
+  bool many_tiles = false;  // more 128x128 tiles than an H200 has SMs: persistent kernels loop
   for (const GemmProblem& p : problems) {
     EXPECT_TRUE(p.Validate().ok());
     EXPECT_EQ(p.dtype_a, DataType::kF16);
@@ -249,8 +250,9 @@ TEST(VerifyShapesTest, CheckProblemsCoverDecodeOddSizesBatchAndAlphaBeta) {
     odd_k |= p.k % 2 == 1;
     batch |= p.batch > 1;
     alpha_beta |= p.alpha != 1.0 && p.beta != 0.0;
+    many_tiles |= (p.m + 127) / 128 * ((p.n + 127) / 128) * p.batch > 132;
   }
-  EXPECT_TRUE(n1 && m1 && odd_k && batch && alpha_beta);
+  EXPECT_TRUE(n1 && m1 && odd_k && batch && alpha_beta && many_tiles);
 }
 
 TEST(OperandSpecTest, GemmOperandsInLaunchOrder) {

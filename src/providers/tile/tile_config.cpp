@@ -21,7 +21,8 @@ constexpr EnumName kSchedulers[] = {
     {static_cast<int64_t>(TileScheduler::kDataParallel), "data_parallel"},
     {static_cast<int64_t>(TileScheduler::kPersistent), "persistent"}};
 constexpr EnumName kEpilogues[] = {{static_cast<int64_t>(TileEpilogue::kDirect), "direct"},
-                                   {static_cast<int64_t>(TileEpilogue::kSharedStaged), "smem"}};
+                                   {static_cast<int64_t>(TileEpilogue::kSharedStaged), "smem"},
+                                   {static_cast<int64_t>(TileEpilogue::kTransposed), "transposed"}};
 
 // Where a search may move each field (the generator's own groups in rules/tile/ stay the
 // catalogue; these are the steps a mutation takes from a config).
@@ -31,6 +32,7 @@ constexpr int64_t kWarps[] = {1, 2, 4};
 constexpr int64_t kStages[] = {2, 3, 4, 5, 6, 7};
 constexpr int64_t kPipelineValues[] = {0, 1, 2, 3};
 constexpr int64_t kTwoValues[] = {0, 1};
+constexpr int64_t kEpilogueValues[] = {0, 2};  // direct, transposed (smem is not generated)
 constexpr int64_t kSplitK[] = {1, 2, 3, 4, 6, 8, 16};
 constexpr int64_t kCluster[] = {1, 2};
 constexpr int64_t kSwizzle[] = {1, 2, 4, 8};
@@ -85,7 +87,7 @@ constexpr ConfigField kFields[] = {
         .Column("epilogue")
         .Names(kEpilogues)
         .Feature("tile_epilogue", E::kNamedCategory)
-        .Search(S::kValues, kTwoValues),
+        .Search(S::kValues, kEpilogueValues),
     // Bounds checks follow the problem's divisibility.
     Field<&C::mask_m>("mask_m").Key("mask_m").Json("mask").Column("pad_m").Feature("mask_m",
                                                                                    E::kFlag),
@@ -124,7 +126,11 @@ std::string Describe(const KernelConfig& config) {
   using config_table::Dims;
   return "tile " + std::string(TilePipelineName(c.pipeline)) + " " +
          Dims(c.tile_m, c.tile_n, c.tile_k) + " w" + Dims(c.warps_m, c.warps_n, c.warps_k) + " s" +
-         std::to_string(c.stages) + (c.split_k > 1 ? " splitk" + std::to_string(c.split_k) : "");
+         std::to_string(c.stages) + (c.split_k > 1 ? " splitk" + std::to_string(c.split_k) : "") +
+         (c.cluster_m * c.cluster_n > 1
+              ? " cluster" + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n)
+              : "") +
+         (c.scheduler == TileScheduler::kPersistent ? " persistent" : "");
 }
 
 GemmKernelTraits Traits(const KernelConfig& config) {

@@ -19,11 +19,13 @@ enum class TilePipeline {
   kDecode,           // memory-bound decode kernels, tokens in n or m: streaming loads, mma.sync
 };
 enum class TileScheduler { kDataParallel, kPersistent };
-enum class TileEpilogue { kDirect, kSharedStaged };
+// kTransposed: warp_specialized with a column-major 16-bit C: the accumulators are transposed in
+// registers (movmatrix and quad shuffles) so each thread stores 8 consecutive rows at once.
+enum class TileEpilogue { kDirect, kSharedStaged, kTransposed };
 std::string_view TilePipelineName(TilePipeline p);  // "multistage", "warp_specialized", "small_m",
                                                     // "decode"
 std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent"
-std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem"
+std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem", "transposed"
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name);
 StatusOr<TileScheduler> ParseTileScheduler(std::string_view name);
 StatusOr<TileEpilogue> ParseTileEpilogue(std::string_view name);

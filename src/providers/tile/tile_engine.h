@@ -155,9 +155,10 @@ class TileKernel {
  private:
   TileKernel() = default;
   TileKernelSpec spec_;
-  void* module_ = nullptr;  // CUmodule
-  void* gemm_ = nullptr;    // CUfunction
-  void* reduce_ = nullptr;  // CUfunction
+  void* module_ = nullptr;     // CUmodule
+  void* gemm_ = nullptr;       // CUfunction
+  void* reduce_ = nullptr;     // CUfunction
+  int resident_clusters_ = 0;  // persistent scheduler: clusters of this kernel resident at once
 };
 
 // One problem-side variant `tile build` compiles each config for.

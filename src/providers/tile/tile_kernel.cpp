@@ -91,6 +91,32 @@ StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary)
   }
   kernel->gemm_ = gemm;
   kernel->reduce_ = reduce;
+  const TileConfig& c = binary.spec.config;
+  if (c.scheduler == TileScheduler::kPersistent) {
+    // A persistent grid is as many clusters as are resident at once: asked of the driver, which
+    // knows the SM count, the GPCs clusters must fit in and this kernel's shared memory.
+    CUlaunchConfig config{};
+    config.gridDimX = static_cast<unsigned>(c.cluster_m * c.cluster_n);
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = static_cast<unsigned>(shape.threads);
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = static_cast<unsigned>(c.cluster_m * c.cluster_n);
+    cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    KSELECT_RETURN_IF_ERROR(
+        DriverStatus(*api, api->occupancy_max_active_clusters(&clusters, gemm, &config),
+                     "cuOccupancyMaxActiveClusters"));
+    if (clusters < 1) {
+      return InvalidArgumentError("tile kernel " + binary.cache_key.substr(0, 12) +
+                                  ": no cluster of it fits on this GPU");
+    }
+    kernel->resident_clusters_ = clusters;
+  }
   return kernel;
 }
 
@@ -122,16 +148,18 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   CUtensorMap map_a, map_b;
   if (spec_.config.pipeline == TilePipeline::kWarpSpecialized) {
     const TileConfig& t = spec_.config;
+    // Inside a cluster each CTA loads its piece of the shared operand (warp_specialized.cuh):
+    // a K-major box of tile / cluster rows.
     if (spec_.layout.a == MatrixOrder::kRowMajor) {
       KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.k, problem.m,
-                                            problem.batch, t.tile_k, t.tile_m));
+                                            problem.batch, t.tile_k, t.tile_m / t.cluster_n));
     } else {
       KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_a, args.a, spec_.input, problem.m, problem.k,
                                             problem.batch, 64, t.tile_k));
     }
     if (spec_.layout.b == MatrixOrder::kColMajor) {
       KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.k, problem.n,
-                                            problem.batch, t.tile_k, t.tile_n));
+                                            problem.batch, t.tile_k, t.tile_n / t.cluster_m));
     } else {
       KSELECT_RETURN_IF_ERROR(EncodeOperand(*api, &map_b, args.b, spec_.input, problem.n, problem.k,
                                             problem.batch, 64, t.tile_k));
@@ -152,11 +180,27 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
     const int64_t rows = problem.n <= c.tile_n ? problem.m : problem.n;
     config.gridDimX = static_cast<unsigned>((rows + c.tile_m - 1) / c.tile_m);
     config.gridDimY = 1;
+  } else if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    // Whole clusters of cluster_m x cluster_n tiles (edge CTAs past m or n load zeros, store
+    // nothing and still multicast their pieces); persistent grids stride over all of them.
+    const int64_t cluster_size = c.cluster_m * c.cluster_n;
+    const int64_t clusters =
+        ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n);
+    if (c.scheduler == TileScheduler::kPersistent) {
+      const int64_t work = clusters * problem.batch * c.split_k;
+      config.gridDimX =
+          static_cast<unsigned>(std::min<int64_t>(work, resident_clusters_) * cluster_size);
+    } else {
+      config.gridDimX = static_cast<unsigned>(clusters * cluster_size);
+    }
+    config.gridDimY = 1;
   } else {
     config.gridDimX = static_cast<unsigned>(tiles_m * tiles_n);
     config.gridDimY = 1;
   }
-  config.gridDimZ = static_cast<unsigned>(problem.batch * c.split_k);
+  config.gridDimZ = c.scheduler == TileScheduler::kPersistent
+                        ? 1u
+                        : static_cast<unsigned>(problem.batch * c.split_k);
   config.blockDimX = static_cast<unsigned>(shape.threads);
   config.blockDimY = config.blockDimZ = 1;
   config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
@@ -166,8 +210,15 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   CUlaunchAttribute programmatic{};
   programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   programmatic.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = static_cast<unsigned>(c.cluster_m * c.cluster_n);
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
   if (c.pipeline == TilePipeline::kDecode) {
     config.attrs = &programmatic;
+    config.numAttrs = 1;
+  } else if (c.cluster_m * c.cluster_n > 1) {
+    config.attrs = &cluster;
     config.numAttrs = 1;
   }
   KSELECT_RETURN_IF_ERROR(DriverStatus(

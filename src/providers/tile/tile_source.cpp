@@ -80,7 +80,14 @@ std::string GenerateConstants(const TileKernelSpec& spec) {
   s << "constexpr bool kCRow = " << Bool(spec.layout.c == MatrixOrder::kRowMajor) << ";\n";
   s << "constexpr int kAlignA = " << spec.align_a << ", kAlignB = " << spec.align_b
     << ", kAlignC = " << spec.align_c << ";\n";
-  if (c.pipeline == TilePipeline::kWarpSpecialized) s << WgmmaMacros(c.tile_n);
+  if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    s << "constexpr int kClusterM = " << c.cluster_m << ", kClusterN = " << c.cluster_n << ";\n";
+    s << "constexpr bool kPersistent = " << Bool(c.scheduler == TileScheduler::kPersistent)
+      << ";\n";
+    s << "constexpr bool kEpilogueTransposed = " << Bool(c.epilogue == TileEpilogue::kTransposed)
+      << ";\n";
+    s << WgmmaMacros(c.tile_n);
+  }
   return s.str();
 }
 

@@ -65,24 +65,66 @@ const std::vector<ValidityRule>& Rules() {
          return {};
        }},
       {"scheduler_data_parallel",
-       "one block per output tile: the persistent scheduler is not generated yet",
+       "one block per output tile, except warp_specialized, which also has the persistent "
+       "scheduler (a GPU-filling grid whose clusters stride over the tiles)",
        [](const TileKernelSpec& s) -> std::string {
-         return s.config.scheduler == TileScheduler::kDataParallel
+         return s.config.scheduler == TileScheduler::kDataParallel || IsWarpSpecialized(s)
                     ? std::string()
                     : "scheduler persistent is not generated for " +
                           std::string(TilePipelineName(s.config.pipeline));
        }},
-      {"cluster_1x1", "thread-block clusters (TMA multicast) are not generated yet",
+      {"cluster_shape",
+       "thread-block clusters (TMA multicast of the shared operand) are warp_specialized only, "
+       "cluster_m and cluster_n 1 or 2",
        [](const TileKernelSpec& s) -> std::string {
-         return s.config.cluster_m == 1 && s.config.cluster_n == 1
-                    ? std::string()
-                    : "cluster " + Str(s.config.cluster_m) + "x" + Str(s.config.cluster_n) +
-                          " is not 1x1";
+         const TileConfig& c = s.config;
+         if (c.cluster_m == 1 && c.cluster_n == 1) return {};
+         if (!IsWarpSpecialized(s)) {
+           return "cluster " + Str(c.cluster_m) + "x" + Str(c.cluster_n) + " is not 1x1 for " +
+                  std::string(TilePipelineName(c.pipeline));
+         }
+         if (c.cluster_m < 1 || c.cluster_m > 2 || c.cluster_n < 1 || c.cluster_n > 2) {
+           return "cluster " + Str(c.cluster_m) + "x" + Str(c.cluster_n) + " is not in 1..2 x 1..2";
+         }
+         return {};
        }},
-      {"epilogue_direct", "accumulators are stored straight from registers (no smem staging yet)",
+      {"cluster_pieces",
+       "warp_specialized clusters: each CTA multicasts an equal piece of the shared tile, whole "
+       "1024-byte swizzle groups (K-major: tile / cluster rows a multiple of 8) or whole "
+       "64-element MN chunks (MN-major)",
        [](const TileKernelSpec& s) -> std::string {
-         return s.config.epilogue == TileEpilogue::kDirect ? std::string()
-                                                           : "epilogue smem is not generated yet";
+         const TileConfig& c = s.config;
+         if (!IsWarpSpecialized(s) || c.cluster_m < 1 || c.cluster_n < 1) return {};
+         const bool a_mn = s.layout.a != MatrixOrder::kRowMajor;
+         const bool b_mn = s.layout.b != MatrixOrder::kColMajor;
+         const auto piece_ok = [](int32_t tile, int32_t parts, bool mn) {
+           if (parts == 1) return true;  // not shared: the other rules cover the whole tile
+           return mn ? tile % (64 * parts) == 0 : tile % (8 * parts) == 0;
+         };
+         if (!piece_ok(c.tile_m, c.cluster_n, a_mn)) {
+           return "tile_m " + Str(c.tile_m) + " does not split into " + Str(c.cluster_n) +
+                  " A pieces";
+         }
+         if (!piece_ok(c.tile_n, c.cluster_m, b_mn)) {
+           return "tile_n " + Str(c.tile_n) + " does not split into " + Str(c.cluster_m) +
+                  " B pieces";
+         }
+         return {};
+       }},
+      {"epilogue_kind",
+       "accumulators are stored straight from registers (direct); warp_specialized with a "
+       "column-major bf16/fp16 C and no split-K may transpose them in registers first "
+       "(transposed: 16-byte column stores); smem staging is not generated",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (c.epilogue == TileEpilogue::kDirect) return {};
+         if (c.epilogue == TileEpilogue::kSharedStaged) return "epilogue smem is not generated yet";
+         if (!IsWarpSpecialized(s)) return "epilogue transposed is warp_specialized only";
+         if (s.layout.c == MatrixOrder::kRowMajor)
+           return "epilogue transposed needs column-major C";
+         if (s.output == DataType::kF32) return "epilogue transposed needs a 16-bit C";
+         if (c.split_k != 1) return "epilogue transposed has no split-K";
+         return {};
        }},
       {"split_k_range", "split_k is 1 (none) to 64 slices of K",
        [](const TileKernelSpec& s) -> std::string {
@@ -433,6 +475,15 @@ Status CanImplement(const TileKernelSpec& spec, const GemmProblem& problem) {
     return CannotImplementError("small_m: m / tile_m exceeds the grid's 65535 y-limit");
   }
   if (tiles_m * tiles_n > kIntMax) return CannotImplementError("too many output tiles");
+  if (c.pipeline == TilePipeline::kWarpSpecialized) {
+    // The kernel numbers work items (cluster-padded tiles of every batch and split) in an int
+    // and steps past the last by at most a grid's clusters.
+    const int64_t padded = (tiles_m + c.cluster_m - 1) / c.cluster_m * c.cluster_m *
+                           ((tiles_n + c.cluster_n - 1) / c.cluster_n * c.cluster_n);
+    if (padded * problem.batch * c.split_k > kIntMax - (1 << 20)) {
+      return CannotImplementError("too many output tiles over batch and split-K");
+    }
+  }
   return Status::Ok();
 }
 

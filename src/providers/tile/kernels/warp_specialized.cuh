@@ -5,7 +5,18 @@
 // retired. A and B are K-major or MN-major (wgmma's transpose bits); TMA zero-fills out-of-range
 // boxes, so any M, N and K runs whose contiguous extents are multiples of 8. Compiled after the
 // spec's constants and prelude.cuh (see there); the constants block of this family also defines
-// the KSELECT_WGMMA_* macros below.
+// kClusterM, kClusterN, kPersistent and the KSELECT_WGMMA_* macros below.
+//
+// Clusters (kClusterM x kClusterN CTAs, rank r at (r % kClusterM, r / kClusterM)): the CTAs of a
+// cluster column share one B tile and those of a cluster row one A tile, so each CTA loads only
+// its piece of a shared tile and multicasts it to the others (TMA .multicast::cluster): less L2
+// traffic per FLOP. A CTA's stage is then written by its whole cluster row and column, so before
+// any of them refills a stage every consumer that reads it must have released it: a consumer
+// arrives on the "empty" barrier of every CTA in its row and column.
+//
+// Persistent (kPersistent): the grid is what fits on the GPU at once, and each cluster walks the
+// output tiles (batch and split-K slices included) with a stride of the cluster count, so the
+// producer fills the ring for the next tile while the consumers store the last one.
 constexpr int kConsumers = kWarpsM;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kAStageBytes = kTileM * kTileK * 2;
@@ -16,6 +27,16 @@ typedef unsigned long long u64;
 constexpr bool kAMN = !kARow;
 constexpr bool kBMN = !kBCol;
 constexpr int kChunkBytes = 64 * kTileK * 2;  // one 64-element MN chunk of a stage (8 KiB)
+constexpr int kClusterSize = kClusterM * kClusterN;
+// A is shared along a cluster row (kClusterN CTAs), B along a cluster column (kClusterM CTAs):
+// each CTA loads 1 / kClusterN of A (rows of a K-major box, or 64-wide MN chunks) and
+// 1 / kClusterM of B.
+constexpr int kAPieceBytes = kAStageBytes / kClusterN;
+constexpr int kBPieceBytes = kBStageBytes / kClusterM;
+static_assert(kAPieceBytes % 1024 == 0 && kBPieceBytes % 1024 == 0,
+              "cluster pieces keep the 128-byte swizzle's 1024-byte alignment");
+static_assert(!kAMN || (kTileM / 64) % kClusterN == 0, "whole MN chunks of A per CTA");
+static_assert(!kBMN || (kTileN / 64) % kClusterM == 0, "whole MN chunks of B per CTA");
 // Descriptor advance per k16 step, in 16-byte units: 32 bytes along a K-major row, or two
 // 8-row groups (2048 bytes) down an MN-major chunk.
 constexpr int kAStep = kAMN ? 128 : 2;
@@ -56,6 +77,50 @@ __device__ __forceinline__ void TmaLoad(u32 dst, const TensorMap* map, u32 bar, 
       " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<u64>(map)), "r"(x), "r"(y), "r"(z), "r"(bar)
       : "memory");
+}
+// The same, delivered to the same offset in every CTA of `mask` (cluster ranks), each of which
+// counts the bytes on its own barrier at `bar`'s offset.
+__device__ __forceinline__ void TmaLoadMulticast(u32 dst, const TensorMap* map, u32 bar, int x,
+                                                 int y, int z, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(x), "r"(y), "r"(z), "r"(bar), "h"(mask)
+      : "memory");
+}
+// Loads a piece of a stage: multicast to `mask` when other CTAs share it, a plain load if not.
+template <bool kShared>
+__device__ __forceinline__ void TmaLoadPiece(u32 dst, const TensorMap* map, u32 bar, int x, int y,
+                                             int z, unsigned short mask) {
+  if (kShared) {
+    TmaLoadMulticast(dst, map, bar, x, y, z, mask);
+  } else {
+    TmaLoad(dst, map, bar, x, y, z);
+  }
+}
+__device__ __forceinline__ u32 ClusterRank() {
+  u32 rank = 0;
+  if (kClusterSize > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+// Arrives on the barrier at local address `bar` in the CTA of cluster rank `rank`.
+__device__ __forceinline__ void BarrierArriveCluster(u32 bar, u32 rank) {
+  if (kClusterSize == 1) {
+    BarrierArrive(bar);
+    return;
+  }
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  // The default .release.cta semantics, as CUTLASS's ClusterBarrier arrives remotely.
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// Every thread of the block (and of the cluster, inside one) meets here.
+__device__ __forceinline__ void ClusterSync() {
+  if (kClusterSize > 1) {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+  } else {
+    __syncthreads();
+  }
 }
 // Shared-memory matrix descriptor, 128-byte swizzle. K-major: rows of 64 k-elements, 8-row
 // groups 1024 bytes apart (SBO), LBO unused. MN-major: 64-element MN chunks of 64 k-rows each,
@@ -105,6 +170,93 @@ __device__ __forceinline__ void Wgmma(float (&d)[kTileN / 2], u64 da, u64 db) {
                  : "l"(da), "l"(db), "n"(kAMN ? 1 : 0), "n"(kBMN ? 1 : 0));
   }
 }
+// The transposed epilogue (kTransposedEpilogue: column-major 16-bit C, no split-K). A warp's
+// accumulators of two n8 column blocks are four 8x8 matrices M(q), q = 2 * block + row half,
+// each held as in mma: lane (g, c) = (lane / 4, lane % 4) has row g, columns 2c and 2c + 1.
+// movmatrix transposes each in registers, so lane (g, c) then has rows 2c, 2c + 1 of column g;
+// three quad shuffles give lane (g, q) all 8 rows of column g of M(q): one 16-byte store, and a
+// column's two row halves are adjacent (whole 32-byte sectors).
+__device__ __forceinline__ u32 Pack2(float lo, float hi) {
+  const u32 l = kOutKind == 0 ? FloatToBf16(lo) : FloatToF16(lo);
+  const u32 h = kOutKind == 0 ? FloatToBf16(hi) : FloatToF16(hi);
+  return l | (h << 16);
+}
+__device__ __forceinline__ u32 Transpose8x8(u32 v) {
+  u32 t;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(t) : "r"(v));
+  return t;
+}
+// `acc` holds the tile's columns j * 8 .. j * 8 + 15 (blocks j and j + 1) for this warp's 16 rows
+// at (row0, col0); stores alpha * acc where the 8 rows exist (m % 8 == 0, so all 8 or none).
+__device__ __forceinline__ void StoreTransposedPair(const Params& p, int z, int row0, int col0,
+                                                    const float* acc, int lane) {
+  u32 t[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int block = q >> 1, half = q & 1;
+    t[q] = Transpose8x8(
+        Pack2(p.alpha * acc[block * 4 + 2 * half], p.alpha * acc[block * 4 + 2 * half + 1]));
+  }
+  const int q = lane & 3;
+  u32 o[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int send = (q - r) & 3;  // the piece the lane r places ahead wants from this lane
+    const u32 v = send == 0 ? t[0] : send == 1 ? t[1] : send == 2 ? t[2] : t[3];
+    const u32 got = r == 0 ? v : __shfl_sync(0xffffffffu, v, (lane & ~3) | ((q + r) & 3));
+    const int slot = (q + r) & 3;  // rows 2 * slot, 2 * slot + 1
+    o[0] = slot == 0 ? got : o[0];
+    o[1] = slot == 1 ? got : o[1];
+    o[2] = slot == 2 ? got : o[2];
+    o[3] = slot == 3 ? got : o[3];
+  }
+  const int row = row0 + (q & 1) * 8;
+  const int col = col0 + (q >> 1) * 8 + lane / 4;
+  if (row < p.m && col < p.n) {
+    u16* c = static_cast<u16*>(p.c) + CIndex(p, z, row, col);
+    *reinterpret_cast<uint4*>(c) = make_uint4(o[0], o[1], o[2], o[3]);
+  }
+}
+constexpr bool kTransposedEpilogue = kEpilogueTransposed;
+static_assert(!kTransposedEpilogue || (!kCRow && kOutKind != 2 && kSplitK == 1),
+              "the transposed epilogue is for a column-major 16-bit C without split-K");
+
+// One unit of work: an output tile of one batch entry and one split-K slice.
+struct WorkTile {
+  int m0, n0, z, split, kt_begin, k_tiles;
+};
+// Work item `id` of this CTA (cluster rank rm, rn): cluster tiles in swizzled raster order
+// (kSwizzle cluster columns walk down the cluster rows), then batch and split-K slices.
+__device__ __forceinline__ WorkTile WorkOf(const Params& p, int id, int rm, int rn) {
+  const int tiles_m = (p.m + kTileM - 1) / kTileM;
+  const int tiles_n = (p.n + kTileN - 1) / kTileN;
+  const int ctiles_m = (tiles_m + kClusterM - 1) / kClusterM;
+  const int ctiles_n = (tiles_n + kClusterN - 1) / kClusterN;
+  const int per_slice = ctiles_m * ctiles_n;
+  const int slice = id / per_slice;
+  const int local_id = id - slice * per_slice;
+  const int group_size = kSwizzle * ctiles_m;
+  const int group = local_id / group_size;
+  const int first_n = group * kSwizzle;
+  const int width = min(kSwizzle, ctiles_n - first_n);
+  const int local = local_id - group * group_size;
+  WorkTile w;
+  w.m0 = ((local / width) * kClusterM + rm) * kTileM;
+  w.n0 = ((first_n + local % width) * kClusterN + rn) * kTileN;
+  w.z = slice / kSplitK;
+  w.split = slice % kSplitK;
+  const int k_tiles_total = (p.k + kTileK - 1) / kTileK;
+  w.kt_begin = w.split * p.k_tiles_per_split;
+  const int kt_end = min(k_tiles_total, w.kt_begin + p.k_tiles_per_split);
+  w.k_tiles = max(0, kt_end - w.kt_begin);
+  return w;
+}
+__device__ __forceinline__ int WorkCount(const Params& p) {
+  const int ctiles_m = ((p.m + kTileM - 1) / kTileM + kClusterM - 1) / kClusterM;
+  const int ctiles_n = ((p.n + kTileN - 1) / kTileN + kClusterN - 1) / kClusterN;
+  return ctiles_m * ctiles_n * p.batch * kSplitK;
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     kselect_tile_gemm(const Params p, const __grid_constant__ TensorMap map_a,
                       const __grid_constant__ TensorMap map_b) {
@@ -116,102 +268,138 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const u32 full0 = SmemAddress(bars);
   const u32 empty0 = SmemAddress(bars + kStages);
 
-  const int tiles_m = (p.m + kTileM - 1) / kTileM;
-  const int tiles_n = (p.n + kTileN - 1) / kTileN;
-  int tile_m, tile_n;
-  {
-    const int id = blockIdx.x;
-    const int group_size = kSwizzle * tiles_m;
-    const int group = id / group_size;
-    const int first_n = group * kSwizzle;
-    const int width = min(kSwizzle, tiles_n - first_n);
-    const int local = id - group * group_size;
-    tile_n = first_n + local % width;
-    tile_m = local / width;
-  }
-  const int z = blockIdx.z / kSplitK;
-  const int split = blockIdx.z % kSplitK;
-  const int m0 = tile_m * kTileM;
-  const int n0 = tile_n * kTileN;
-  const int k_tiles_total = (p.k + kTileK - 1) / kTileK;
-  const int kt_begin = split * p.k_tiles_per_split;
-  const int kt_end = min(k_tiles_total, kt_begin + p.k_tiles_per_split);
-  const int k_tiles = max(0, kt_end - kt_begin);
+  const u32 rank = ClusterRank();
+  const int rm = static_cast<int>(rank) % kClusterM;
+  const int rn = static_cast<int>(rank) / kClusterM;
+  // Cluster ranks that receive this CTA's A piece (its cluster row) and B piece (its column).
+  unsigned short row_mask = 0, column_mask = 0;
+#pragma unroll
+  for (int j = 0; j < kClusterN; ++j) row_mask |= 1u << (rm + kClusterM * j);
+#pragma unroll
+  for (int i = 0; i < kClusterM; ++i) column_mask |= 1u << (i + kClusterM * rn);
+
+  // Data parallel: one work item per cluster, the batch and split-K slices in blockIdx.z.
+  // Persistent: the clusters of the grid stride over every work item.
+  const int cluster_id = blockIdx.x / kClusterSize;
+  const int clusters = gridDim.x / kClusterSize;
+  const int work_first = kPersistent ? cluster_id : cluster_id + clusters * blockIdx.z;
+  const int work_stride = kPersistent ? clusters : 1;
+  const int work_end = kPersistent ? WorkCount(p) : work_first + 1;
 
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       BarrierInit(full0 + 8 * s, 1);
-      BarrierInit(empty0 + 8 * s, kConsumers);
+      BarrierInit(empty0 + 8 * s, kConsumers * (kClusterM + kClusterN - 1));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  // Every barrier of the cluster is initialised before any CTA loads into or arrives on it.
+  ClusterSync();
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (t == 0) {
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % kStages;
-        if (kt >= kStages) BarrierWait(empty0 + 8 * s, ((kt / kStages) + 1) & 1);
-        const u32 full = full0 + 8 * s;
-        BarrierExpectTx(full, kStageBytes);
-        const int k0 = (kt_begin + kt) * kTileK;
-        const u32 sa = SmemAddress(smem + s * kStageBytes);
-        // K-major operands arrive as one box per stage; MN-major ones as 64-wide MN chunks.
-        if (kAMN) {
+      int it = 0;  // stages filled so far, across work items: the ring's position and phase
+      for (int work = work_first; work < work_end; work += work_stride) {
+        const WorkTile w = WorkOf(p, work, rm, rn);
+        for (int kt = 0; kt < w.k_tiles; ++kt, ++it) {
+          const int s = it % kStages;
+          if (it >= kStages) BarrierWait(empty0 + 8 * s, ((it / kStages) + 1) & 1);
+          const u32 full = full0 + 8 * s;
+          BarrierExpectTx(full, kStageBytes);
+          const int k0 = (w.kt_begin + kt) * kTileK;
+          const u32 sa = SmemAddress(smem + s * kStageBytes);
+          const u32 sb = sa + kAStageBytes;
+          // K-major operands arrive as boxes of rows (this CTA's piece of them); MN-major ones
+          // as 64-wide MN chunks (this CTA's share of the chunks).
+          if (kAMN) {
+            constexpr int kChunks = kTileM / 64 / kClusterN;
 #pragma unroll
-          for (int c = 0; c < kTileM / 64; ++c)
-            TmaLoad(sa + c * kChunkBytes, &map_a, full, m0 + 64 * c, k0, z);
-        } else {
-          TmaLoad(sa, &map_a, full, k0, m0, z);
-        }
-        if (kBMN) {
-#pragma unroll
-          for (int c = 0; c < kTileN / 64; ++c) {
-            TmaLoad(sa + kAStageBytes + c * kChunkBytes, &map_b, full, n0 + 64 * c, k0, z);
+            for (int c = rn * kChunks; c < (rn + 1) * kChunks; ++c)
+              TmaLoadPiece<(kClusterN > 1)>(sa + c * kChunkBytes, &map_a, full, w.m0 + 64 * c, k0,
+                                            w.z, row_mask);
+          } else {
+            TmaLoadPiece<(kClusterN > 1)>(sa + rn * kAPieceBytes, &map_a, full, k0,
+                                          w.m0 + rn * (kTileM / kClusterN), w.z, row_mask);
           }
-        } else {
-          TmaLoad(sa + kAStageBytes, &map_b, full, k0, n0, z);
+          if (kBMN) {
+            constexpr int kChunks = kTileN / 64 / kClusterM;
+#pragma unroll
+            for (int c = rm * kChunks; c < (rm + 1) * kChunks; ++c)
+              TmaLoadPiece<(kClusterM > 1)>(sb + c * kChunkBytes, &map_b, full, w.n0 + 64 * c, k0,
+                                            w.z, column_mask);
+          } else {
+            TmaLoadPiece<(kClusterM > 1)>(sb + rm * kBPieceBytes, &map_b, full, k0,
+                                          w.n0 + rm * (kTileN / kClusterM), w.z, column_mask);
+          }
         }
       }
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int consumer = wg - 1;
-    float acc[kTileN / 2];
+    // Releases stage s for every CTA that writes it: this CTA's cluster row and column.
+    auto release = [&](int s) {
+      if (t != 0) return;
 #pragma unroll
-    for (int i = 0; i < kTileN / 2; ++i) acc[i] = 0.0f;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int s = kt % kStages;
-      BarrierWait(full0 + 8 * s, (kt / kStages) & 1);
-      const u32 sa = SmemAddress(smem + s * kStageBytes) + consumer * 64 * kTileK * 2;
-      const u32 sb = SmemAddress(smem + s * kStageBytes + kAStageBytes);
-      const u64 da = Descriptor(sa, kAMN ? kChunkBytes : 16);
-      const u64 db = Descriptor(sb, kBMN ? kChunkBytes : 16);
-      WgmmaFence();
+      for (int j = 0; j < kClusterN; ++j) BarrierArriveCluster(empty0 + 8 * s, rm + kClusterM * j);
 #pragma unroll
-      for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + kAStep * kk, db + kBStep * kk);
-      WgmmaCommit();
-      WgmmaWait<1>();
-      // The wgmma group of the previous k tile has retired: its stage may be refilled.
-      if (kt > 0 && t == 0) BarrierArrive(empty0 + 8 * ((kt - 1) % kStages));
-    }
-    WgmmaWait<0>();
+      for (int i = 0; i < kClusterM; ++i) {
+        if (i != rm) BarrierArriveCluster(empty0 + 8 * s, i + kClusterM * rn);
+      }
+    };
+    int it = 0;
+    for (int work = work_first; work < work_end; work += work_stride) {
+      const WorkTile w = WorkOf(p, work, rm, rn);
+      float acc[kTileN / 2];
+#pragma unroll
+      for (int i = 0; i < kTileN / 2; ++i) acc[i] = 0.0f;
+      for (int kt = 0; kt < w.k_tiles; ++kt, ++it) {
+        const int s = it % kStages;
+        BarrierWait(full0 + 8 * s, (it / kStages) & 1);
+        const u32 sa = SmemAddress(smem + s * kStageBytes) + consumer * 64 * kTileK * 2;
+        const u32 sb = SmemAddress(smem + s * kStageBytes + kAStageBytes);
+        const u64 da = Descriptor(sa, kAMN ? kChunkBytes : 16);
+        const u64 db = Descriptor(sb, kBMN ? kChunkBytes : 16);
+        WgmmaFence();
+#pragma unroll
+        for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + kAStep * kk, db + kBStep * kk);
+        WgmmaCommit();
+        WgmmaWait<1>();
+        // The wgmma group of the previous k tile has retired: its stage may be refilled.
+        if (kt > 0) release((it - 1) % kStages);
+      }
+      WgmmaWait<0>();
+      if (w.k_tiles > 0) release((it - 1) % kStages);
 
-    const int warp = t / 32;
-    const int lane = t % 32;
-    const int row = m0 + consumer * 64 + warp * 16 + lane / 4;
+      const int warp = t / 32;
+      const int lane = t % 32;
+      // The transposed stores need whole 16-byte columns of 8 rows: m % 8 == 0, an aligned C,
+      // and beta 0 (beta * C is added in fp32 by the direct path, not after rounding).
+      if (kTransposedEpilogue && p.beta == 0.0f && p.m % 8 == 0 &&
+          (reinterpret_cast<u64>(p.c) & 15) == 0) {
 #pragma unroll
-    for (int j = 0; j < kTileN / 8; ++j) {
-      const int col = n0 + j * 8 + (lane % 4) * 2;
+        for (int j = 0; j < kTileN / 8; j += 2) {
+          StoreTransposedPair(p, w.z, w.m0 + consumer * 64 + warp * 16, w.n0 + j * 8, acc + j * 4,
+                              lane);
+        }
+        continue;
+      }
+      const int row = w.m0 + consumer * 64 + warp * 16 + lane / 4;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row + h * 8;
-        if (r < p.m && col < p.n)
-          Finish2(p, z, split, r, col, acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
+      for (int j = 0; j < kTileN / 8; ++j) {
+        const int col = w.n0 + j * 8 + (lane % 4) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row + h * 8;
+          if (r < p.m && col < p.n)
+            Finish2(p, w.z, w.split, r, col, acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
+        }
       }
     }
   }
+  // No CTA leaves while a peer may still arrive on its barriers.
+  if (kClusterSize > 1) ClusterSync();
 }
