@@ -104,6 +104,15 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
        }},
       {"scheduler_data_parallel",
        [](TileKernelSpec& s) { s.config.scheduler = TileScheduler::kPersistent; }},
+      {"pingpong_shape",
+       [](TileKernelSpec& s) {
+         // Each pingpong consumer holds a whole 128 x 256 tile: 256 accumulators per thread.
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 256, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+         s.config.instr_m = 64, s.config.instr_n = 256, s.config.instr_k = 16;
+         s.config.scheduler = TileScheduler::kPingPong;
+       }},
       {"cluster_shape", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
       {"cluster_pieces",
        [](TileKernelSpec& s) {

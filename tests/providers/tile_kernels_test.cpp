@@ -158,13 +158,19 @@ std::vector<FamilyCase> FamilyCases() {
     spec.config.epilogue = TileEpilogue::kTransposed;
     spec.input = spec.output = DataType::kBF16;
     spec.layout = *ParseGemmLayout("rcc");
-    cases.push_back({"warp_specialized_rcc_cluster2x1_persistent",
-                     spec,
-                     &kWarpSpecializedSource,
-                     {".multicast::cluster", "mapa.shared::cluster.u32",
-                      "mbarrier.arrive.shared::cluster.b64",
-                      "movmatrix.sync.aligned.m8n8.trans.b16", "barrier.cluster.arrive"}});
+    cases.push_back(
+        {"warp_specialized_rcc_cluster2x1_persistent",
+         spec,
+         &kWarpSpecializedSource,
+         {".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64",
+          "movmatrix.sync.aligned.m8n8.trans.b16", "barrier.cluster.arrive"}});
     spec.config.tile_n = spec.config.instr_n = 128;
+    spec.config.scheduler = TileScheduler::kPingPong;  // named barriers order the consumers
+    cases.push_back(
+        {"warp_specialized_rcc_cluster2x1_pingpong",
+         spec,
+         &kWarpSpecializedSource,
+         {".multicast::cluster", "bar.arrive", "movmatrix.sync.aligned.m8n8.trans.b16"}});
     spec.config.cluster_m = 1, spec.config.cluster_n = 2;
     spec.config.scheduler = TileScheduler::kDataParallel;
     spec.config.epilogue = TileEpilogue::kDirect;

@@ -19,7 +19,8 @@ constexpr EnumName kPipelines[] = {
     {static_cast<int64_t>(TilePipeline::kDecode), "decode"}};
 constexpr EnumName kSchedulers[] = {
     {static_cast<int64_t>(TileScheduler::kDataParallel), "data_parallel"},
-    {static_cast<int64_t>(TileScheduler::kPersistent), "persistent"}};
+    {static_cast<int64_t>(TileScheduler::kPersistent), "persistent"},
+    {static_cast<int64_t>(TileScheduler::kPingPong), "pingpong"}};
 constexpr EnumName kEpilogues[] = {{static_cast<int64_t>(TileEpilogue::kDirect), "direct"},
                                    {static_cast<int64_t>(TileEpilogue::kSharedStaged), "smem"},
                                    {static_cast<int64_t>(TileEpilogue::kTransposed), "transposed"}};
@@ -115,7 +116,7 @@ constexpr ConfigField kFields[] = {
         .Search(S::kValues, kSwizzle),
     config_table::DerivedColumn("persistent", FieldType::kBool,
                                 [](const KernelConfig& c) -> int64_t {
-                                  return std::get<C>(c).scheduler == TileScheduler::kPersistent;
+                                  return std::get<C>(c).scheduler != TileScheduler::kDataParallel;
                                 }),
     config_table::DerivedColumn("cluster_k", FieldType::kInt,
                                 [](const KernelConfig&) -> int64_t { return 1; }),
@@ -130,7 +131,8 @@ std::string Describe(const KernelConfig& config) {
          (c.cluster_m * c.cluster_n > 1
               ? " cluster" + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n)
               : "") +
-         (c.scheduler == TileScheduler::kPersistent ? " persistent" : "");
+         (c.scheduler == TileScheduler::kPersistent ? " persistent" : "") +
+         (c.scheduler == TileScheduler::kPingPong ? " pingpong" : "");
 }
 
 GemmKernelTraits Traits(const KernelConfig& config) {

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary)
   kernel->gemm_ = gemm;
   kernel->reduce_ = reduce;
   const TileConfig& c = binary.spec.config;
-  if (c.scheduler == TileScheduler::kPersistent) {
+  if (c.scheduler != TileScheduler::kDataParallel) {
     // A persistent grid is as many clusters as are resident at once: asked of the driver, which
     // knows the SM count, the GPCs clusters must fit in and this kernel's shared memory.
     CUlaunchConfig config{};
@@ -186,7 +186,7 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
     const int64_t cluster_size = c.cluster_m * c.cluster_n;
     const int64_t clusters =
         ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n);
-    if (c.scheduler == TileScheduler::kPersistent) {
+    if (c.scheduler != TileScheduler::kDataParallel) {
       const int64_t work = clusters * problem.batch * c.split_k;
       config.gridDimX =
           static_cast<unsigned>(std::min<int64_t>(work, resident_clusters_) * cluster_size);
@@ -198,7 +198,7 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
     config.gridDimX = static_cast<unsigned>(tiles_m * tiles_n);
     config.gridDimY = 1;
   }
-  config.gridDimZ = c.scheduler == TileScheduler::kPersistent
+  config.gridDimZ = c.scheduler != TileScheduler::kDataParallel
                         ? 1u
                         : static_cast<unsigned>(problem.batch * c.split_k);
   config.blockDimX = static_cast<unsigned>(shape.threads);

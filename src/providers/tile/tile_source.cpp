@@ -82,8 +82,9 @@ std::string GenerateConstants(const TileKernelSpec& spec) {
     << ", kAlignC = " << spec.align_c << ";\n";
   if (c.pipeline == TilePipeline::kWarpSpecialized) {
     s << "constexpr int kClusterM = " << c.cluster_m << ", kClusterN = " << c.cluster_n << ";\n";
-    s << "constexpr bool kPersistent = " << Bool(c.scheduler == TileScheduler::kPersistent)
+    s << "constexpr bool kPersistent = " << Bool(c.scheduler != TileScheduler::kDataParallel)
       << ";\n";
+    s << "constexpr bool kPingPong = " << Bool(c.scheduler == TileScheduler::kPingPong) << ";\n";
     s << "constexpr bool kEpilogueTransposed = " << Bool(c.epilogue == TileEpilogue::kTransposed)
       << ";\n";
     s << WgmmaMacros(c.tile_n);

@@ -66,12 +66,28 @@ const std::vector<ValidityRule>& Rules() {
        }},
       {"scheduler_data_parallel",
        "one block per output tile, except warp_specialized, which also has the persistent "
-       "scheduler (a GPU-filling grid whose clusters stride over the tiles)",
+       "scheduler (a GPU-filling grid whose clusters stride over the tiles) and pingpong",
        [](const TileKernelSpec& s) -> std::string {
          return s.config.scheduler == TileScheduler::kDataParallel || IsWarpSpecialized(s)
                     ? std::string()
-                    : "scheduler persistent is not generated for " +
+                    : "scheduler " + std::string(TileSchedulerName(s.config.scheduler)) +
+                          " is not generated for " +
                           std::string(TilePipelineName(s.config.pipeline));
+       }},
+      {"pingpong_shape",
+       "pingpong: warp_specialized with two consumer warpgroups that each compute a whole tile "
+       "(tile_m / 64 wgmma row blocks), so its tile_m / 64 * tile_n / 2 accumulators per thread "
+       "are at most 128",
+       [](const TileKernelSpec& s) -> std::string {
+         const TileConfig& c = s.config;
+         if (c.scheduler != TileScheduler::kPingPong || !IsWarpSpecialized(s)) return {};
+         if (c.warps_m != 2) return "pingpong needs warps_m 2, not " + Str(c.warps_m);
+         const int64_t accumulators = static_cast<int64_t>(c.tile_m / 64) * (c.tile_n / 2);
+         if (accumulators > 128) {
+           return Str(accumulators) + " accumulators per thread exceed 128 (pingpong " +
+                  Str(c.tile_m) + "x" + Str(c.tile_n) + ")";
+         }
+         return {};
        }},
       {"cluster_shape",
        "thread-block clusters (TMA multicast of the shared operand) are warp_specialized only, "

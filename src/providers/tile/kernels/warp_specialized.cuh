@@ -18,6 +18,14 @@
 // output tiles (batch and split-K slices included) with a stride of the cluster count, so the
 // producer fills the ring for the next tile while the consumers store the last one.
 constexpr int kConsumers = kWarpsM;
+// Cooperative (the default): the consumers split a tile's rows, 64 each. Pingpong: each consumer
+// computes whole tiles, kTileM / 64 wgmma row blocks, on alternate work items.
+constexpr int kRowBlocks = kPingPong ? kTileM / 64 : 1;
+// Stages each consumer reads before they are refilled: one consumer reads a pingpong stage.
+constexpr int kReadersPerStage = kPingPong ? 1 : kConsumers;
+__device__ __forceinline__ int RowBlock(int consumer, int block) {
+  return kPingPong ? block : consumer;
+}
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kAStageBytes = kTileM * kTileK * 2;
 constexpr int kBStageBytes = kTileN * kTileK * 2;
@@ -113,6 +121,13 @@ __device__ __forceinline__ void BarrierArriveCluster(u32 bar, u32 rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
   // The default .release.cta semantics, as CUTLASS's ClusterBarrier arrives remotely.
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// Named barriers between the two consumer warpgroups (256 threads; barrier 0 is __syncthreads).
+__device__ __forceinline__ void NamedBarrierSync(int id) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
+}
+__device__ __forceinline__ void NamedBarrierArrive(int id) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 // Every thread of the block (and of the cluster, inside one) meets here.
 __device__ __forceinline__ void ClusterSync() {
@@ -291,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       BarrierInit(full0 + 8 * s, 1);
-      BarrierInit(empty0 + 8 * s, kConsumers * (kClusterM + kClusterN - 1));
+      BarrierInit(empty0 + 8 * s, kReadersPerStage * (kClusterM + kClusterN - 1));
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -350,22 +365,39 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         if (i != rm) BarrierArriveCluster(empty0 + 8 * s, i + kClusterM * rn);
       }
     };
+    const int warp = t / 32;
+    const int lane = t % 32;
     int it = 0;
-    for (int work = work_first; work < work_end; work += work_stride) {
+    int local = 0;  // this cluster's work items so far: pingpong gives consumer c the c-th of two
+    for (int work = work_first; work < work_end; work += work_stride, ++local) {
       const WorkTile w = WorkOf(p, work, rm, rn);
-      float acc[kTileN / 2];
+      if (kPingPong && (local & 1) != consumer) {
+        it += w.k_tiles;  // the other consumer's stages
+        continue;
+      }
+      // Pingpong: the consumers' main loops take turns (named barriers 1 and 2), so one's
+      // epilogue runs while the other's MMAs have the tensor cores.
+      if (kPingPong && local > 0) NamedBarrierSync(1 + consumer);
+      float acc[kRowBlocks][kTileN / 2];
 #pragma unroll
-      for (int i = 0; i < kTileN / 2; ++i) acc[i] = 0.0f;
+      for (int b = 0; b < kRowBlocks; ++b)
+#pragma unroll
+        for (int i = 0; i < kTileN / 2; ++i) acc[b][i] = 0.0f;
       for (int kt = 0; kt < w.k_tiles; ++kt, ++it) {
         const int s = it % kStages;
         BarrierWait(full0 + 8 * s, (it / kStages) & 1);
-        const u32 sa = SmemAddress(smem + s * kStageBytes) + consumer * 64 * kTileK * 2;
         const u32 sb = SmemAddress(smem + s * kStageBytes + kAStageBytes);
-        const u64 da = Descriptor(sa, kAMN ? kChunkBytes : 16);
         const u64 db = Descriptor(sb, kBMN ? kChunkBytes : 16);
         WgmmaFence();
 #pragma unroll
-        for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma(acc, da + kAStep * kk, db + kBStep * kk);
+        for (int b = 0; b < kRowBlocks; ++b) {
+          const u32 sa =
+              SmemAddress(smem + s * kStageBytes) + RowBlock(consumer, b) * 64 * kTileK * 2;
+          const u64 da = Descriptor(sa, kAMN ? kChunkBytes : 16);
+#pragma unroll
+          for (int kk = 0; kk < kTileK / 16; ++kk)
+            Wgmma(acc[b], da + kAStep * kk, db + kBStep * kk);
+        }
         WgmmaCommit();
         WgmmaWait<1>();
         // The wgmma group of the previous k tile has retired: its stage may be refilled.
@@ -373,29 +405,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       }
       WgmmaWait<0>();
       if (w.k_tiles > 0) release((it - 1) % kStages);
+      if (kPingPong && work + work_stride < work_end) NamedBarrierArrive(2 - consumer);
 
-      const int warp = t / 32;
-      const int lane = t % 32;
-      // The transposed stores need whole 16-byte columns of 8 rows: m % 8 == 0, an aligned C,
-      // and beta 0 (beta * C is added in fp32 by the direct path, not after rounding).
-      if (kTransposedEpilogue && p.beta == 0.0f && p.m % 8 == 0 &&
-          (reinterpret_cast<u64>(p.c) & 15) == 0) {
 #pragma unroll
-        for (int j = 0; j < kTileN / 8; j += 2) {
-          StoreTransposedPair(p, w.z, w.m0 + consumer * 64 + warp * 16, w.n0 + j * 8, acc + j * 4,
-                              lane);
+      for (int b = 0; b < kRowBlocks; ++b) {
+        const int row0 = w.m0 + RowBlock(consumer, b) * 64 + warp * 16;
+        // The transposed stores need whole 16-byte columns of 8 rows: m % 8 == 0, an aligned C,
+        // and beta 0 (beta * C is added in fp32 by the direct path, not after rounding).
+        if (kTransposedEpilogue && p.beta == 0.0f && p.m % 8 == 0 &&
+            (reinterpret_cast<u64>(p.c) & 15) == 0) {
+#pragma unroll
+          for (int j = 0; j < kTileN / 8; j += 2)
+            StoreTransposedPair(p, w.z, row0, w.n0 + j * 8, acc[b] + j * 4, lane);
+          continue;
         }
-        continue;
-      }
-      const int row = w.m0 + consumer * 64 + warp * 16 + lane / 4;
+        const int row = row0 + lane / 4;
 #pragma unroll
-      for (int j = 0; j < kTileN / 8; ++j) {
-        const int col = w.n0 + j * 8 + (lane % 4) * 2;
+        for (int j = 0; j < kTileN / 8; ++j) {
+          const int col = w.n0 + j * 8 + (lane % 4) * 2;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = row + h * 8;
-          if (r < p.m && col < p.n)
-            Finish2(p, w.z, w.split, r, col, acc[j * 4 + 2 * h], acc[j * 4 + 2 * h + 1]);
+          for (int h = 0; h < 2; ++h) {
+            const int r = row + h * 8;
+            if (r < p.m && col < p.n)
+              Finish2(p, w.z, w.split, r, col, acc[b][j * 4 + 2 * h], acc[b][j * 4 + 2 * h + 1]);
+          }
         }
       }
     }
