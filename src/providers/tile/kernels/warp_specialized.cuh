@@ -106,6 +106,23 @@ __device__ __forceinline__ void TmaLoadPiece(u32 dst, const TensorMap* map, u32 
     TmaLoad(dst, map, bar, x, y, z);
   }
 }
+// Loads this CTA's piece `part` of `parts` of one operand's stage at `dst` (the tile's rows
+// start at `row0`): K-major operands as one box of kTile / parts rows, MN-major ones as their
+// share of the 64-wide MN chunks; multicast to `mask` when the tile is shared (parts > 1).
+template <bool kMN, int kTile, int kParts>
+__device__ __forceinline__ void LoadPiece(u32 dst, const TensorMap* map, u32 bar, int row0, int k0,
+                                          int z, int part, unsigned short mask) {
+  if (kMN) {
+    constexpr int kChunks = kTile / 64 / kParts;
+#pragma unroll
+    for (int c = part * kChunks; c < (part + 1) * kChunks; ++c)
+      TmaLoadPiece<(kParts > 1)>(dst + c * kChunkBytes, map, bar, row0 + 64 * c, k0, z, mask);
+  } else {
+    constexpr int kRows = kTile / kParts;
+    TmaLoadPiece<(kParts > 1)>(dst + part * kRows * kTileK * 2, map, bar, k0, row0 + part * kRows,
+                               z, mask);
+  }
+}
 __device__ __forceinline__ u32 ClusterRank() {
   u32 rank = 0;
   if (kClusterSize > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
@@ -327,28 +344,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
           const int k0 = (w.kt_begin + kt) * kTileK;
           const u32 sa = SmemAddress(smem + s * kStageBytes);
           const u32 sb = sa + kAStageBytes;
-          // K-major operands arrive as boxes of rows (this CTA's piece of them); MN-major ones
-          // as 64-wide MN chunks (this CTA's share of the chunks).
-          if (kAMN) {
-            constexpr int kChunks = kTileM / 64 / kClusterN;
-#pragma unroll
-            for (int c = rn * kChunks; c < (rn + 1) * kChunks; ++c)
-              TmaLoadPiece<(kClusterN > 1)>(sa + c * kChunkBytes, &map_a, full, w.m0 + 64 * c, k0,
-                                            w.z, row_mask);
-          } else {
-            TmaLoadPiece<(kClusterN > 1)>(sa + rn * kAPieceBytes, &map_a, full, k0,
-                                          w.m0 + rn * (kTileM / kClusterN), w.z, row_mask);
-          }
-          if (kBMN) {
-            constexpr int kChunks = kTileN / 64 / kClusterM;
-#pragma unroll
-            for (int c = rm * kChunks; c < (rm + 1) * kChunks; ++c)
-              TmaLoadPiece<(kClusterM > 1)>(sb + c * kChunkBytes, &map_b, full, w.n0 + 64 * c, k0,
-                                            w.z, column_mask);
-          } else {
-            TmaLoadPiece<(kClusterM > 1)>(sb + rm * kBPieceBytes, &map_b, full, k0,
-                                          w.n0 + rm * (kTileN / kClusterM), w.z, column_mask);
-          }
+          LoadPiece<kAMN, kTileM, kClusterN>(sa, &map_a, full, w.m0, k0, w.z, rn, row_mask);
+          LoadPiece<kBMN, kTileN, kClusterM>(sb, &map_b, full, w.n0, k0, w.z, rm, column_mask);
         }
       }
     }
