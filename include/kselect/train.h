@@ -46,12 +46,13 @@ struct LightGbmParams {
 };
 
 // Per-problem sampling of the training rows a ranker barely needs, so that millions of rows
-// train on a small machine: every row at or above `keep_within` of its problem's best TFLOPS and
-// every pick of the provider's heuristic (the peer block's features read them) is kept; below
-// that line a measured row is kept with probability `weak_fraction` and an aborted (estimated)
-// row with probability `aborted_fraction`. Each draw is a hash of the seed, the problem key and
-// the config key: the same rows on every run, whatever the files' order or what else they hold.
-// The problem's best row is always kept, so its oracle and a ranker's grades do not move.
+// train on a small machine: every row at or above `keep_within` of its problem's best TFLOPS is
+// kept; below that line a measured row is kept with probability `weak_fraction` and an aborted
+// (estimated) row with probability `aborted_fraction`, the heuristic's picks included (the peer
+// block's features are computed from the unsampled problem). Each draw is a hash of the seed,
+// the problem key and the config key: the same rows on every run, whatever the files' order or
+// what else they hold. The problem's best row is always kept, so its oracle and a ranker's
+// grades do not move.
 struct RowSampling {
   double keep_within = 0.9;
   double weak_fraction = 1;
@@ -63,10 +64,9 @@ struct RowSampling {
 // What a sampling kept: rows before and after, and why each kept row is in.
 struct RowSamplingCounts {
   int64_t rows_before = 0, rows_after = 0;
-  int64_t near_best = 0;   // rows within keep_within of their problem's best (all kept)
-  int64_t peer_picks = 0;  // further rows kept as picks of the provider's heuristic
-  int64_t weak_before = 0, weak_kept = 0;        // measured rows below the line, not picks
-  int64_t aborted_before = 0, aborted_kept = 0;  // aborted rows below the line, not picks
+  int64_t near_best = 0;  // rows within keep_within of their problem's best (all kept)
+  int64_t weak_before = 0, weak_kept = 0;        // measured rows below the line
+  int64_t aborted_before = 0, aborted_kept = 0;  // aborted rows below the line
 };
 
 // `data` with each problem's candidates sampled as `sampling` says under `seed` (order kept;

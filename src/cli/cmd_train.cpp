@@ -135,13 +135,12 @@ int RunTrainHere(TrainArgs& args) {
   if (result->sampling) {
     const RowSamplingCounts& n = *result->sampling;
     std::printf(
-        "  row sampling: %lld of %lld rows (%lld within %.3g of their best, %lld heuristic picks, "
-        "%lld of %lld weak measured, %lld of %lld aborted)\n",
+        "  row sampling: %lld of %lld rows (%lld within %.3g of their best, %lld of %lld weak "
+        "measured, %lld of %lld aborted)\n",
         static_cast<long long>(n.rows_after), static_cast<long long>(n.rows_before),
         static_cast<long long>(n.near_best), args.options.sampling.keep_within,
-        static_cast<long long>(n.peer_picks), static_cast<long long>(n.weak_kept),
-        static_cast<long long>(n.weak_before), static_cast<long long>(n.aborted_kept),
-        static_cast<long long>(n.aborted_before));
+        static_cast<long long>(n.weak_kept), static_cast<long long>(n.weak_before),
+        static_cast<long long>(n.aborted_kept), static_cast<long long>(n.aborted_before));
   }
   for (const FoldMetrics& f : result->folds) {
     // A ranker's scores have no label-space error to report.
@@ -229,8 +228,8 @@ Command TrainCommand() {
                            "row sampling (for data too large to train in time): keep this "
                            "fraction of each problem's measured rows below --sample-keep-within "
                            "of its best, drawn by a hash of --seed and the row's keys (every "
-                           "row near the best and every heuristic pick is kept; the candidate "
-                           "table keeps every config; 1 = no sampling)")
+                           "row near the best is kept; the peer block and the candidate table "
+                           "still see every row; 1 = no sampling)")
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1.0));
             app.add_option("--sample-aborted", args->sample_aborted,

@@ -74,10 +74,12 @@ StatusOr<CandidateSet> SampleTrainingRows(const CandidateSet& data, const RowSam
     for (const Candidate& c : p.candidates) {
       ++n.rows_before;
       bool keep = true;
+      // The heuristic's picks are drawn like any other row: keeping them all would make a pick
+      // below the line look more often weak than it is, and the ranker trusted the picks less
+      // (measured, docs/notes/selection_quality.md, session 22). The peer block still reads
+      // every pick: the trainer takes them from the unsampled problem.
       if (c.tflops >= sampling.keep_within * best) {
         ++n.near_best;
-      } else if ((c.peer_rank && *c.peer_rank > 0) || (c.peer_rank_b && *c.peer_rank_b > 0)) {
-        ++n.peer_picks;
       } else {
         const bool aborted = c.estimated;
         const double fraction = aborted ? sampling.aborted_fraction : sampling.weak_fraction;

@@ -370,8 +370,11 @@ struct TrainingMatrix {
   int groups = 0;  // distinct shapes
 };
 
+// `peer_source`, when given, holds the same problems in the same order with every row (`data`
+// being its row sample): the peer block reads the heuristic's picks from there.
 StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
-                                             const FeatureExtractor& extractor) {
+                                             const FeatureExtractor& extractor,
+                                             const CandidateSet* peer_source = nullptr) {
   TrainingMatrix m;
   m.cols = extractor.spec().features.size();
   m.x.reserve(data.NumCandidates() * m.cols);
@@ -384,7 +387,7 @@ StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
     const ProblemCandidates& p = data.problems[pi];
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    const std::vector<PeerPick> peer = PeerPicksOf(peer_source ? peer_source->problems[pi] : p);
     KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
     m.x.insert(m.x.end(), block.begin(), block.end());
     for (size_t i = 0; i < p.candidates.size(); ++i) {
@@ -506,14 +509,13 @@ json RowSamplingJson(const TrainOptions& options, const TrainResult& result) {
           {"aborted_fraction", s.aborted_fraction},
           {"seed", options.seed},
           {"rule",
-           "per problem: every row within keep_within of the best TFLOPS and every heuristic "
-           "pick kept; below, measured rows kept with probability weak_fraction, aborted rows "
-           "with aborted_fraction (hash of seed, problem key, config key); the candidate table "
-           "keeps every config"},
+           "per problem: every row within keep_within of the best TFLOPS kept; below, measured "
+           "rows kept with probability weak_fraction, aborted rows with aborted_fraction (hash "
+           "of seed, problem key, config key), heuristic picks included; the peer block reads "
+           "every pick and the candidate table keeps every config"},
           {"rows_before", n.rows_before},
           {"rows_after", n.rows_after},
           {"near_best", n.near_best},
-          {"peer_picks", n.peer_picks},
           {"weak_before", n.weak_before},
           {"weak_kept", n.weak_kept},
           {"aborted_before", n.aborted_before},
@@ -997,7 +999,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     }
   }
   const CandidateSet& training = sampled ? *sampled : data;
-  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(training, *extractor));
+  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix,
+                           BuildTrainingMatrix(training, *extractor, sampled ? &data : nullptr));
   std::unique_ptr<Network> network;
   if (distributed) {
     KSELECT_ASSIGN_OR_RETURN(network, Network::Join(options));
