@@ -45,6 +45,36 @@ struct LightGbmParams {
   int max_bin = 255;
 };
 
+// Per-problem sampling of the training rows a ranker barely needs, so that millions of rows
+// train on a small machine: every row at or above `keep_within` of its problem's best TFLOPS is
+// kept; below that line a measured row is kept with probability `weak_fraction` and an aborted
+// (estimated) row with probability `aborted_fraction`, the heuristic's picks included (the peer
+// block's features are computed from the unsampled problem). Each draw is a hash of the seed,
+// the problem key and the config key: the same rows on every run, whatever the files' order or
+// what else they hold. The problem's best row is always kept, so its oracle and a ranker's
+// grades do not move.
+struct RowSampling {
+  double keep_within = 0.9;
+  double weak_fraction = 1;
+  double aborted_fraction = 1;
+  // False when both fractions are 1: every row is kept and nothing is drawn.
+  bool Active() const { return weak_fraction < 1 || aborted_fraction < 1; }
+};
+
+// What a sampling kept: rows before and after, and why each kept row is in.
+struct RowSamplingCounts {
+  int64_t rows_before = 0, rows_after = 0;
+  int64_t near_best = 0;  // rows within keep_within of their problem's best (all kept)
+  int64_t weak_before = 0, weak_kept = 0;        // measured rows below the line
+  int64_t aborted_before = 0, aborted_kept = 0;  // aborted rows below the line
+};
+
+// `data` with each problem's candidates sampled as `sampling` says under `seed` (order kept;
+// problems, hardware and fingerprint as in `data`). Refuses (kInvalidArgument) a fraction
+// outside [0, 1]. `counts` may be null.
+StatusOr<CandidateSet> SampleTrainingRows(const CandidateSet& data, const RowSampling& sampling,
+                                          uint64_t seed, RowSamplingCounts* counts);
+
 struct TrainOptions {
   std::optional<Provider> provider;  // unset: the dataset's only provider
   int folds = 5;                     // GroupKFold over problem shapes; < 2 disables CV
@@ -67,6 +97,9 @@ struct TrainOptions {
   double hard_mining_factor = 1;
   double hard_mining_threshold = 0.98;
   LightGbmParams params;
+  // Rows each fit trains on (the candidate table keeps every config): see RowSampling. Drawn
+  // under `seed`; recorded in the manifest with its counts.
+  RowSampling sampling;
   // Adds the peer block to the features: the provider heuristic's own picks (cuBLASLt's top 8
   // at run time) as features of each candidate, from the dataset's peer_rank column.
   bool peer_rank_feature = false;
@@ -102,7 +135,8 @@ struct FoldMetrics {
 
 struct TrainResult {
   FeatureSpec spec;
-  int64_t rows = 0, problems = 0, shapes = 0;
+  int64_t rows = 0, problems = 0, shapes = 0;  // rows: those the fits trained on
+  std::optional<RowSamplingCounts> sampling;   // set when options.sampling was active
   std::vector<FoldMetrics> folds;
   EfficiencyStats oof_efficiency;              // out-of-fold, over all problems (when CV ran)
   std::vector<std::pair<Target, int>> rounds;  // trees of each saved model (after warm start)

@@ -275,14 +275,7 @@ ConfigFilter SampledFilter(ConfigFilter base, double fraction, uint64_t seed) {
   ConfigFilter filter = base;
   filter.keep = [base, fraction, seed](const KernelConfig& c) {
     if (!base.empty() && !base.keep(c)) return false;
-    // FNV-1a 64 of seed and key, mixed (splitmix64 finaliser) so nearby keys spread evenly.
-    uint64_t h = text::Fnv1a64(ConfigKey(c), kRulesFnvBasis ^ seed);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
+    return text::UnitIntervalDraw(ConfigKey(c), kRulesFnvBasis ^ seed) < fraction;
   };
   return filter;
 }

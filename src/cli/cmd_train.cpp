@@ -29,6 +29,7 @@ struct TrainArgs {
   std::string objective = "regression";
   std::string label = "log";
   std::string shard;  // "i/N": this process's problems of the data (distributed training)
+  std::optional<double> sample_aborted;  // unset: --sample-weak's fraction
   TrainOptions options;
 };
 
@@ -83,6 +84,8 @@ int RunTrainHere(TrainArgs& args) {
     args.options.targets.push_back(*target);
     start = comma + 1;
   }
+  args.options.sampling.aborted_fraction =
+      args.sample_aborted.value_or(args.options.sampling.weak_fraction);
   args.options.warm_start_dir = args.warm_start;
   args.options.data_sources = args.data;
   args.options.progress = [](const std::string& line) { std::cerr << "train: " << line << "\n"; };
@@ -129,6 +132,16 @@ int RunTrainHere(TrainArgs& args) {
             << ObjectiveName(args.options.objective) << " model on " << result->rows << " rows ("
             << result->problems << " problems, " << result->shapes << " shapes, "
             << result->spec.features.size() << " features) into " << args.out << "\n";
+  if (result->sampling) {
+    const RowSamplingCounts& n = *result->sampling;
+    std::printf(
+        "  row sampling: %lld of %lld rows (%lld within %.3g of their best, %lld of %lld weak "
+        "measured, %lld of %lld aborted)\n",
+        static_cast<long long>(n.rows_after), static_cast<long long>(n.rows_before),
+        static_cast<long long>(n.near_best), args.options.sampling.keep_within,
+        static_cast<long long>(n.weak_kept), static_cast<long long>(n.weak_before),
+        static_cast<long long>(n.aborted_kept), static_cast<long long>(n.aborted_before));
+  }
   for (const FoldMetrics& f : result->folds) {
     // A ranker's scores have no label-space error to report.
     char fit[64] = "";
@@ -209,6 +222,23 @@ Command TrainCommand() {
             app.add_option("--blend-weight", args->options.blend_regression_weight,
                            "blend: weight of the regression member's per-problem rank "
                            "percentile (the ranker's is 1 - this)")
+                ->capture_default_str()
+                ->check(CLI::Range(0.0, 1.0));
+            app.add_option("--sample-weak", args->options.sampling.weak_fraction,
+                           "row sampling (for data too large to train in time): keep this "
+                           "fraction of each problem's measured rows below --sample-keep-within "
+                           "of its best, drawn by a hash of --seed and the row's keys (every "
+                           "row near the best is kept; the peer block and the candidate table "
+                           "still see every row; 1 = no sampling)")
+                ->capture_default_str()
+                ->check(CLI::Range(0.0, 1.0));
+            app.add_option("--sample-aborted", args->sample_aborted,
+                           "row sampling: the fraction of aborted (early-stopped, estimated) "
+                           "rows below the line to keep (default: --sample-weak's)")
+                ->check(CLI::Range(0.0, 1.0));
+            app.add_option("--sample-keep-within", args->options.sampling.keep_within,
+                           "row sampling: every row at or above this fraction of its problem's "
+                           "best TFLOPS is kept")
                 ->capture_default_str()
                 ->check(CLI::Range(0.0, 1.0));
             app.add_flag("--peer-rank", args->options.peer_rank_feature,

@@ -609,6 +609,16 @@ uint64_t Fnv1a64(std::string_view data, uint64_t state) {
   return state;
 }
 
+double UnitIntervalDraw(std::string_view key, uint64_t state) {
+  uint64_t h = Fnv1a64(key, state);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
 std::string Percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * fraction);

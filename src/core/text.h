@@ -91,6 +91,10 @@ std::string UtcNowIso8601(bool compact = false);
 // FNV-1a 64 of `data`, continuing from `state` (the standard offset basis to start).
 inline constexpr uint64_t kFnv1a64Basis = 14695981039346656037ull;
 uint64_t Fnv1a64(std::string_view data, uint64_t state = kFnv1a64Basis);
+// A deterministic draw in [0, 1) from `key`: FNV-1a 64 of it from `state` (a seed mixed into a
+// basis), spread by the splitmix64 finaliser so nearby keys land far apart. Keeping the keys whose
+// draw is under p keeps each with probability p, independently of order and of the other keys.
+double UnitIntervalDraw(std::string_view key, uint64_t state);
 
 // Report formatting: a fraction as a percentage with two decimals ("96.15%"), and a number with
 // `decimals` digits after the point.

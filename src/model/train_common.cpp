@@ -41,6 +41,60 @@ std::vector<int> GroupKFold(std::span<const int64_t> group_sizes, int folds) {
   return fold_of;
 }
 
+StatusOr<CandidateSet> SampleTrainingRows(const CandidateSet& data, const RowSampling& sampling,
+                                          uint64_t seed, RowSamplingCounts* counts) {
+  for (const auto& [name, value] : {std::pair{"keep-within", sampling.keep_within},
+                                    {"weak", sampling.weak_fraction},
+                                    {"aborted", sampling.aborted_fraction}}) {
+    if (!(value >= 0 && value <= 1)) {
+      return InvalidArgumentError("row sampling: the " + std::string(name) + " fraction is " +
+                                  std::to_string(value) + "; it must be in [0, 1]");
+    }
+  }
+  RowSamplingCounts local;
+  RowSamplingCounts& n = counts ? *counts : local;
+  n = RowSamplingCounts{};
+  CandidateSet sampled;
+  sampled.provider = data.provider;
+  sampled.hardware = data.hardware;
+  sampled.rows_read = data.rows_read;
+  sampled.rows_used = data.rows_used;
+  sampled.rows_skipped = data.rows_skipped;
+  sampled.rows_estimated = data.rows_estimated;
+  sampled.fingerprint = data.fingerprint;
+  sampled.problems.reserve(data.problems.size());
+  const uint64_t seed_basis = text::kFnv1a64Basis ^ (seed * 0x9e3779b97f4a7c15ull);
+  for (const ProblemCandidates& p : data.problems) {
+    double best = 0;
+    for (const Candidate& c : p.candidates) best = std::max(best, c.tflops);
+    // The draws of one problem continue from its key's hash: a config has its own draw per
+    // problem, not one shared by every problem.
+    const uint64_t problem_state = text::Fnv1a64(p.problem_key + "\n", seed_basis);
+    ProblemCandidates kept{p.problem_key, p.shape_key, p.problem, {}};
+    for (const Candidate& c : p.candidates) {
+      ++n.rows_before;
+      bool keep = true;
+      // The heuristic's picks are drawn like any other row: keeping them all would make a pick
+      // below the line look more often weak than it is, and the ranker trusted the picks less
+      // (measured, docs/notes/selection_quality.md, session 22). The peer block still reads
+      // every pick: the trainer takes them from the unsampled problem.
+      if (c.tflops >= sampling.keep_within * best) {
+        ++n.near_best;
+      } else {
+        const bool aborted = c.estimated;
+        const double fraction = aborted ? sampling.aborted_fraction : sampling.weak_fraction;
+        keep = text::UnitIntervalDraw(c.config_key, problem_state) < fraction;
+        ++(aborted ? n.aborted_before : n.weak_before);
+        if (keep) ++(aborted ? n.aborted_kept : n.weak_kept);
+      }
+      if (keep) kept.candidates.push_back(c);
+    }
+    n.rows_after += static_cast<int64_t>(kept.candidates.size());
+    sampled.problems.push_back(std::move(kept));
+  }
+  return sampled;
+}
+
 namespace {
 
 // One CSV record of oof_predictions.csv: fields separated by commas, optionally double-quoted

@@ -370,8 +370,11 @@ struct TrainingMatrix {
   int groups = 0;  // distinct shapes
 };
 
+// `peer_source`, when given, holds the same problems in the same order with every row (`data`
+// being its row sample): the peer block reads the heuristic's picks from there.
 StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
-                                             const FeatureExtractor& extractor) {
+                                             const FeatureExtractor& extractor,
+                                             const CandidateSet* peer_source = nullptr) {
   TrainingMatrix m;
   m.cols = extractor.spec().features.size();
   m.x.reserve(data.NumCandidates() * m.cols);
@@ -384,7 +387,7 @@ StatusOr<TrainingMatrix> BuildTrainingMatrix(const CandidateSet& data,
     const ProblemCandidates& p = data.problems[pi];
     configs.clear();
     for (const Candidate& c : p.candidates) configs.push_back(c.config);
-    const std::vector<PeerPick> peer = PeerPicksOf(p);
+    const std::vector<PeerPick> peer = PeerPicksOf(peer_source ? peer_source->problems[pi] : p);
     KSELECT_RETURN_IF_ERROR(extractor.ExtractBatch(p.problem, configs, &block, peer));
     m.x.insert(m.x.end(), block.begin(), block.end());
     for (size_t i = 0; i < p.candidates.size(); ++i) {
@@ -496,6 +499,29 @@ Status WriteOofPredictions(const CandidateSet& data, std::span<const double> oof
   return WriteGzipFile(path.string(), csv.str());
 }
 
+// The manifest's row_sampling block: the rule, its seed and what it kept (null: every row).
+json RowSamplingJson(const TrainOptions& options, const TrainResult& result) {
+  if (!result.sampling) return json();
+  const RowSampling& s = options.sampling;
+  const RowSamplingCounts& n = *result.sampling;
+  return {{"keep_within", s.keep_within},
+          {"weak_fraction", s.weak_fraction},
+          {"aborted_fraction", s.aborted_fraction},
+          {"seed", options.seed},
+          {"rule",
+           "per problem: every row within keep_within of the best TFLOPS kept; below, measured "
+           "rows kept with probability weak_fraction, aborted rows with aborted_fraction (hash "
+           "of seed, problem key, config key), heuristic picks included; the peer block reads "
+           "every pick and the candidate table keeps every config"},
+          {"rows_before", n.rows_before},
+          {"rows_after", n.rows_after},
+          {"near_best", n.near_best},
+          {"weak_before", n.weak_before},
+          {"weak_kept", n.weak_kept},
+          {"aborted_before", n.aborted_before},
+          {"aborted_kept", n.aborted_kept}};
+}
+
 // train_manifest.json: what was trained (members, trees, objectives), on what data, and how.
 json TrainManifest(const CandidateSet& data, const TrainOptions& options, const TrainResult& result,
                    const std::vector<Member>& members, const json& objectives,
@@ -566,6 +592,7 @@ json TrainManifest(const CandidateSet& data, const TrainOptions& options, const 
                          ? json()
                          : json{{"from", options.warm_start_dir},
                                 {"added_rounds_max", options.warm_start_rounds}}},
+      {"row_sampling", RowSamplingJson(options, result)},
   };
 }
 
@@ -958,7 +985,22 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
         "distributed training (--machines) fits one model of --max-rounds trees: use --folds 0, "
         "no --hard-mining, no --warm-start and no blend (cross-validate on one machine)");
   }
-  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix, BuildTrainingMatrix(data, *extractor));
+  // The fits train on the sampled rows; the feature spec (above) and the candidate table come
+  // from every row, so a config seen only below the sampling line stays a candidate.
+  std::optional<CandidateSet> sampled;
+  if (options.sampling.Active()) {
+    RowSamplingCounts counts;
+    KSELECT_ASSIGN_OR_RETURN(sampled,
+                             SampleTrainingRows(data, options.sampling, options.seed, &counts));
+    result.sampling = counts;
+    if (options.progress) {
+      options.progress("row sampling kept " + std::to_string(counts.rows_after) + " of " +
+                       std::to_string(counts.rows_before) + " rows");
+    }
+  }
+  const CandidateSet& training = sampled ? *sampled : data;
+  KSELECT_ASSIGN_OR_RETURN(const TrainingMatrix matrix,
+                           BuildTrainingMatrix(training, *extractor, sampled ? &data : nullptr));
   std::unique_ptr<Network> network;
   if (distributed) {
     KSELECT_ASSIGN_OR_RETURN(network, Network::Join(options));
@@ -986,7 +1028,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   for (const Member& member : members) {
     objectives[member.key] = member.ranking ? "lambdarank" : "regression";
     KSELECT_ASSIGN_OR_RETURN(const MemberLabels member_labels,
-                             MakeLabels(data, member, options, matrix.rows));
+                             MakeLabels(training, member, options, matrix.rows));
     // Subsets copy their metadata from the full dataset, so it carries this member's labels.
     if (LGBM_DatasetSetField(full.get(), "label", member_labels.labels.data(),
                              static_cast<int>(matrix.rows), C_API_DTYPE_FLOAT32) != 0) {
@@ -1013,12 +1055,12 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
     if (member.target == Target::kTflops && options.folds >= 2 && matrix.groups >= 2) {
       const int folds = std::min(options.folds, matrix.groups);
       KSELECT_ASSIGN_OR_RETURN(CrossValidation member_cv,
-                               CrossValidate(data, fitter, member, folds, max_rounds));
+                               CrossValidate(training, fitter, member, folds, max_rounds));
       best_iterations = member_cv.best_iterations;
       if (blend && !member.ranking) {
         blend_regression_cv = std::move(member_cv);
       } else {
-        cv = blend ? BlendOutOfFold(data, options.blend_regression_weight, *blend_regression_cv,
+        cv = blend ? BlendOutOfFold(training, options.blend_regression_weight, *blend_regression_cv,
                                     std::move(member_cv))
                    : std::move(member_cv);
       }
@@ -1053,8 +1095,8 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
       WriteText(fs::path(out_dir) / "cv_metrics.json", cv.metrics.dump(2) + "\n"));
   KSELECT_RETURN_IF_ERROR(
       WriteText(fs::path(out_dir) / "feature_importances.json", importances.dump(2) + "\n"));
-  KSELECT_RETURN_IF_ERROR(
-      WriteOofPredictions(data, cv.oof, cv.fold_of_row, fs::path(out_dir) / kOofPredictionsFile));
+  KSELECT_RETURN_IF_ERROR(WriteOofPredictions(training, cv.oof, cv.fold_of_row,
+                                              fs::path(out_dir) / kOofPredictionsFile));
   KSELECT_RETURN_IF_ERROR(WriteCandidateTable(CandidateTableOf(data), out_dir));
   return result;
 }

@@ -8,6 +8,7 @@ A case file is a list of steps separated by lines of '----'. Each step has:
   stdout-contains: <text>       (any number)
   stdout-lines: <n>             (stdout has exactly n lines; with stdout-contains, exact output)
   stderr-contains: <text>       (any number)
+  stdout-lacks: <text>          (any number; say a line must not appear)
   stderr-lacks: <text>          (any number; say a note must not appear)
   file-exists: <path>           (any number)
   file-absent: <path>           (any number; e.g. no partial output after a failure)
@@ -77,6 +78,9 @@ def main():
                 for text in step.get("stderr-contains", []):
                     if subst(text) not in proc.stderr:
                         problems.append(f"stderr lacks {text!r}")
+                for text in step.get("stdout-lacks", []):
+                    if subst(text) in proc.stdout:
+                        problems.append(f"stdout has {text!r}")
                 for text in step.get("stderr-lacks", []):
                     if subst(text) in proc.stderr:
                         problems.append(f"stderr has {text!r}")

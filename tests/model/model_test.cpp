@@ -334,6 +334,58 @@ TEST_F(ModelTest, HardExampleMiningReweightsHardProblemsAndSaysSo) {
   EXPECT_EQ(plain["options"]["hard_mining"]["problems_upweighted_over_all_fits"], 0);
 }
 
+TEST_F(ModelTest, RowSamplingTrainsOnFewerRowsKeepsEveryCandidateAndSaysSo) {
+  CandidateSet data =
+      BuildCandidateSet(testing_util::SyntheticDataset(24, 3), std::nullopt).value();
+  size_t rows = 0;
+  for (const ProblemCandidates& p : data.problems) rows += p.candidates.size();
+  TrainOptions options = FastOptions();
+  options.folds = 0;
+  options.objective = Objective::kLambdarank;
+  options.peer_rank_feature = true;
+  ASSERT_TRUE(TrainModelOnCandidates(data, options, Dir("all")).ok());
+  options.sampling.keep_within = 0.95;
+  options.sampling.weak_fraction = 0.2;
+  options.sampling.aborted_fraction = 0.2;
+  const auto sampled = TrainModelOnCandidates(data, options, Dir("sampled"));
+  ASSERT_TRUE(sampled.ok()) << sampled.status().ToString();
+  ASSERT_TRUE(sampled->sampling.has_value());
+  EXPECT_LT(sampled->rows, static_cast<int64_t>(rows) * 6 / 10);
+  EXPECT_EQ(sampled->sampling->rows_before, static_cast<int64_t>(rows));
+  EXPECT_EQ(sampled->sampling->rows_after, sampled->rows);
+  const auto manifest = nlohmann::json::parse(Slurp(Dir("sampled") + "/train_manifest.json"));
+  const auto& block = manifest["row_sampling"];
+  EXPECT_EQ(block["weak_fraction"], 0.2);
+  EXPECT_EQ(block["keep_within"], 0.95);
+  EXPECT_EQ(block["seed"], 42);
+  EXPECT_EQ(block["rows_after"], sampled->rows);
+  EXPECT_EQ(manifest["data"]["rows_used"], static_cast<int64_t>(rows));
+  EXPECT_TRUE(
+      nlohmann::json::parse(Slurp(Dir("all") + "/train_manifest.json"))["row_sampling"].is_null());
+  // The selector's candidates are every config of the data, sampled or not.
+  EXPECT_EQ(ReadMaybeGzipFile(Dir("sampled") + "/candidates.json.gz").value(),
+            ReadMaybeGzipFile(Dir("all") + "/candidates.json.gz").value());
+  // Deterministic under the seed; another seed draws other rows.
+  ASSERT_TRUE(TrainModelOnCandidates(data, options, Dir("again")).ok());
+  EXPECT_EQ(Slurp(Dir("sampled") + "/model_tflops.lgbm.gz"),
+            Slurp(Dir("again") + "/model_tflops.lgbm.gz"));
+  options.seed = 43;
+  const auto reseeded = TrainModelOnCandidates(data, options, Dir("reseeded"));
+  ASSERT_TRUE(reseeded.ok());
+  EXPECT_NE(Slurp(Dir("sampled") + "/model_tflops.lgbm.gz"),
+            Slurp(Dir("reseeded") + "/model_tflops.lgbm.gz"));
+  // Selection stays good on every row of the data.
+  const auto model = Model::Load(Dir("sampled"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const auto scores = PredictCandidateSet(*model, data, Target::kTflops);
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  double sum = 0;
+  for (size_t i = 0; i < data.problems.size(); ++i) {
+    sum += EvaluateProblem(data.problems[i], (*scores)[i]).efficiency;
+  }
+  EXPECT_GT(sum / data.problems.size(), 0.95);
+}
+
 TEST_F(ModelTest, DuplicatedRowsAreRefused) {
   Dataset data = testing_util::SyntheticDataset(12, 5);
   const size_t n = data.rows.size();

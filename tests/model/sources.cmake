@@ -8,6 +8,7 @@ set(KSELECT_ML_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/eval/eval_html_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/model_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/oof_test.cpp
+    ${PROJECT_SOURCE_DIR}/tests/model/row_sampling_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/tree_ensemble_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/compiled_trees_test.cpp
     ${PROJECT_SOURCE_DIR}/tests/model/foreign_model_test.cpp)
