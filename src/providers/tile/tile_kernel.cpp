@@ -50,6 +50,16 @@ Status EncodeOperand(const cuda::DriverApi& api, CUtensorMap* map, const void* b
   return DriverStatus(api, result, "cuTensorMapEncodeTiled");
 }
 
+// The launch attribute of a config's cluster: cluster_m x cluster_n CTAs, consecutive along x
+// (warp_specialized.cuh reads the rank as (rank % cluster_m, rank / cluster_m)).
+CUlaunchAttribute ClusterAttribute(const TileConfig& c) {
+  CUlaunchAttribute cluster{};
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = static_cast<unsigned>(c.cluster_m * c.cluster_n);
+  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  return cluster;
+}
+
 bool Aligned(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
 }
@@ -101,10 +111,7 @@ StatusOr<std::unique_ptr<TileKernel>> TileKernel::Load(const TileBinary& binary)
     config.blockDimX = static_cast<unsigned>(shape.threads);
     config.blockDimY = config.blockDimZ = 1;
     config.sharedMemBytes = static_cast<unsigned>(shape.shared_bytes);
-    CUlaunchAttribute cluster{};
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = static_cast<unsigned>(c.cluster_m * c.cluster_n);
-    cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+    CUlaunchAttribute cluster = ClusterAttribute(c);
     config.attrs = &cluster;
     config.numAttrs = 1;
     int clusters = 0;
@@ -210,10 +217,7 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   CUlaunchAttribute programmatic{};
   programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   programmatic.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchAttribute cluster{};
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = static_cast<unsigned>(c.cluster_m * c.cluster_n);
-  cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+  CUlaunchAttribute cluster = ClusterAttribute(c);
   if (c.pipeline == TilePipeline::kDecode) {
     config.attrs = &programmatic;
     config.numAttrs = 1;
