@@ -206,6 +206,9 @@ struct HeadToHead {
   // With HeadToHeadOptions::cross_model: the cross-provider decision, timed interleaved.
   std::optional<InterleavedFigure> cross_pick;
   double cross_predicted_gain = 0;
+  // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
+  // the cross-provider decision), so configs can be compared with each other in one run.
+  std::vector<InterleavedFigure> finalists;
 };
 
 // Offline evaluation of a cross-provider decision on head-to-head files written with --screened:
@@ -251,7 +254,7 @@ double HbmFraction(const GemmProblem& problem, double ms, double peak_gb_s);
 
 // {"format": "kselect.head_to_head", "format_version": 1, device, versions, run_id, "results":
 // [{problem, cublaslt_pick, cublaslt_best, tile_best: {config, median_ms, tflops, hbm_fraction,
-// speedup_over_pick}, tile_over_cublaslt_best}], "summary": {...}}.
+// speedup_over_pick}, tile_over_cublaslt_best, finalists: [...]}], "summary": {...}}.
 std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwareProfile& hardware,
                            const std::string& device_kind, const std::string& run_id);
 

@@ -7,7 +7,8 @@
 #      rules/tile/default.json, finalists timed interleaved) on the large shapes, rcc and rcr;
 #   3. a table of tile best / cuBLASLt best per shape and the winning configs.
 # Logs and JSON land in $OUT. Env: BIN (default .devcarry-bench), VERIFY_SECONDS, BENCH_SECONDS,
-# SHAPES ("m,n,k ..."), LAYOUTS ("rcc rcr").
+# SHAPES ("m,n,k ..."), LAYOUTS ("rcc rcr"), BENCH_EXTRA (more `tile bench` options, e.g.
+# "--finalists 8 --rounds 21").
 set -uo pipefail
 BIN="${BIN:-.devcarry-bench}"
 OUT="${OUT:-/tmp/kselect-out}"
@@ -45,7 +46,8 @@ for s in $SHAPES; do shape_args+=(--shape "$s"); done
 for layout in $LAYOUTS; do
   timeout "$BENCH_SECONDS" "$BIN/kselect" tile bench --rules "$OUT/default_ws.json" \
     --rules-dir rules --layout "$layout" "${shape_args[@]}" --cublaslt-picks 16 --screened \
-    --device-kind nvidia-h200 --run-id "ws-cluster-$layout" --json "$OUT/bench_$layout.json" \
+    --device-kind nvidia-h200 --run-id "${RUN_ID:-ws-cluster}-$layout" \
+    --json "$OUT/bench_$layout.json" ${BENCH_EXTRA:-} \
     > "$OUT/bench_$layout.out" 2>&1
   echo "bench $layout rc=$?"; tail -12 "$OUT/bench_$layout.out"
 done

@@ -58,6 +58,7 @@ StatusOr<DriverApi> ResolveDriverApi() {
   KSELECT_RETURN_IF_ERROR(Resolve("cuTensorMapEncodeTiled", &api.tensor_map_encode_tiled));
   KSELECT_RETURN_IF_ERROR(
       Resolve("cuOccupancyMaxActiveClusters", &api.occupancy_max_active_clusters));
+  KSELECT_RETURN_IF_ERROR(Resolve("cuMemsetD32Async", &api.memset_d32_async));
   return api;
 }
 

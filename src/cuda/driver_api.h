@@ -26,6 +26,7 @@ struct DriverApi {
   PFN_cuLaunchKernelEx_v11060 launch_kernel_ex = nullptr;
   PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encode_tiled = nullptr;
   PFN_cuOccupancyMaxActiveClusters_v11070 occupancy_max_active_clusters = nullptr;
+  PFN_cuMemsetD32Async_v3020 memset_d32_async = nullptr;
 };
 
 // The CUDA version whose ABI the entry points are requested at (12.0: every function above

@@ -156,6 +156,7 @@ class Runner final : public HeadToHeadRunner {
       });
     };
     out.cublaslt_pick = run.figures[0];
+    out.finalists = run.figures;
     if (cross_slot) out.cross_pick = run.figures[*cross_slot];
     const size_t cublaslt_best = fastest(cublaslt_slots);
     out.cublaslt_best = run.figures[cublaslt_best];
@@ -236,6 +237,10 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
          h.tile_best ? tuner::FigureJson(*h.tile_best, h.problem, h.peak_gb_s) : json(nullptr)},
         {"tile_over_cublaslt_best", h.tile_best ? json(h.tile_over_cublaslt_best) : json(nullptr)},
         {"note", h.note}};
+    json finalists = json::array();
+    for (const InterleavedFigure& f : h.finalists)
+      finalists.push_back(tuner::FigureJson(f, h.problem, h.peak_gb_s));
+    row["finalists"] = std::move(finalists);
     if (h.cross_pick) {
       row["cross_pick"] = tuner::FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
       row["cross_predicted_gain"] = h.cross_predicted_gain;

@@ -300,7 +300,8 @@ std::vector<GemmProblem> GemmCheckProblems(DataType input, DataType output, Gemm
   };
   static constexpr Shape kShapes[] = {
       {1, 256, 1024, 1, 1.0, 0.0},
-      {13, 520, 4104, 1, 1.0, 0.0},
+      // Few tiles, long K (stream-K splits each tile over several clusters), with alpha/beta.
+      {13, 520, 4104, 1, 1.5, 0.5},
       {127, 257, 263, 1, 1.0, 0.0},
       {256, 512, 512, 1, 1.0, 0.0},
       {300, 200, 96, 1, 1.5, 0.5},

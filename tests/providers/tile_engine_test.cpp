@@ -113,6 +113,15 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
          s.config.instr_m = 64, s.config.instr_n = 256, s.config.instr_k = 16;
          s.config.scheduler = TileScheduler::kPingPong;
        }},
+      {"streamk_shape",
+       [](TileKernelSpec& s) {
+         s.config.pipeline = TilePipeline::kWarpSpecialized;
+         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
+         s.config.warps_m = 2, s.config.warps_n = 1;
+         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         s.config.scheduler = TileScheduler::kStreamK;
+         s.config.split_k = 2;
+       }},
       {"cluster_shape", [](TileKernelSpec& s) { s.config.cluster_m = 2; }},
       {"cluster_pieces",
        [](TileKernelSpec& s) {
@@ -262,6 +271,68 @@ TEST(TileSpecTest, CanImplementChecksMasksAndLayouts) {
   EXPECT_EQ(WorkspaceBytes(*spec, p), 0u);
   spec->config.split_k = 4;
   EXPECT_EQ(WorkspaceBytes(*spec, p), 4u * 128 * 128 * sizeof(float));
+}
+
+// Stream-K's split: the part-full wave's k iterations go to as many clusters as get
+// kMinStreamKIterations k tiles each (below a wave every tile is split, over a grid no larger);
+// the workspace WorkspaceBytes asks for covers the grid of any GPU.
+TEST(TileSpecTest, StreamKSplitsTheTailByIterations) {
+  TileConfig c;
+  c.pipeline = TilePipeline::kWarpSpecialized;
+  c.tile_m = 128, c.tile_n = 256, c.tile_k = 64;
+  c.warps_m = 2, c.warps_n = 1;
+  c.scheduler = TileScheduler::kStreamK;
+  GemmProblem p;
+  p.m = p.n = p.k = 8192;  // 64 x 32 = 2,048 tiles of 64 k tiles: 15.5 waves on 132 SMs
+  EXPECT_EQ(StreamKClusters(c, p, 132), 132);
+  StreamKLayout layout = StreamKLayoutOf(c, p, 132);
+  EXPECT_EQ(layout.dp_tiles, 15 * 132);
+  EXPECT_EQ(layout.sk_tiles, 2048 - 15 * 132);
+  EXPECT_EQ(layout.sk_clusters, 132);  // 68 tiles x 64 k tiles: 33 each
+  EXPECT_EQ(layout.flag_words, 1088);  // 132 CTAs x 2 warpgroups x 4 warps, rounded up to 64
+  EXPECT_EQ(layout.workspace_bytes, 1088u * 4 + 132u * 128 * 256 * 4);
+  // Even waves: nothing to split; nor a last wave more than three quarters full.
+  layout = StreamKLayoutOf(c, p, 128);
+  EXPECT_EQ(layout.dp_tiles, 2048);
+  EXPECT_EQ(layout.sk_tiles, 0);
+  layout = StreamKLayoutOf(c, p, 140);  // 2,048 = 14 x 140 + 88 (63 %): split
+  EXPECT_EQ(layout.sk_tiles, 88);
+  layout = StreamKLayoutOf(c, p, 135);  // 2,048 = 15 x 135 + 23: split
+  EXPECT_EQ(layout.sk_tiles, 23);
+  layout = StreamKLayoutOf(c, p, 137);  // 2,048 = 14 x 137 + 130 (95 %): whole
+  EXPECT_EQ(layout.sk_tiles, 0);
+  EXPECT_EQ(layout.dp_tiles, 2048);
+  // A small remainder goes to fewer clusters: 4 tiles x 128 k tiles over 32.
+  p.m = 8192 + 128, p.n = 4 * 256;  // 65 x 4 = 260 tiles on 128 clusters
+  layout = StreamKLayoutOf(c, p, 128);
+  EXPECT_EQ(layout.dp_tiles, 256);
+  EXPECT_EQ(layout.sk_tiles, 4);
+  EXPECT_EQ(layout.sk_clusters, 32);
+  // Below a wave: 8 tiles x 64 k tiles, each split in 4 parts of 16 k tiles (the same offsets).
+  p.m = 1024, p.n = 128, p.k = 4096;
+  EXPECT_EQ(StreamKClusters(c, p, 132), 32);
+  p.k = 16384;  // 256 k tiles: 16 parts of 16 each on 128 of the 132 clusters
+  EXPECT_EQ(StreamKClusters(c, p, 132), 8 * 16);
+  p.m = 128 * 100;  // 100 tiles: one part each, as the persistent grid
+  EXPECT_EQ(StreamKClusters(c, p, 132), 100);
+  p.m = 1024, p.k = 4096;
+  layout = StreamKLayoutOf(c, p, 32);
+  EXPECT_EQ(layout.dp_tiles, 0);
+  EXPECT_EQ(layout.sk_tiles, 8);
+  EXPECT_EQ(layout.sk_clusters, 32);
+  // Clusters of two CTAs: cluster tiles, and at most kMaxStreamKCtas CTAs.
+  c.cluster_m = 2;
+  p.m = p.n = p.k = 8192;
+  EXPECT_EQ(StreamKClusters(c, p, 1000), kMaxStreamKCtas / 2);
+  StatusOr<TileKernelSpec> spec = SpecForProblem(c, p);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  for (int64_t resident : {1, 33, 66, 80, 1000}) {
+    EXPECT_LE(StreamKLayoutOf(c, p, StreamKClusters(c, p, resident)).workspace_bytes,
+              WorkspaceBytes(*spec, p))
+        << resident;
+  }
+  spec->config.split_k = 2;
+  EXPECT_EQ(CheckValid(*spec).code(), StatusCode::kInvalidArgument);
 }
 
 // The committed snapshot rules/tile/snapshots/<name>.json is what `kselect tile list --snapshot`

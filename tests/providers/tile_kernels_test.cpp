@@ -171,6 +171,15 @@ std::vector<FamilyCase> FamilyCases() {
          spec,
          &kWarpSpecializedSource,
          {".multicast::cluster", "bar.arrive", "movmatrix.sync.aligned.m8n8.trans.b16"}});
+    // Stream-K in a 2x1 cluster: partials through L2, flags with release / acquire.
+    spec.config.tile_n = spec.config.instr_n = 256;
+    spec.config.scheduler = TileScheduler::kStreamK;
+    cases.push_back({"warp_specialized_rcc_cluster2x1_streamk",
+                     spec,
+                     &kWarpSpecializedSource,
+                     {".multicast::cluster", "st.global.cg.v4.f32", "ld.global.cg.v4.f32",
+                      "st.release.gpu.global.b32", "ld.acquire.gpu.global.b32"}});
+    spec.config.tile_n = spec.config.instr_n = 128;
     spec.config.cluster_m = 1, spec.config.cluster_n = 2;
     spec.config.scheduler = TileScheduler::kDataParallel;
     spec.config.epilogue = TileEpilogue::kDirect;

@@ -20,7 +20,8 @@ constexpr EnumName kPipelines[] = {
 constexpr EnumName kSchedulers[] = {
     {static_cast<int64_t>(TileScheduler::kDataParallel), "data_parallel"},
     {static_cast<int64_t>(TileScheduler::kPersistent), "persistent"},
-    {static_cast<int64_t>(TileScheduler::kPingPong), "pingpong"}};
+    {static_cast<int64_t>(TileScheduler::kPingPong), "pingpong"},
+    {static_cast<int64_t>(TileScheduler::kStreamK), "streamk"}};
 constexpr EnumName kEpilogues[] = {{static_cast<int64_t>(TileEpilogue::kDirect), "direct"},
                                    {static_cast<int64_t>(TileEpilogue::kSharedStaged), "smem"},
                                    {static_cast<int64_t>(TileEpilogue::kTransposed), "transposed"}};
@@ -131,8 +132,9 @@ std::string Describe(const KernelConfig& config) {
          (c.cluster_m * c.cluster_n > 1
               ? " cluster" + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n)
               : "") +
-         (c.scheduler == TileScheduler::kPersistent ? " persistent" : "") +
-         (c.scheduler == TileScheduler::kPingPong ? " pingpong" : "");
+         (c.scheduler != TileScheduler::kDataParallel
+              ? " " + std::string(TileSchedulerName(c.scheduler))
+              : "");
 }
 
 GemmKernelTraits Traits(const KernelConfig& config) {

@@ -19,14 +19,17 @@ enum class TilePipeline {
   kDecode,           // memory-bound decode kernels, tokens in n or m: streaming loads, mma.sync
 };
 // kPingPong (warp_specialized): persistent, and the two consumer warpgroups take alternate tiles,
-// one's epilogue overlapping the other's MMAs.
-enum class TileScheduler { kDataParallel, kPersistent, kPingPong };
+// one's epilogue overlapping the other's MMAs. kStreamK (warp_specialized): persistent, and the
+// tiles past the last full wave but one are split over the clusters by k iterations, so every
+// cluster ends at about the same time (partials reduced through the workspace).
+enum class TileScheduler { kDataParallel, kPersistent, kPingPong, kStreamK };
 // kTransposed: warp_specialized with a column-major 16-bit C: the accumulators are transposed in
 // registers (movmatrix and quad shuffles) so each thread stores 8 consecutive rows at once.
 enum class TileEpilogue { kDirect, kSharedStaged, kTransposed };
 std::string_view TilePipelineName(TilePipeline p);  // "multistage", "warp_specialized", "small_m",
                                                     // "decode"
-std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent", "pingpong"
+std::string_view TileSchedulerName(TileScheduler s);  // "data_parallel", "persistent", "pingpong",
+                                                      // "streamk"
 std::string_view TileEpilogueName(TileEpilogue e);    // "direct", "smem", "transposed"
 StatusOr<TilePipeline> ParseTilePipeline(std::string_view name);
 StatusOr<TileScheduler> ParseTileScheduler(std::string_view name);

@@ -78,8 +78,27 @@ struct LaunchShape {
   int32_t shared_bytes = 0;  // dynamic shared memory per block
 };
 LaunchShape LaunchShapeOf(const TileKernelSpec& spec);
-// Bytes of fp32 workspace a launch of `problem` needs (0 without split-K).
+// Bytes of fp32 workspace a launch of `problem` needs (0 without split-K or stream-K; stream-K's
+// for the largest grid it may run, kMaxStreamKCtas).
 size_t WorkspaceBytes(const TileKernelSpec& spec, const GemmProblem& problem);
+
+// Stream-K (TileScheduler::kStreamK) over a grid of `clusters` clusters: work ids below dp_tiles
+// (whole waves) run whole, the next sk_tiles (a last wave at most three quarters full, or all
+// tiles below a wave) are split evenly by k
+// iterations over the first sk_clusters clusters, each taking at least kMinStreamKIterations k
+// tiles (warp_specialized.cuh). The workspace holds flag_words int flags (zeroed before each
+// launch), then one fp32 partial tile per CTA.
+struct StreamKLayout {
+  int32_t dp_tiles = 0, sk_tiles = 0, sk_clusters = 0, flag_words = 0;
+  size_t workspace_bytes = 0;
+};
+StreamKLayout StreamKLayoutOf(const TileConfig& c, const GemmProblem& problem, int64_t clusters);
+// Its grid, in clusters: every resident one, but at most kMaxStreamKCtas CTAs (which bounds the
+// workspace); below a wave, the tiles times the parts each is split into (as many as fit, each
+// of at least kMinStreamKIterations k tiles).
+inline constexpr int64_t kMaxStreamKCtas = 160;
+inline constexpr int64_t kMinStreamKIterations = 16;
+int64_t StreamKClusters(const TileConfig& c, const GemmProblem& problem, int64_t resident_clusters);
 
 // The kernels' entry points in every generated module.
 inline constexpr const char* kGemmKernelName = "kselect_tile_gemm";

@@ -21,6 +21,7 @@ struct KernelParams {
   int32_t batch;
   int32_t k_tiles_per_split;
   float alpha, beta;
+  int32_t sk_dp_tiles, sk_tiles, sk_clusters, sk_flag_words;
 };
 
 Status DriverStatus(const cuda::DriverApi& api, CUresult result, const std::string& what) {
@@ -135,11 +136,22 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   }
   const size_t workspace = WorkspaceBytes(spec_, problem);
   if (workspace > 0 && (args.workspace == nullptr || !Aligned(args.workspace, 16))) {
-    return InvalidArgumentError("split-K needs a 16-byte aligned workspace of " +
+    return InvalidArgumentError(std::string(spec_.config.split_k > 1 ? "split-K" : "stream-K") +
+                                " needs a 16-byte aligned workspace of " +
                                 std::to_string(workspace) + " bytes");
   }
   KSELECT_ASSIGN_OR_RETURN(const cuda::DriverApi* api, cuda::GetDriverApi());
   const TileConfig& c = spec_.config;
+  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  const int64_t cluster_size = c.cluster_m * c.cluster_n;
+  // Stream-K's grid and split (all work ids whole, and no workspace, when they come out even).
+  int64_t streamk_clusters = 0;
+  StreamKLayout streamk;
+  if (c.scheduler == TileScheduler::kStreamK) {
+    streamk_clusters = StreamKClusters(c, problem, resident_clusters_);
+    streamk = StreamKLayoutOf(c, problem, streamk_clusters);
+  }
   KernelParams params{args.a,
                       args.b,
                       args.c,
@@ -150,7 +162,11 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
                       static_cast<int32_t>(problem.batch),
                       KTilesPerSplit(c, problem),
                       static_cast<float>(problem.alpha),
-                      static_cast<float>(problem.beta)};
+                      static_cast<float>(problem.beta),
+                      streamk.dp_tiles,
+                      streamk.sk_tiles,
+                      streamk.sk_clusters,
+                      streamk.flag_words};
   void* kernel_args[] = {&params, nullptr, nullptr};
   CUtensorMap map_a, map_b;
   if (spec_.config.pipeline == TilePipeline::kWarpSpecialized) {
@@ -176,8 +192,6 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   }
 
   const LaunchShape shape = LaunchShapeOf(spec_);
-  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
-  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
   CUlaunchConfig config{};
   if (c.pipeline == TilePipeline::kSmallM) {
     config.gridDimX = static_cast<unsigned>(tiles_n);
@@ -190,10 +204,11 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   } else if (c.pipeline == TilePipeline::kWarpSpecialized) {
     // Whole clusters of cluster_m x cluster_n tiles (edge CTAs past m or n load zeros, store
     // nothing and still multicast their pieces); persistent grids stride over all of them.
-    const int64_t cluster_size = c.cluster_m * c.cluster_n;
     const int64_t clusters =
         ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n);
-    if (c.scheduler != TileScheduler::kDataParallel) {
+    if (c.scheduler == TileScheduler::kStreamK) {
+      config.gridDimX = static_cast<unsigned>(streamk_clusters * cluster_size);
+    } else if (c.scheduler != TileScheduler::kDataParallel) {
       const int64_t work = clusters * problem.batch * c.split_k;
       config.gridDimX =
           static_cast<unsigned>(std::min<int64_t>(work, resident_clusters_) * cluster_size);
@@ -224,6 +239,14 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   } else if (c.cluster_m * c.cluster_n > 1) {
     config.attrs = &cluster;
     config.numAttrs = 1;
+  }
+  if (streamk.sk_tiles > 0) {
+    // The partials' flags start lowered (warp_specialized.cuh).
+    KSELECT_RETURN_IF_ERROR(
+        DriverStatus(*api,
+                     api->memset_d32_async(reinterpret_cast<CUdeviceptr>(args.workspace), 0,
+                                           static_cast<size_t>(streamk.flag_words), config.hStream),
+                     "cuMemsetD32Async (stream-K flags)"));
   }
   KSELECT_RETURN_IF_ERROR(DriverStatus(
       *api, api->launch_kernel_ex(&config, static_cast<CUfunction>(gemm_), kernel_args, nullptr),

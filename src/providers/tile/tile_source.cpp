@@ -85,6 +85,7 @@ std::string GenerateConstants(const TileKernelSpec& spec) {
     s << "constexpr bool kPersistent = " << Bool(c.scheduler != TileScheduler::kDataParallel)
       << ";\n";
     s << "constexpr bool kPingPong = " << Bool(c.scheduler == TileScheduler::kPingPong) << ";\n";
+    s << "constexpr bool kStreamK = " << Bool(c.scheduler == TileScheduler::kStreamK) << ";\n";
     s << "constexpr bool kEpilogueTransposed = " << Bool(c.epilogue == TileEpilogue::kTransposed)
       << ";\n";
     s << WgmmaMacros(c.tile_n);

@@ -20,6 +20,10 @@ struct Params {
   int batch;
   int k_tiles_per_split;
   float alpha, beta;
+  // Stream-K (warp_specialized): work ids below sk_dp_tiles run whole, the next sk_tiles are split
+  // by k iterations over the first sk_clusters clusters; the workspace holds sk_flag_words int
+  // flags, then one partial tile per CTA.
+  int sk_dp_tiles, sk_tiles, sk_clusters, sk_flag_words;
 };
 
 __device__ __forceinline__ float InToFloat(u16 h) {

@@ -5,7 +5,7 @@
 // retired. A and B are K-major or MN-major (wgmma's transpose bits); TMA zero-fills out-of-range
 // boxes, so any M, N and K runs whose contiguous extents are multiples of 8. Compiled after the
 // spec's constants and prelude.cuh (see there); the constants block of this family also defines
-// kClusterM, kClusterN, kPersistent and the KSELECT_WGMMA_* macros below.
+// kClusterM, kClusterN, kPersistent, kPingPong, kStreamK and the KSELECT_WGMMA_* macros below.
 //
 // Clusters (kClusterM x kClusterN CTAs, rank r at (r % kClusterM, r / kClusterM)): the CTAs of a
 // cluster column share one B tile and those of a cluster row one A tile, so each CTA loads only
@@ -17,6 +17,17 @@
 // Persistent (kPersistent): the grid is what fits on the GPU at once, and each cluster walks the
 // output tiles (batch and split-K slices included) with a stride of the cluster count, so the
 // producer fills the ring for the next tile while the consumers store the last one.
+//
+// Stream-K (kStreamK, persistent): when the tiles leave the last wave part full, the tiles of that
+// wave are not given out whole: their k iterations are split evenly over the first sk_clusters
+// clusters (each taking at least a few k tiles), each taking a run of consecutive iterations that
+// may start or end inside a tile. Only the part-full wave is split, not the last full one with it:
+// clusters at different k offsets of more tiles than L2 holds made the split wave memory-bound.
+// A cluster's run that starts inside a tile is the first it computes and the tile's head (its
+// first k iterations) the last its owner computes, so the owner of the head finishes the tile:
+// every other contributor stores its fp32 partial in its CTA's workspace slot and raises its
+// per-warp flag (zeroed by the host before each launch); the head's owner waits for those flags
+// and adds the partials in cluster order.
 constexpr int kConsumers = kWarpsM;
 // Cooperative (the default): the consumers split a tile's rows, 64 each. Pingpong: each consumer
 // computes whole tiles, kTileM / 64 wgmma row blocks, on alternate work items.
@@ -250,12 +261,17 @@ __device__ __forceinline__ void StoreTransposedPair(const Params& p, int z, int 
   }
 }
 constexpr bool kTransposedEpilogue = kEpilogueTransposed;
+static_assert(!kStreamK || (kPersistent && !kPingPong && kSplitK == 1),
+              "stream-K is a persistent cooperative schedule without split-K");
 static_assert(!kTransposedEpilogue || (!kCRow && kOutKind != 2 && kSplitK == 1),
               "the transposed epilogue is for a column-major 16-bit C without split-K");
 
-// One unit of work: an output tile of one batch entry and one split-K slice.
+// One unit of work: an output tile of one batch entry and one split-K slice, or under stream-K
+// a run of its k tiles: `contributors` clusters from this one on add into it (this one computes
+// its head and stores it, > 1) or it adds into another's (a run past the head, 0).
 struct WorkTile {
   int m0, n0, z, split, kt_begin, k_tiles;
+  int contributors;
 };
 // Work item `id` of this CTA (cluster rank rm, rn): cluster tiles in swizzled raster order
 // (kSwizzle cluster columns walk down the cluster rows), then batch and split-K slices.
@@ -281,12 +297,132 @@ __device__ __forceinline__ WorkTile WorkOf(const Params& p, int id, int rm, int 
   w.kt_begin = w.split * p.k_tiles_per_split;
   const int kt_end = min(k_tiles_total, w.kt_begin + p.k_tiles_per_split);
   w.k_tiles = max(0, kt_end - w.kt_begin);
+  w.contributors = 1;
   return w;
 }
 __device__ __forceinline__ int WorkCount(const Params& p) {
   const int ctiles_m = ((p.m + kTileM - 1) / kTileM + kClusterM - 1) / kClusterM;
   const int ctiles_n = ((p.n + kTileN - 1) / kTileN + kClusterN - 1) / kClusterN;
   return ctiles_m * ctiles_n * p.batch * kSplitK;
+}
+// Where a cluster is in its list of work items: whole work ids from `next` to `end` by `stride`,
+// then (stream-K) the split tiles' k iterations [sk_next, sk_end).
+struct WorkCursor {
+  int next, stride, end;
+  long long sk_next, sk_end;
+};
+__device__ __forceinline__ WorkCursor FirstWork(const Params& p, int cluster_id, int clusters) {
+  WorkCursor c;
+  c.sk_next = c.sk_end = 0;
+  if (!kPersistent) {
+    // Data parallel: one work item per cluster, the batch and split-K slices in blockIdx.z.
+    c.next = cluster_id + clusters * blockIdx.z;
+    c.stride = 1;
+    c.end = c.next + 1;
+    return c;
+  }
+  c.next = cluster_id;
+  c.stride = clusters;
+  c.end = kStreamK ? p.sk_dp_tiles : WorkCount(p);
+  if (kStreamK && cluster_id < p.sk_clusters) {
+    const long long iterations = static_cast<long long>(p.sk_tiles) * ((p.k + kTileK - 1) / kTileK);
+    c.sk_next = cluster_id * iterations / p.sk_clusters;
+    c.sk_end = (cluster_id + 1) * iterations / p.sk_clusters;
+  }
+  return c;
+}
+// The next work item of this cluster (cluster rank rm, rn) into `w`; false when there is none.
+__device__ __forceinline__ bool NextWork(const Params& p, WorkCursor& c, int cluster_id, int rm,
+                                         int rn, WorkTile& w) {
+  if (c.next < c.end) {
+    w = WorkOf(p, c.next, rm, rn);
+    c.next += c.stride;
+    return true;
+  }
+  if (!kStreamK || c.sk_next >= c.sk_end) return false;
+  const int k_tiles = (p.k + kTileK - 1) / kTileK;
+  const long long iterations = static_cast<long long>(p.sk_tiles) * k_tiles;
+  const int tile = static_cast<int>(c.sk_next / k_tiles);
+  const int first_k = static_cast<int>(c.sk_next - static_cast<long long>(tile) * k_tiles);
+  const int run =
+      static_cast<int>(min(static_cast<long long>(k_tiles - first_k), c.sk_end - c.sk_next));
+  c.sk_next += run;
+  w = WorkOf(p, p.sk_dp_tiles + tile, rm, rn);
+  w.kt_begin = first_k;
+  w.k_tiles = run;
+  // Cluster i < sk_clusters takes iterations [i * iterations / sk_clusters, (i + 1) * iterations /
+  // sk_clusters), so iteration x is cluster ((x + 1) * sk_clusters - 1) / iterations's.
+  const long long tile_last = static_cast<long long>(tile) * k_tiles + k_tiles - 1;
+  const int owner_last = static_cast<int>(((tile_last + 1) * p.sk_clusters - 1) / iterations);
+  w.contributors = first_k > 0 ? 0 : owner_last - cluster_id + 1;
+  return true;
+}
+// fp32 x 4 to and from global memory through L2 only: the other contributors' partials are
+// written by other SMs.
+__device__ __forceinline__ void StoreL2(float4* p, float4 v) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ float4 LoadL2(const float4* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// A stream-K partial's flag: raised (release, GPU scope) after the partial is stored, waited for
+// (acquire) before it is read.
+__device__ __forceinline__ void FlagRaise(int* flag) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(1) : "memory");
+}
+__device__ __forceinline__ void FlagWait(const int* flag) {
+  int v = 0;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+  } while (v == 0);
+}
+// Stream-K: a run past a tile's head stores this warp's partial sums in its CTA's slot and raises
+// the warp's flag; the head's owner waits for the flags of the clusters after it and adds their
+// partials into `acc` in cluster order (the result does not depend on who finished first).
+// Returns whether this CTA stores the tile.
+__device__ __forceinline__ bool StreamKFixup(const Params& p, const WorkTile& w, int cluster_id,
+                                             u32 rank, int consumer, int t,
+                                             float (&acc)[kTileN / 2]) {
+  constexpr int kVectors = kTileN / 8;  // float4s per thread
+  constexpr int kSlotVectors = kConsumers * kVectors * 128;
+  const int warp_slot = consumer * 4 + t / 32;
+  float4* slots = reinterpret_cast<float4*>(p.workspace + p.sk_flag_words) +
+                  static_cast<long long>(consumer) * kVectors * 128 + t;
+  int* flags = reinterpret_cast<int*>(p.workspace) + warp_slot;
+  const int cta = cluster_id * kClusterSize + static_cast<int>(rank);
+  if (w.contributors == 0) {
+    float4* mine = slots + static_cast<long long>(cta) * kSlotVectors;
+#pragma unroll
+    for (int j = 0; j < kVectors; ++j)
+      StoreL2(mine + j * 128,
+              make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+    __threadfence();
+    __syncwarp();
+    if (t % 32 == 0) FlagRaise(flags + cta * kConsumers * 4);
+    return false;
+  }
+  for (int c = 1; c < w.contributors; ++c) {
+    const int other = cta + c * kClusterSize;
+    if (t % 32 == 0) FlagWait(flags + other * kConsumers * 4);
+    __syncwarp();
+    const float4* theirs = slots + static_cast<long long>(other) * kSlotVectors;
+#pragma unroll
+    for (int j = 0; j < kVectors; ++j) {
+      const float4 v = LoadL2(theirs + j * 128);
+      acc[4 * j] += v.x;
+      acc[4 * j + 1] += v.y;
+      acc[4 * j + 2] += v.z;
+      acc[4 * j + 3] += v.w;
+    }
+  }
+  return true;
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -310,13 +446,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kClusterM; ++i) column_mask |= 1u << (i + kClusterM * rn);
 
-  // Data parallel: one work item per cluster, the batch and split-K slices in blockIdx.z.
-  // Persistent: the clusters of the grid stride over every work item.
+  // Data parallel: one work item per cluster. Persistent: the clusters of the grid stride over
+  // the work items (FirstWork, NextWork).
   const int cluster_id = blockIdx.x / kClusterSize;
   const int clusters = gridDim.x / kClusterSize;
-  const int work_first = kPersistent ? cluster_id : cluster_id + clusters * blockIdx.z;
-  const int work_stride = kPersistent ? clusters : 1;
-  const int work_end = kPersistent ? WorkCount(p) : work_first + 1;
 
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
@@ -334,8 +467,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
     if (t == 0) {
       int it = 0;  // stages filled so far, across work items: the ring's position and phase
-      for (int work = work_first; work < work_end; work += work_stride) {
-        const WorkTile w = WorkOf(p, work, rm, rn);
+      WorkCursor cursor = FirstWork(p, cluster_id, clusters);
+      WorkTile w;
+      while (NextWork(p, cursor, cluster_id, rm, rn, w)) {
         for (int kt = 0; kt < w.k_tiles; ++kt, ++it) {
           const int s = it % kStages;
           if (it >= kStages) BarrierWait(empty0 + 8 * s, ((it / kStages) + 1) & 1);
@@ -365,9 +499,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int warp = t / 32;
     const int lane = t % 32;
     int it = 0;
-    int local = 0;  // this cluster's work items so far: pingpong gives consumer c the c-th of two
-    for (int work = work_first; work < work_end; work += work_stride, ++local) {
-      const WorkTile w = WorkOf(p, work, rm, rn);
+    int local = -1;  // this cluster's work items so far: pingpong gives consumer c the c-th of two
+    WorkCursor cursor = FirstWork(p, cluster_id, clusters);
+    WorkTile w;
+    while (NextWork(p, cursor, cluster_id, rm, rn, w)) {
+      ++local;
       if (kPingPong && (local & 1) != consumer) {
         it += w.k_tiles;  // the other consumer's stages
         continue;
@@ -402,7 +538,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       }
       WgmmaWait<0>();
       if (w.k_tiles > 0) release((it - 1) % kStages);
-      if (kPingPong && work + work_stride < work_end) NamedBarrierArrive(2 - consumer);
+      if (kPingPong && cursor.next < cursor.end) NamedBarrierArrive(2 - consumer);
+      if (kStreamK && w.contributors != 1 &&
+          !StreamKFixup(p, w, cluster_id, rank, consumer, t, acc[0]))
+        continue;
 
 #pragma unroll
       for (int b = 0; b < kRowBlocks; ++b) {
