@@ -98,6 +98,9 @@ StatusOr<std::vector<ConvShapeRow>> LoadConvShapeFile(const std::string& path);
 //     DenseNet-121, Inception-v3, ShuffleNetV2, MobileNetV3-Large, SqueezeNet 1.1, the SD VAE
 //     decoder, YOLOv5s, R3D-18) at two batch sizes each, none equal to a row of the sets above or
 //     of conv_validation;
+//   "conv_train_hard": ~140 seeded draws over the regimes the models rank worst (3-4 channel
+//     stems, 3D with one-frame kernels, odd channel counts, grouped 3x3/2 on few channels, batch
+//     1-8 on small maps), none equal to a row of the sets above or of conv_validation;
 //   "conv_validation": the distinct conv layers of well-known networks (ResNet-50, ResNeXt-50,
 //     RegNetX-400MF, MobileNetV2, EfficientNet-B0, ConvNeXt-T, R(2+1)D-18, a 3D U-Net, the
 //     Stable Diffusion 1.5 UNet) at two batch sizes each, family "<network>.<layer>".

@@ -125,8 +125,8 @@ Command ShapesCommand() {
   return {
       "shapes",
       "generate the named shape sets (GEMM: wide, core, fp8, edge, holdout, drift; convolution: "
-      "conv_train, conv_train_extra, conv_train_networks, conv_validation) or check a shape file "
-      "of either kind",
+      "conv_train, conv_train_extra, conv_train_networks, conv_train_hard, conv_validation) or "
+      "check a shape file of either kind",
       [](CLI::App& app) -> RunFunction {
         auto args = std::make_shared<ShapesArgs>();
         app.require_subcommand(1);
@@ -136,7 +136,8 @@ Command ShapesCommand() {
                 "--set", args->set,
                 "GEMM: wide, core, fp8, edge, holdout or drift; all but edge "
                 "with _framework: tokens in n (TN as nn.Linear calls it). "
-                "Convolution: conv_train, conv_train_extra, conv_train_networks, conv_validation")
+                "Convolution: conv_train, conv_train_extra, conv_train_networks, conv_train_hard, "
+                "conv_validation")
             ->required();
         args->generate->add_option("-o,--output", args->output, "CSV file (default: stdout)");
         args->check = app.add_subcommand(

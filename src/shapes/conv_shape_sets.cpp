@@ -1,6 +1,7 @@
 // The generated conv shape sets (kselect/shapes.h): conv_train, a systematic and random cover of
-// seed 003's regimes, conv_train_extra, more random draws, and conv_validation, the conv layers of
-// well-known networks. Deterministic: no std:: distributions, no clock.
+// seed 003's regimes, conv_train_extra, more random draws, conv_train_networks, other networks'
+// layers, conv_train_hard, draws in the regimes the models rank worst, and conv_validation, the
+// conv layers of well-known networks. Deterministic: no std:: distributions, no clock.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -648,6 +649,169 @@ std::vector<ConvShapeRow> TrainNetworksSet() {
   return b.Take();
 }
 
+// ---------------------------------------------------------------------------- conv_train_hard
+
+// Seeded draws over the regimes the shipped models rank worst on real layers (session 23): stems
+// on 1-4 input channels, 3D layers whose kernel spans one frame, channel counts off the
+// 8-element vector width, layers writing or reading a handful of channels, grouped 3x3 stride 2
+// on narrow groups at small batch, and batch 1-8 on small maps. Each regime draws until it holds
+// its quota (a draw equal to a row already taken or excluded is redrawn), so the set's make-up
+// does not depend on what the other sets hold.
+
+// Channel counts off the vector width: any count in [lo, hi] (log-uniform), nudged off a multiple
+// of 8 when it lands on one.
+int64_t OddChannels(Lcg& rng, int64_t lo, int64_t hi) {
+  int64_t c = rng.LogUniform(lo, hi, 1);
+  if (c % 8 == 0) c += 1 + static_cast<int64_t>(rng.Next() % 7);
+  return std::min(c, hi);
+}
+
+// A channel count on the vector width or, `odd_percent` of the time, off it.
+int64_t MixedChannels(Lcg& rng, int64_t lo, int64_t hi, int odd_percent) {
+  return rng.Chance(odd_percent) ? OddChannels(rng, lo, hi) : rng.LogUniform(lo, hi, 8);
+}
+
+// Draws `quota` rows from `draw` (each call one candidate shape), giving up after 100 tries per
+// row: the regimes are wide enough that it never comes to that.
+template <typename Draw>
+void DrawQuota(ConvSetBuilder& b, size_t quota, const std::string& family, Draw draw) {
+  const size_t target = b.size() + quota;
+  for (size_t attempts = 0; b.size() < target && attempts < 100 * quota; ++attempts) {
+    b.Add(draw(), family);
+  }
+}
+
+void HardStems2d(ConvSetBuilder& b, Lcg& rng) {
+  // filter, stride, pad: 3x3/1-2, 5x5-7x7/2, and patchify (filter = stride).
+  constexpr int64_t kStems[][3] = {{3, 1, 1}, {3, 2, 1}, {3, 2, 0}, {5, 2, 2}, {6, 2, 2},
+                                   {7, 2, 3}, {2, 2, 0}, {4, 4, 0}, {8, 8, 0}, {16, 16, 0}};
+  constexpr int64_t kInputs[] = {1, 3, 3, 3, 4};
+  constexpr int64_t kStemBatches[] = {1, 1, 2, 4, 8, 16, 32};
+  DrawQuota(b, 24, "hard.stem2d", [&] {
+    const auto* stem = kStems[rng.Next() % std::size(kStems)];
+    const int64_t hw = rng.LogUniform(64, 384, 8);
+    const int64_t k = MixedChannels(rng, 16, 256, 25);
+    return Conv2d(rng.Pick(kStemBatches), rng.Pick(kInputs), k, hw, stem[0], stem[1], stem[2]);
+  });
+}
+
+void HardStems3d(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kInputs[] = {1, 3, 3, 4};
+  constexpr int64_t kBatches3d[] = {1, 1, 2, 4};
+  DrawQuota(b, 10, "hard.stem3d", [&] {
+    const int64_t f = rng.Chance(50) ? 7 : rng.Chance(50) ? 5 : 3;
+    const int64_t z = rng.Chance(60) ? 1 : 3;  // one-frame spatial stems ((2+1)D) and full 3D
+    const int64_t sd = z == 1 || rng.Chance(50) ? 1 : 2;
+    const int64_t d = rng.LogUniform(4, 32, 2);
+    const int64_t hw = rng.LogUniform(48, 160, 8);
+    const int64_t k = MixedChannels(rng, 16, 96, 40);
+    return Conv3d(rng.Pick(kBatches3d), rng.Pick(kInputs), k, d, hw, {z, f, f}, {sd, 2, 2},
+                  {z / 2, f / 2, f / 2});
+  });
+}
+
+void HardOneFrame3d(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kBatches3d[] = {1, 1, 2, 4, 8};
+  DrawQuota(b, 28, "hard.one_frame3d", [&] {
+    const int64_t c = MixedChannels(rng, 16, 1024, 40);
+    const int64_t k = MixedChannels(rng, 16, 1024, 50);
+    const int64_t d = rng.LogUniform(2, 32, 1);
+    const int64_t hw = rng.LogUniform(7, 64, 1);
+    const int kind = static_cast<int>(rng.Next() % 4);
+    if (kind <= 1) {  // 1x3x3 spatial, stride 1 or a 2x2 spatial stride
+      const int64_t s = kind == 1 ? 2 : 1;
+      return Conv3d(rng.Pick(kBatches3d), c, k, d, hw, {1, 3, 3}, {1, s, s}, {0, 1, 1});
+    }
+    if (kind == 2) {  // 1x1x1 projections, often strided in time and space
+      const int64_t s = rng.Chance(60) ? 2 : 1;
+      return Conv3d(rng.Pick(kBatches3d), c, k, d, hw, {1, 1, 1}, {s, s, s}, {0, 0, 0});
+    }
+    // 3x1x1 temporal on off-width channels (the other half of a (2+1)D pair)
+    const int64_t s = rng.Chance(30) ? 2 : 1;
+    return Conv3d(rng.Pick(kBatches3d), c, k, d, hw, {3, 1, 1}, {s, 1, 1}, {1, 0, 0});
+  });
+}
+
+void HardOddChannels2d(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kFilters[] = {1, 1, 3, 3, 3, 5, 7};
+  DrawQuota(b, 28, "hard.odd_channels", [&] {
+    // Both off the width, or one on it and the other off.
+    const int both = static_cast<int>(rng.Next() % 3);
+    const int64_t c = both == 2 ? rng.LogUniform(16, 1536, 8) : OddChannels(rng, 5, 1536);
+    const int64_t k = both == 1 ? rng.LogUniform(16, 1536, 8) : OddChannels(rng, 5, 1536);
+    const int64_t f = rng.Pick(kFilters);
+    const int64_t stride = rng.Chance(25) ? 2 : 1;
+    return Conv2d(rng.Pick(kBatches), c, k, rng.LogUniform(7, 112, 1), f, stride, f / 2);
+  });
+}
+
+void HardFewChannels(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kFew[] = {1, 2, 3, 4, 4, 6};
+  constexpr int64_t kSmallBatches[] = {1, 1, 2, 4, 8};
+  DrawQuota(b, 14, "hard.few_channels", [&] {
+    const int64_t few = rng.Pick(kFew);
+    const int64_t wide = rng.LogUniform(16, 512, 8);
+    const bool out = rng.Chance(50);  // a head writing `few` channels, or an input layer
+    const int64_t c = out ? wide : few, k = out ? few : wide;
+    const int64_t f = rng.Chance(60) ? 3 : 1;
+    if (rng.Chance(35)) {
+      return Conv3d(rng.Pick(kSmallBatches), c, k, rng.LogUniform(8, 64, 4),
+                    rng.LogUniform(16, 96, 8), {f, f, f}, {1, 1, 1}, {f / 2, f / 2, f / 2});
+    }
+    return Conv2d(rng.Pick(kSmallBatches), c, k, rng.LogUniform(32, 256, 8), f, 1, f / 2);
+  });
+}
+
+void HardGroupedStrided(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kGroupWidths[] = {4, 8, 8, 16, 16, 24, 32};
+  constexpr int64_t kGroups[] = {2, 2, 4, 4, 8, 16};
+  constexpr int64_t kSmallBatches[] = {1, 1, 1, 2, 4};
+  DrawQuota(b, 18, "hard.grouped3x3_s2", [&] {
+    const int64_t g = rng.Pick(kGroups);
+    const int64_t c = g * rng.Pick(kGroupWidths);
+    const int64_t hw = rng.LogUniform(14, 128, 2);
+    return Conv2d(rng.Pick(kSmallBatches), c, c, hw, 3, 2, 1, g);
+  });
+}
+
+void HardSmallBatchSmallMaps(ConvSetBuilder& b, Lcg& rng) {
+  constexpr int64_t kSmallBatches[] = {1, 1, 2, 4, 8};
+  constexpr int64_t kFilters[] = {1, 1, 3, 3, 5};
+  DrawQuota(b, 16, "hard.small_maps", [&] {
+    const int64_t c = MixedChannels(rng, 32, 2048, 20);
+    const int64_t k = MixedChannels(rng, 32, 2048, 20);
+    const int64_t f = rng.Pick(kFilters);
+    const int64_t stride = rng.Chance(25) ? 2 : 1;
+    const int64_t g = rng.Chance(20) ? c : 1;  // some depthwise
+    return Conv2d(rng.Pick(kSmallBatches), c, g == c ? c : k, rng.LogUniform(3, 14, 1), f, stride,
+                  f / 2, g);
+  });
+  // 1x1 stride-2 projections on narrow channels at batch 1-2 (a few microseconds each).
+  DrawQuota(b, 8, "hard.narrow_1x1_s2", [&] {
+    const int64_t c = MixedChannels(rng, 8, 96, 25);
+    const int64_t k = MixedChannels(rng, 8, 192, 25);
+    return Conv2d(rng.Chance(70) ? 1 : 2, c, k, rng.LogUniform(14, 112, 2), 1, 2, 0);
+  });
+}
+
+std::vector<ConvShapeRow> TrainHardSet() {
+  std::set<std::string> excluded;
+  for (const ConvShapeRow& row : ValidationSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainExtraSet()) excluded.insert(row.shape.ToString());
+  for (const ConvShapeRow& row : TrainNetworksSet()) excluded.insert(row.shape.ToString());
+  ConvSetBuilder b(&excluded);
+  Lcg rng(20261128);
+  HardStems2d(b, rng);
+  HardStems3d(b, rng);
+  HardOneFrame3d(b, rng);
+  HardOddChannels2d(b, rng);
+  HardFewChannels(b, rng);
+  HardGroupedStrided(b, rng);
+  HardSmallBatchSmallMaps(b, rng);
+  return b.Take();
+}
+
 // --------------------------------------------------------------------------- conv_validation
 
 // A bottleneck residual stage (ResNet-50 v1.5, ResNeXt, RegNetX): 1x1 in -> width, 3x3 width ->
@@ -923,6 +1087,16 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
         "r3d_18: Tran et al. 2018, torchvision r3d_18, 16x112x112 clips, batch 1 / 4",
         "Capped at 0.5 TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
   }
+  if (set == "conv_train_hard") {
+    return {"Training shapes in the regimes the models rank worst (seed 20261128): stems on 1-4",
+            "input channels (2D 3x3-7x7 and patchify, 3D one-frame and full), 3D 1x3x3 / 1x1x1 /",
+            "3x1x1 layers with channel counts on and off the 8-element vector width, 2D layers",
+            "with odd C or K, heads and inputs with 1-6 channels, grouped 3x3 stride 2 on 4-32",
+            "channels per group at batch 1-4, batch 1-8 on 3x3-14x14 maps, 1x1 stride-2",
+            "projections on narrow channels; no row equals a conv_validation, conv_train,",
+            "conv_train_extra or conv_train_networks row. Family = hard.<regime>. Capped at 0.5",
+            "TFLOP per forward pass and 256 MiB per bf16 tensor (batch halved to fit)."};
+  }
   if (set == "conv_validation") {
     return {
         "Validation shapes: the distinct conv layers of well-known networks, never trained on.",
@@ -947,17 +1121,20 @@ std::vector<std::string> ConvShapeSetSources(std::string_view set) {
 }
 
 std::vector<std::string_view> ConvShapeSetNames() {
-  return {"conv_train", "conv_train_extra", "conv_train_networks", "conv_validation"};
+  return {"conv_train", "conv_train_extra", "conv_train_networks", "conv_train_hard",
+          "conv_validation"};
 }
 
 StatusOr<std::vector<ConvShapeRow>> GenerateConvShapeSet(std::string_view set) {
   if (set == "conv_train") return TrainSet();
   if (set == "conv_train_extra") return TrainExtraSet();
   if (set == "conv_train_networks") return TrainNetworksSet();
+  if (set == "conv_train_hard") return TrainHardSet();
   if (set == "conv_validation") return ValidationSet();
   return InvalidArgumentError(
       "unknown conv shape set '" + std::string(set) +
-      "' (known: conv_train, conv_train_extra, conv_train_networks, conv_validation)");
+      "' (known: conv_train, conv_train_extra, conv_train_networks, conv_train_hard, "
+      "conv_validation)");
 }
 
 }  // namespace kselect

@@ -394,7 +394,7 @@ StatusOr<std::vector<ShapeRow>> GenerateShapeSet(std::string_view set) {
       "' (known: wide, core, fp8, edge, holdout, drift, h100, holdout_h100; all but edge with the "
       "suffix "
       "_framework: m and n swapped, tokens in n; conv sets: conv_train, conv_train_extra, "
-      "conv_train_networks, conv_validation)");
+      "conv_train_networks, conv_train_hard, conv_validation)");
 }
 
 std::string ShapeCsv(const std::vector<ShapeRow>& rows, std::string_view origin) {

@@ -208,9 +208,9 @@ TEST(ConvShapesTest, ExtraTrainingSharesNoShapeWithTheOtherSets) {
   EXPECT_EQ(extra.size(), 300u);
   std::set<std::string> others;
   for (const char* set : {"conv_train", "conv_validation"}) {
-    for (const ConvShapeRow& r : GenerateConvShapeSet(set).value()) {
-      others.insert(r.shape.ToString());
-    }
+    // Held by name: a range-for over the temporary's value() would read a destroyed StatusOr.
+    const std::vector<ConvShapeRow> rows = GenerateConvShapeSet(set).value();
+    for (const ConvShapeRow& r : rows) others.insert(r.shape.ToString());
   }
   int odd = 0;
   for (const ConvShapeRow& r : extra) {
@@ -226,9 +226,9 @@ TEST(ConvShapesTest, NetworkTrainingLayersShareNoShapeWithTheOtherSets) {
   const auto networks = GenerateConvShapeSet("conv_train_networks").value();
   std::set<std::string> others;
   for (const char* set : {"conv_train", "conv_train_extra", "conv_validation"}) {
-    for (const ConvShapeRow& r : GenerateConvShapeSet(set).value()) {
-      others.insert(r.shape.ToString());
-    }
+    // Held by name: a range-for over the temporary's value() would read a destroyed StatusOr.
+    const std::vector<ConvShapeRow> rows = GenerateConvShapeSet(set).value();
+    for (const ConvShapeRow& r : rows) others.insert(r.shape.ToString());
   }
   std::map<std::string, int> layers, batch_one;
   for (const ConvShapeRow& r : networks) {
@@ -244,6 +244,37 @@ TEST(ConvShapesTest, NetworkTrainingLayersShareNoShapeWithTheOtherSets) {
     EXPECT_GT(batch_one[net], 0) << net;
   }
   EXPECT_GE(networks.size(), 150u);
+}
+
+// The hard-regime training draws repeat no row of the other sets (conv_validation above all), fill
+// every regime's quota, and stay within the generator's caps.
+TEST(ConvShapesTest, HardTrainingSharesNoShapeWithTheOtherSets) {
+  const auto hard = GenerateConvShapeSet("conv_train_hard").value();
+  std::set<std::string> others;
+  for (const char* set :
+       {"conv_train", "conv_train_extra", "conv_train_networks", "conv_validation"}) {
+    // Held by name: a range-for over the temporary's value() would read a destroyed StatusOr.
+    const std::vector<ConvShapeRow> rows = GenerateConvShapeSet(set).value();
+    for (const ConvShapeRow& r : rows) others.insert(r.shape.ToString());
+  }
+  std::map<std::string, int> families;
+  int one_frame_3d = 0, odd = 0, few_channel_input = 0;
+  for (const ConvShapeRow& r : hard) {
+    EXPECT_FALSE(others.contains(r.shape.ToString())) << r.family << ": " << r.shape.ToString();
+    EXPECT_LE(r.shape.Flops(), 0.5e12) << r.family << ": " << r.shape.ToString();
+    ++families[r.family];
+    if (r.shape.Is3d() && r.shape.z == 1) ++one_frame_3d;
+    if (r.shape.g == 1 && (r.shape.c % 8 != 0 || r.shape.k % 8 != 0)) ++odd;
+    if (r.shape.c <= 4) ++few_channel_input;
+  }
+  const std::map<std::string, int> quotas = {{"hard.stem2d", 24},       {"hard.stem3d", 10},
+                                             {"hard.one_frame3d", 28},  {"hard.odd_channels", 28},
+                                             {"hard.few_channels", 14}, {"hard.grouped3x3_s2", 18},
+                                             {"hard.small_maps", 16},   {"hard.narrow_1x1_s2", 8}};
+  EXPECT_EQ(families, quotas);
+  EXPECT_GE(one_frame_3d, 20);
+  EXPECT_GE(odd, 50);
+  EXPECT_GE(few_channel_input, 30);
 }
 
 // The committed files are exactly what the generator writes (rows, not the comment lines).
