@@ -308,6 +308,12 @@ TEST(TileSpecTest, StreamKSplitsTheTailByIterations) {
   EXPECT_EQ(layout.dp_tiles, 256);
   EXPECT_EQ(layout.sk_tiles, 4);
   EXPECT_EQ(layout.sk_clusters, 32);
+  // Short K: still a cluster per split tile (4 k tiles each, not 16 on one cluster).
+  p.k = 256;
+  layout = StreamKLayoutOf(c, p, 128);
+  EXPECT_EQ(layout.sk_tiles, 4);
+  EXPECT_EQ(layout.sk_clusters, 4);
+  p.k = 8192;
   // Below a wave: 8 tiles x 64 k tiles, each split in 4 parts of 16 k tiles (the same offsets).
   p.m = 1024, p.n = 128, p.k = 4096;
   EXPECT_EQ(StreamKClusters(c, p, 132), 32);

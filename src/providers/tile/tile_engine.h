@@ -84,10 +84,10 @@ size_t WorkspaceBytes(const TileKernelSpec& spec, const GemmProblem& problem);
 
 // Stream-K (TileScheduler::kStreamK) over a grid of `clusters` clusters: work ids below dp_tiles
 // (whole waves) run whole, the next sk_tiles (a last wave at most three quarters full, or all
-// tiles below a wave) are split evenly by k
-// iterations over the first sk_clusters clusters, each taking at least kMinStreamKIterations k
-// tiles (warp_specialized.cuh). The workspace holds flag_words int flags (zeroed before each
-// launch), then one fp32 partial tile per CTA.
+// tiles below a wave) are split evenly by k iterations over the first sk_clusters clusters: one
+// per split tile, more where each still gets kMinStreamKIterations k tiles
+// (warp_specialized.cuh). The workspace holds flag_words int flags (zeroed before each launch),
+// then one fp32 partial tile per CTA.
 struct StreamKLayout {
   int32_t dp_tiles = 0, sk_tiles = 0, sk_clusters = 0, flag_words = 0;
   size_t workspace_bytes = 0;

@@ -559,8 +559,11 @@ StreamKLayout StreamKLayoutOf(const TileConfig& c, const GemmProblem& problem, i
   const int64_t dp = tiles / clusters * clusters;
   layout.dp_tiles = static_cast<int32_t>(dp);
   layout.sk_tiles = static_cast<int32_t>(tiles - dp);
+  // At least one cluster per split tile (short K must not queue whole tiles on a few clusters),
+  // more where each still gets kMinStreamKIterations k tiles.
+  const int64_t sk = layout.sk_tiles;
   layout.sk_clusters = static_cast<int32_t>(
-      std::clamp<int64_t>(layout.sk_tiles * k_tiles / kMinStreamKIterations, 1, clusters));
+      std::clamp<int64_t>(std::max(sk, sk * k_tiles / kMinStreamKIterations), 1, clusters));
   layout.flag_words = StreamKFlagWords(c, clusters);
   layout.workspace_bytes = StreamKWorkspaceBytes(c, clusters);
   return layout;
