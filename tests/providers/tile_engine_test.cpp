@@ -70,6 +70,14 @@ TEST(TileRulesTest, RuleNamesAreUniqueAndDocumented) {
   EXPECT_TRUE(CheckValid(DefaultSpec()).ok()) << CheckValid(DefaultSpec()).ToString();
 }
 
+// A warp_specialized 128 x tile_n x 64 tile: two consumer warpgroups, wgmma m64 n<tile_n> k16.
+void WarpSpecialized128(TileKernelSpec& s, int32_t tile_n) {
+  s.config.pipeline = TilePipeline::kWarpSpecialized;
+  s.config.tile_m = 128, s.config.tile_n = tile_n, s.config.tile_k = 64;
+  s.config.warps_m = 2, s.config.warps_n = 1;
+  s.config.instr_m = 64, s.config.instr_n = tile_n, s.config.instr_k = 16;
+}
+
 // Each bad config is rejected by the rule that names its fault.
 TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
   struct Case {
@@ -88,18 +96,12 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
        }},
       {"ws_mn_major_chunks",
        [](TileKernelSpec& s) {
-         s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 96, s.config.tile_k = 64;
-         s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 96, s.config.instr_k = 16;
+         WarpSpecialized128(s, 96);
          s.layout.b = MatrixOrder::kRowMajor;
        }},
       {"ws_alignment",
        [](TileKernelSpec& s) {
-         s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
-         s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         WarpSpecialized128(s, 128);
          s.align_b = 4;
        }},
       {"scheduler_data_parallel",
@@ -107,18 +109,12 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"pingpong_shape",
        [](TileKernelSpec& s) {
          // Each pingpong consumer holds a whole 128 x 256 tile: 256 accumulators per thread.
-         s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 256, s.config.tile_k = 64;
-         s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 256, s.config.instr_k = 16;
+         WarpSpecialized128(s, 256);
          s.config.scheduler = TileScheduler::kPingPong;
        }},
       {"streamk_shape",
        [](TileKernelSpec& s) {
-         s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 128, s.config.tile_k = 64;
-         s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 128, s.config.instr_k = 16;
+         WarpSpecialized128(s, 128);
          s.config.scheduler = TileScheduler::kStreamK;
          s.config.split_k = 2;
        }},
@@ -126,10 +122,7 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
       {"cluster_pieces",
        [](TileKernelSpec& s) {
          // Row-major B arrives in 64-wide chunks: one chunk cannot be split over two CTAs.
-         s.config.pipeline = TilePipeline::kWarpSpecialized;
-         s.config.tile_m = 128, s.config.tile_n = 64, s.config.tile_k = 64;
-         s.config.warps_m = 2, s.config.warps_n = 1;
-         s.config.instr_m = 64, s.config.instr_n = 64, s.config.instr_k = 16;
+         WarpSpecialized128(s, 64);
          s.config.cluster_m = 2;
          s.layout.b = MatrixOrder::kRowMajor;
        }},
