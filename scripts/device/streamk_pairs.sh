@@ -4,7 +4,8 @@
 # cuBLASLt's best of its top 16 as the yardstick) on shapes whose tiles leave the last wave more
 # or less full. Run on an nvidia-h200 from the repository root with `kselect` in $BIN; JSON and
 # logs land in $OUT, a table of streamk / persistent per config and shape last.
-# Env: BIN (default .devcarry-bench), SHAPES ("m,n,k ..."), ROUNDS, SECONDS, RUN_ID.
+# Env: BIN (default .devcarry-bench), SHAPES ("m,n,k ..."), TILES ("tile_n:stages ...", 128-row
+# tiles; default "256:4 192:4 128:5"), FINALISTS (default 12), ROUNDS, SECONDS_LIMIT, RUN_ID.
 set -uo pipefail
 BIN="${BIN:-.devcarry-bench}"
 OUT="${OUT:-/tmp/kselect-out}"
@@ -13,11 +14,12 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv \
   > "$OUT/smi.txt"
-python3 - rules/tile/default.json "$OUT/streamk_pairs.json" <<'PY'
+python3 - rules/tile/default.json "$OUT/streamk_pairs.json" "${TILES:-256:4 192:4 128:5}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))  # the default set's fields and validity rules, other groups
 groups = []
-for tile, stages in ((256, 4), (192, 4), (128, 5)):
+for entry in sys.argv[3].split():
+    tile, stages = (int(x) for x in entry.split(":"))
     groups.append({"pipeline": "warp_specialized", "tile": [[128, tile, 64]],
                    "warps": [[2, 1, 1]], "instr": [[64, tile, 16]], "stages": [stages],
                    "swizzle": [8], "cluster": [[1, 1], [2, 1]],
@@ -31,7 +33,7 @@ PY
 shape_args=()
 for s in $SHAPES; do shape_args+=(--shape "$s"); done
 timeout "${SECONDS_LIMIT:-500}" "$BIN/kselect" tile bench --rules "$OUT/streamk_pairs.json" \
-  --rules-dir rules --layout rcc "${shape_args[@]}" --cublaslt-picks 16 --finalists 12 \
+  --rules-dir rules --layout rcc "${shape_args[@]}" --cublaslt-picks 16 --finalists "${FINALISTS:-12}" \
   --rounds "${ROUNDS:-11}" --device-kind nvidia-h200 --run-id "${RUN_ID:-streamk-pairs}" \
   --json "$OUT/pairs.json" > "$OUT/pairs.out" 2>&1
 echo "bench rc=$?"
