@@ -17,6 +17,7 @@
 // standing for that timing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -82,6 +83,10 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
 // Without `provider` the source is read twice.
 StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Provider> provider);
 
+// How many of the model's best-ranked configs "timed at first use" figures time (the selector's
+// SelectorOptions::time_top_k): the best measured of them is what dispatch would run.
+inline constexpr std::array<int, 3> kTimedTopK = {2, 3, 5};
+
 // The outcome of one problem given a score per candidate (higher = better).
 struct ProblemOutcome {
   std::string problem_key;
@@ -97,9 +102,9 @@ struct ProblemOutcome {
   std::optional<double> peer_best_of_8_efficiency;
   std::optional<double> peer_b_top1_efficiency;  // the second heuristic's, where recorded
   std::optional<double> peer_b_best_of_8_efficiency;
-  // The best measured of the model's top 2, 3 and 5 (timing them at first use), / oracle.
-  double model_top2_timed_efficiency = 0, model_top3_timed_efficiency = 0,
-         model_top5_timed_efficiency = 0;
+  // Per kTimedTopK entry: the best measured of the model's top k (timing them at first use),
+  // / oracle.
+  std::array<double, kTimedTopK.size()> model_timed_efficiency{};
 };
 ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const double> scores);
 
@@ -148,14 +153,15 @@ struct EvalSummary {
   int64_t speedup_problems = 0, faster_than_peer_top1 = 0, slower_than_peer_top1 = 0;
   // The provider's second heuristic (peer_rank_b), empty (counts 0) when no row carries a rank.
   PeerSummary peer_b;
-  // The model's top 2, 3 and 5 timed at first use (the best measured of them), with their
-  // geomean over the peer's rank-1 pick (0 without peer ranks).
+  // Per kTimedTopK entry: the model's top k timed at first use (the best measured of them), with
+  // their geomean over the peer's rank-1 pick (0 without peer ranks).
   struct TimedTopK {
     int k = 0;
     EfficiencyStats efficiency;
     double speedup_over_peer_top1 = 0;
   };
-  TimedTopK timed_top2{.k = 2}, timed_top3{.k = 3}, timed_top5{.k = 5};
+  std::array<TimedTopK, kTimedTopK.size()> timed{
+      TimedTopK{.k = kTimedTopK[0]}, TimedTopK{.k = kTimedTopK[1]}, TimedTopK{.k = kTimedTopK[2]}};
   bool HasPeerB() const { return peer_b.top1.count > 0 || peer_b.best_of_8.count > 0; }
   // The heuristics' names in reports (EvaluateScores sets them from the data's provider).
   PeerNames peer_names = PeerNamesOf(Provider::kCublasLt);

@@ -221,13 +221,12 @@ int RunEval(const EvalArgs& args) {
                 100 * e.min);
     std::printf("top-1 %.2f%%, top-5 hit %.2f%%, NDCG@10 %.2f%%\n", 100 * summary->top1,
                 100 * summary->top5, 100 * summary->ndcg_at_10);
-    for (const EvalSummary::TimedTopK* timed :
-         {&summary->timed_top2, &summary->timed_top3, &summary->timed_top5}) {
-      std::printf("model's top %d timed at first use: mean %.2f%%, p10 %.2f%%, min %.2f%%",
-                  timed->k, 100 * timed->efficiency.mean, 100 * timed->efficiency.p10,
-                  100 * timed->efficiency.min);
-      if (timed->speedup_over_peer_top1 > 0) {
-        std::printf(", %.4fx the %s's rank-1 pick", timed->speedup_over_peer_top1,
+    for (const EvalSummary::TimedTopK& timed : summary->timed) {
+      std::printf("model's top %d timed at first use: mean %.2f%%, p10 %.2f%%, min %.2f%%", timed.k,
+                  100 * timed.efficiency.mean, 100 * timed.efficiency.p10,
+                  100 * timed.efficiency.min);
+      if (timed.speedup_over_peer_top1 > 0) {
+        std::printf(", %.4fx the %s's rank-1 pick", timed.speedup_over_peer_top1,
                     summary->peer_names.a.name.c_str());
       }
       std::printf("\n");

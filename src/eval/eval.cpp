@@ -300,9 +300,8 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
     for (size_t r = 0; r < k && r < order.size(); ++r) best = std::max(best, tflops[order[r]]);
     return o.oracle_tflops > 0 ? best / o.oracle_tflops : 0;
   };
-  o.model_top2_timed_efficiency = best_of_first(2);
-  o.model_top3_timed_efficiency = best_of_first(3);
-  o.model_top5_timed_efficiency = best_of_first(5);
+  for (size_t i = 0; i < kTimedTopK.size(); ++i)
+    o.model_timed_efficiency[i] = best_of_first(static_cast<size_t>(kTimedTopK[i]));
   // Ties in measured TFLOPS count as hits: the oracle's rank is that of the first candidate as
   // fast as the oracle.
   for (size_t r = 0; r < order.size(); ++r) {
@@ -415,15 +414,13 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
     s.peer_b.speedup_over_top1 =
         std::exp(log_speedup_b / static_cast<double>(s.peer_b.speedup_problems));
   }
-  for (const auto& [timed, efficiency_of] :
-       {std::pair{&s.timed_top2, &ProblemOutcome::model_top2_timed_efficiency},
-        std::pair{&s.timed_top3, &ProblemOutcome::model_top3_timed_efficiency},
-        std::pair{&s.timed_top5, &ProblemOutcome::model_top5_timed_efficiency}}) {
+  for (size_t i = 0; i < kTimedTopK.size(); ++i) {
+    EvalSummary::TimedTopK* timed = &s.timed[i];
     std::vector<double> values;
     double log_sum = 0;
     int64_t with_peer = 0;
     for (const ProblemOutcome& o : outcomes) {
-      const double e = o.*efficiency_of;
+      const double e = o.model_timed_efficiency[i];
       values.push_back(e);
       if (o.peer_top1_efficiency && *o.peer_top1_efficiency > 0 && e > 0) {
         log_sum += std::log(e / *o.peer_top1_efficiency);
@@ -471,10 +468,11 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                         {"oracle_config", o.oracle_config},
                         {"oracle_predicted_rank", o.oracle_predicted_rank},
                         {"ndcg_at_5", o.ndcg_at_5},
-                        {"ndcg_at_10", o.ndcg_at_10},
-                        {"model_top2_timed_efficiency", o.model_top2_timed_efficiency},
-                        {"model_top3_timed_efficiency", o.model_top3_timed_efficiency},
-                        {"model_top5_timed_efficiency", o.model_top5_timed_efficiency}};
+                        {"ndcg_at_10", o.ndcg_at_10}};
+    for (size_t i = 0; i < kTimedTopK.size(); ++i) {
+      p["model_top" + std::to_string(kTimedTopK[i]) + "_timed_efficiency"] =
+          o.model_timed_efficiency[i];
+    }
     p["peer_top1_efficiency"] =
         o.peer_top1_efficiency ? nlohmann::json(*o.peer_top1_efficiency) : nlohmann::json();
     p["peer_best_of_8_efficiency"] = o.peer_best_of_8_efficiency
@@ -512,10 +510,10 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
                         {"slower_than_peer_top1", s.slower_than_peer_top1}}},
                       {"slices", slices},
                       {"problems", problems}};
-  for (const EvalSummary::TimedTopK* timed : {&s.timed_top2, &s.timed_top3, &s.timed_top5}) {
-    nlohmann::json t = StatsJson(timed->efficiency);
-    t["geomean_speedup_over_peer_top1"] = timed->speedup_over_peer_top1;
-    j["timed_at_first_use"]["model_top" + std::to_string(timed->k)] = std::move(t);
+  for (const EvalSummary::TimedTopK& timed : s.timed) {
+    nlohmann::json t = StatsJson(timed.efficiency);
+    t["geomean_speedup_over_peer_top1"] = timed.speedup_over_peer_top1;
+    j["timed_at_first_use"]["model_top" + std::to_string(timed.k)] = std::move(t);
   }
   nlohmann::json& peers = j["peers"];
   peers["peer_name"] = s.peer_names.a.name;
@@ -544,9 +542,11 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
        << " | " << Pct(e.p10) << " | " << Pct(e.min) << " |\n";
   };
   row("kselect model", s.model);
-  row("kselect model, its top 2 timed at first use", s.timed_top2.efficiency);
-  row("kselect model, its top 3 timed at first use", s.timed_top3.efficiency);
-  row("kselect model, its top 5 timed at first use", s.timed_top5.efficiency);
+  for (const EvalSummary::TimedTopK& timed : s.timed) {
+    const std::string name =
+        "kselect model, its top " + std::to_string(timed.k) + " timed at first use";
+    row(name.c_str(), timed.efficiency);
+  }
   const PeerNames& names = s.peer_names;
   const std::string a_top1 = names.a.name + " (rank 1)",
                     a_best = names.a.short_name + " best of top 8";

@@ -69,14 +69,15 @@ TEST(EvaluateProblem, TimedAtFirstUseIsTheBestOfTheModelsTopK) {
   const std::vector<double> scores = {6, 2, 5, 4, 3, 1};  // order 20, 50, 60, 80, 100, 90
   const ProblemOutcome o = EvaluateProblem(p, scores);
   EXPECT_DOUBLE_EQ(o.efficiency, 0.2);
-  EXPECT_DOUBLE_EQ(o.model_top2_timed_efficiency, 0.5);
-  EXPECT_DOUBLE_EQ(o.model_top3_timed_efficiency, 0.6);
-  EXPECT_DOUBLE_EQ(o.model_top5_timed_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[0], 0.5);  // top 2
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[1], 0.6);  // top 3
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[2], 1.0);  // top 5
   EXPECT_EQ(o.oracle_predicted_rank, 5);
 
   const EvalSummary s = Summarize({o});
-  EXPECT_DOUBLE_EQ(s.timed_top5.efficiency.mean, 1.0);
-  EXPECT_NEAR(s.timed_top3.speedup_over_peer_top1, 3.0, 1e-12);  // 0.6 / 0.2
+  EXPECT_EQ(s.timed[2].k, 5);
+  EXPECT_DOUBLE_EQ(s.timed[2].efficiency.mean, 1.0);
+  EXPECT_NEAR(s.timed[1].speedup_over_peer_top1, 3.0, 1e-12);  // top 3: 0.6 / 0.2
   const nlohmann::json j = nlohmann::json::parse(EvalSummaryToJson(s, "m", "d"));
   EXPECT_DOUBLE_EQ(j["timed_at_first_use"]["model_top5"]["mean"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(
