@@ -29,7 +29,11 @@ std::string NvrtcVersionText();
 // The largest shared memory a block may use on sm_90 (227 KiB).
 inline constexpr int64_t kMaxSharedBytesPerBlock = 232448;
 
-// k tiles per split-K slice of `problem` (ceil(ceil(k / tile_k) / split_k)).
+// k tiles of `problem` (ceil(k / tile_k)), and per split-K slice (ceil of that / split_k).
+int64_t KTiles(const TileConfig& c, const GemmProblem& problem);
 int32_t KTilesPerSplit(const TileConfig& c, const GemmProblem& problem);
+// Clusters of cluster_m x cluster_n output tiles covering one batch entry's m x n (a
+// warp_specialized launch's work items per batch entry and split-K slice).
+int64_t ClustersPerSlice(const TileConfig& c, const GemmProblem& problem);
 
 }  // namespace kselect::tile

@@ -204,8 +204,7 @@ Status TileKernel::Launch(const GemmProblem& problem, const GemmArguments& args)
   } else if (c.pipeline == TilePipeline::kWarpSpecialized) {
     // Whole clusters of cluster_m x cluster_n tiles (edge CTAs past m or n load zeros, store
     // nothing and still multicast their pieces); persistent grids stride over all of them.
-    const int64_t clusters =
-        ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n);
+    const int64_t clusters = ClustersPerSlice(c, problem);
     if (c.scheduler == TileScheduler::kStreamK) {
       config.gridDimX = static_cast<unsigned>(streamk_clusters * cluster_size);
     } else if (c.scheduler != TileScheduler::kDataParallel) {

@@ -404,9 +404,18 @@ int64_t SmallMSharedBytes(const TileKernelSpec& spec) {
   return 4LL * spec.config.tile_m * spec.config.tile_n;
 }
 
+int64_t KTiles(const TileConfig& c, const GemmProblem& problem) {
+  return (problem.k + c.tile_k - 1) / c.tile_k;
+}
+
 int32_t KTilesPerSplit(const TileConfig& c, const GemmProblem& problem) {
-  const int64_t k_tiles = (problem.k + c.tile_k - 1) / c.tile_k;
-  return static_cast<int32_t>((k_tiles + c.split_k - 1) / c.split_k);
+  return static_cast<int32_t>((KTiles(c, problem) + c.split_k - 1) / c.split_k);
+}
+
+int64_t ClustersPerSlice(const TileConfig& c, const GemmProblem& problem) {
+  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
+  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
+  return ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n);
 }
 
 std::string SpecKey(const TileKernelSpec& spec) {
@@ -525,14 +534,6 @@ LaunchShape LaunchShapeOf(const TileKernelSpec& spec) {
 
 namespace {
 
-// Work items of a warp_specialized launch without split-K: cluster tiles times batch.
-int64_t ClusterTiles(const TileConfig& c, const GemmProblem& problem) {
-  const int64_t tiles_m = (problem.m + c.tile_m - 1) / c.tile_m;
-  const int64_t tiles_n = (problem.n + c.tile_n - 1) / c.tile_n;
-  return ((tiles_m + c.cluster_m - 1) / c.cluster_m) * ((tiles_n + c.cluster_n - 1) / c.cluster_n) *
-         problem.batch;
-}
-
 // Stream-K's flags (one per consumer warp of each CTA, rounded to 256 bytes so the partials stay
 // aligned) and workspace bytes for `clusters` clusters.
 int32_t StreamKFlagWords(const TileConfig& c, int64_t clusters) {
@@ -549,8 +550,9 @@ size_t StreamKWorkspaceBytes(const TileConfig& c, int64_t clusters) {
 
 StreamKLayout StreamKLayoutOf(const TileConfig& c, const GemmProblem& problem, int64_t clusters) {
   StreamKLayout layout;
-  const int64_t tiles = ClusterTiles(c, problem);
-  const int64_t k_tiles = (problem.k + c.tile_k - 1) / c.tile_k;
+  // Work items without split-K: cluster tiles times batch.
+  const int64_t tiles = ClustersPerSlice(c, problem) * problem.batch;
+  const int64_t k_tiles = KTiles(c, problem);
   layout.dp_tiles = static_cast<int32_t>(tiles);
   if (clusters < 1 || k_tiles == 0 || tiles % clusters == 0) return layout;
   // A last wave over three quarters full is left whole: the little it would gain is less than
@@ -573,11 +575,11 @@ int64_t StreamKClusters(const TileConfig& c, const GemmProblem& problem,
                         int64_t resident_clusters) {
   const int64_t limit = std::max<int64_t>(
       1, std::min(resident_clusters, kMaxStreamKCtas / (c.cluster_m * c.cluster_n)));
-  const int64_t tiles = ClusterTiles(c, problem);
+  const int64_t tiles = ClustersPerSlice(c, problem) * problem.batch;
   if (tiles >= limit) return limit;
   // Below a wave each tile is split into the same number of equal parts, so the clusters read
   // the same k offsets of the operands at once (L2 serves the tiles that share them).
-  const int64_t k_tiles = (problem.k + c.tile_k - 1) / c.tile_k;
+  const int64_t k_tiles = KTiles(c, problem);
   const int64_t parts =
       std::min(limit / std::max<int64_t>(tiles, 1), k_tiles / kMinStreamKIterations);
   return std::max<int64_t>(1, tiles * std::max<int64_t>(parts, 1));
