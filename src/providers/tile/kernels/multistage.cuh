@@ -137,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) kselect_tile_gemm(const P
   const u16* const a = p.a + static_cast<i64>(z) * p.m * p.k;
   const u16* const b = p.b + static_cast<i64>(z) * p.k * p.n;
 
-  const int k_tiles_total = (p.k + kTileK - 1) / kTileK;
+  const int k_tiles_total = KTileCount(p);
   const int kt_begin = split * p.k_tiles_per_split;
   const int kt_end = min(k_tiles_total, kt_begin + p.k_tiles_per_split);
   const int k_tiles = max(0, kt_end - kt_begin);

@@ -65,6 +65,10 @@ __device__ __forceinline__ void StoreOut(void* c, i64 i, float v) {
     static_cast<u16*>(c)[i] = FloatToF16(v);
   }
 }
+// k tiles of the problem: ceil(k / kTileK).
+__device__ __forceinline__ int KTileCount(const Params& p) {
+  return (p.k + kTileK - 1) / kTileK;
+}
 // Index of C(row, col) in batch `z`.
 __device__ __forceinline__ i64 CIndex(const Params& p, int z, int row, int col) {
   const i64 base = static_cast<i64>(z) * p.m * p.n;

@@ -20,7 +20,7 @@
 //
 // Stream-K (kStreamK, persistent): when the tiles leave the last wave part full, the tiles of that
 // wave are not given out whole: their k iterations are split evenly over the first sk_clusters
-// clusters (each taking at least a few k tiles), each taking a run of consecutive iterations that
+// clusters (StreamKLayoutOf sizes them), each taking a run of consecutive iterations that
 // may start or end inside a tile. Only the part-full wave is split, not the last full one with it:
 // clusters at different k offsets of more tiles than L2 holds made the split wave memory-bound.
 // A cluster's run that starts inside a tile is the first it computes and the tile's head (its
@@ -293,7 +293,7 @@ __device__ __forceinline__ WorkTile WorkOf(const Params& p, int id, int rm, int 
   w.n0 = ((first_n + local % width) * kClusterN + rn) * kTileN;
   w.z = slice / kSplitK;
   w.split = slice % kSplitK;
-  const int k_tiles_total = (p.k + kTileK - 1) / kTileK;
+  const int k_tiles_total = KTileCount(p);
   w.kt_begin = w.split * p.k_tiles_per_split;
   const int kt_end = min(k_tiles_total, w.kt_begin + p.k_tiles_per_split);
   w.k_tiles = max(0, kt_end - w.kt_begin);
@@ -325,7 +325,7 @@ __device__ __forceinline__ WorkCursor FirstWork(const Params& p, int cluster_id,
   c.stride = clusters;
   c.end = kStreamK ? p.sk_dp_tiles : WorkCount(p);
   if (kStreamK && cluster_id < p.sk_clusters) {
-    const long long iterations = static_cast<long long>(p.sk_tiles) * ((p.k + kTileK - 1) / kTileK);
+    const long long iterations = static_cast<long long>(p.sk_tiles) * KTileCount(p);
     c.sk_next = cluster_id * iterations / p.sk_clusters;
     c.sk_end = (cluster_id + 1) * iterations / p.sk_clusters;
   }
@@ -340,7 +340,7 @@ __device__ __forceinline__ bool NextWork(const Params& p, WorkCursor& c, int clu
     return true;
   }
   if (!kStreamK || c.sk_next >= c.sk_end) return false;
-  const int k_tiles = (p.k + kTileK - 1) / kTileK;
+  const int k_tiles = KTileCount(p);
   const long long iterations = static_cast<long long>(p.sk_tiles) * k_tiles;
   const int tile = static_cast<int>(c.sk_next / k_tiles);
   const int first_k = static_cast<int>(c.sk_next - static_cast<long long>(tile) * k_tiles);
