@@ -60,8 +60,9 @@ enum {
   KSELECT_UNIMPLEMENTED = 11
 };
 
-/* An open model directory: the model, its candidate table, the decision cache. Thread-safe:
- * several threads may select and run GEMMs on one selector. */
+/* An open model directory: the model, its candidate table, the decision cache; or an open
+ * cross-provider model directory (cross_provider.h: cuBLASLt and the tile engine in one
+ * decision). Thread-safe: several threads may select and run GEMMs on one selector. */
 typedef struct kselect_selector kselect_selector;
 /* One decision: the ranked kernel configs for a problem, best first (never empty). */
 typedef struct kselect_selection kselect_selection;
@@ -101,7 +102,10 @@ KSELECT_C_EXPORT int kselect_selector_options_init(kselect_selector_options* opt
 /* Opens the model directory `model_dir` (made by `kselect train`; it holds feature_spec.json,
  * model_*.lgbm.gz and candidates.json.gz), or one of several per-device models listed
  * ':'-separated ("models/h200_cublaslt_default_rank:models/h100_cublaslt_default_rank"): the one
- * trained for the device it selects for (Selector::Open). `options` NULL = the defaults. On success
+ * trained for the device it selects for (Selector::Open). A directory holding cross_provider.json
+ * opens a cross-provider selector (kselect::CrossProviderSelector): its selections rank both
+ * providers' configs, decided live on a GPU, and with time_top_k >= 2 kselect_gemm_run times the
+ * candidates of both providers at a problem's first use. `options` NULL = the defaults. On success
  * *out is a selector to close with kselect_selector_close; on failure *out is NULL and the error
  * names the file or field at fault. */
 KSELECT_C_EXPORT int kselect_selector_open(const char* model_dir,
@@ -183,7 +187,8 @@ KSELECT_C_EXPORT int kselect_selection_predicted_latency_ms(const kselect_select
                                                             size_t index, double* out);
 
 /* The decision cache on disk. Saving records the device, driver, library versions and the
- * model's fingerprint; loading refuses (KSELECT_SCHEMA_MISMATCH) a file made under any other. */
+ * model's fingerprint; loading refuses (KSELECT_SCHEMA_MISMATCH) a file made under any other.
+ * A cross-provider selector has none: KSELECT_FAILED_PRECONDITION (and a size of 0). */
 KSELECT_C_EXPORT int kselect_selector_cache_save(const kselect_selector* selector,
                                                  const char* path);
 KSELECT_C_EXPORT int kselect_selector_cache_load(kselect_selector* selector, const char* path);

@@ -175,6 +175,8 @@ class Selector {
                                                std::span<const RankedConfig> ranked,
                                                DecisionPath path, const KernelOperands& operands,
                                                void* stream);
+  friend StatusOr<PreparedKernel*> PreparedForDispatch(Selector& selector, const Problem& problem,
+                                                       const KernelConfig& config);
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
@@ -220,6 +222,12 @@ StatusOr<DispatchInfo> GemmRanked(Selector& selector, const GemmProblem& problem
 // (dy) and writes w (dw). Fallback, workspace and prepared kernels as for Gemm().
 StatusOr<DispatchInfo> Conv(Selector& selector, const ConvProblem& problem, void* x, void* w,
                             void* y, void* workspace, int64_t workspace_bytes, void* stream);
+
+// The kernel dispatch launches for (problem, config): prepared through the selector's provider
+// the first time and kept as long as the selector (what a caller timing configs of two
+// selectors side by side needs). Thread-safe.
+StatusOr<PreparedKernel*> PreparedForDispatch(Selector& selector, const Problem& problem,
+                                              const KernelConfig& config);
 
 // The launch behind Gemm, GemmRanked and Conv, for any problem kind: `ranked` tried in order
 // until one config prepares and launches on `operands` (the provider's Operands order).

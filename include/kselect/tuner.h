@@ -179,6 +179,13 @@ struct HeadToHeadOptions {
   // A cross-provider model directory (cross_provider.h): its decision joins the finalists and is
   // reported as HeadToHead::cross_pick. "" = none.
   std::string cross_model;
+  // The cross-provider selector's SelectorOptions::time_top_k: with >= 2 its decision is what
+  // kselect::Gemm runs after timing the candidates of both providers at the problem's first use
+  // (on the problem's first operand set), the same path an application takes.
+  int cross_time_top_k = 0;
+  // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
+  // (a fast live check of a cross-provider model over many shapes).
+  bool cross_only = false;
   // Keep every screened config's time in HeadToHead::screened (an offline evaluation set for
   // cross-provider selection: both providers timed in one process, minutes of drift excluded).
   bool keep_screened = false;
@@ -206,6 +213,7 @@ struct HeadToHead {
   // With HeadToHeadOptions::cross_model: the cross-provider decision, timed interleaved.
   std::optional<InterleavedFigure> cross_pick;
   double cross_predicted_gain = 0;
+  int cross_timed_configs = 0;  // configs the decision timed at first use (cross_time_top_k)
   // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
   // the cross-provider decision), so configs can be compared with each other in one run.
   std::vector<InterleavedFigure> finalists;

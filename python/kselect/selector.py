@@ -106,7 +106,10 @@ def _optional_number(value: float) -> Optional[float]:
 
 class Selector:
     """An open model directory (made by `kselect train`): selects kernel configs for GEMMs and
-    runs them. Thread-safe. Close it (or use it as a context manager) to free it early.
+    runs them. Thread-safe. Close it (or use it as a context manager) to free it early. A
+    cross-provider model directory (holding cross_provider.json, e.g. models/h200_cross_bf16_tn_rank)
+    opens too: its selections rank cuBLASLt's and the tile engine's configs in one decision, made
+    live on a GPU, and with time_top_k >= 2 `gemm` times both providers' candidates at first use.
 
     Options mirror kselect::SelectorOptions: top_k configs per selection; the CUDA `device`;
     check_can_implement (ask the provider on the GPU before returning a config); query_heuristic

@@ -133,6 +133,22 @@ class OpenTest(unittest.TestCase):
             self.assertIn(missing, str(raised.exception))
             self.assertNotEqual(raised.exception.code, 0)
 
+    def test_cross_provider_model_opens(self):
+        # cuBLASLt and the tile engine in one decision, made live: on a host without a GPU,
+        # selecting says so; it keeps no cache file.
+        with kselect.Selector(MODELS_DIR / "h200_cross_bf16_tn_rank", time_top_k=3) as cross:
+            try:
+                selection = cross.select(4096, 1, 4096)
+                self.assertGreaterEqual(len(selection), 2)
+                self.assertIn("cross-provider", selection.note)
+            except kselect.KselectError as e:
+                self.assertEqual(e.code, 6)  # KSELECT_UNAVAILABLE: no GPU here
+            self.assertEqual(cross.cache_size, 0)
+            with tempfile.TemporaryDirectory() as tmp:
+                with self.assertRaises(kselect.KselectError) as raised:
+                    cross.save_cache(os.path.join(tmp, "decisions.json"))
+                self.assertIn("no decision cache", str(raised.exception))
+
     def test_bad_options_raise(self):
         with self.assertRaises(kselect.KselectError) as raised:
             kselect.Selector(DEFAULT_MODEL, top_k=0)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <new>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kselect/cross_provider.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
 #include "kselect/selector.h"
@@ -35,14 +37,20 @@ KSELECT_SAME_CODE(KSELECT_INTERNAL, kInternal);
 KSELECT_SAME_CODE(KSELECT_UNIMPLEMENTED, kUnimplemented);
 #undef KSELECT_SAME_CODE
 
+// One model directory, or a cross-provider model directory (cross_provider.json): exactly one of
+// the two is set.
 struct kselect_selector {
   std::unique_ptr<kselect::Selector> selector;
+  std::unique_ptr<kselect::CrossProviderSelector> cross;
+  bool check_can_implement = true;
 };
 
-// Wraps a Selection the selector owns (its cache keeps it alive as long as the selector): the
-// handle holds only the strings the accessors hand out, made once here.
+// Wraps a Selection the selector owns (its cache keeps it alive as long as the selector), or for
+// a cross-provider selector the decision made into a Selection the handle owns: the handle holds
+// the strings the accessors hand out, made once here.
 struct kselect_selection {
   const kselect::Selection* selection = nullptr;
+  kselect::Selection owned;
   std::string path;
   std::string decided_by;
   std::vector<std::string> keys;
@@ -146,6 +154,34 @@ double OrNan(const std::optional<double>& value) {
   return value ? *value : std::numeric_limits<double>::quiet_NaN();
 }
 
+// A cross-provider decision as a Selection: the decision first, then the other provider's choice
+// and the reference ranker's next configs; the members' notes and what was chosen in the note.
+kselect::Selection CrossSelection(const kselect::GemmProblem& problem,
+                                  const kselect::CrossDecision& decision,
+                                  bool check_can_implement) {
+  kselect::Selection s;
+  s.problem = kselect::Problem(problem);
+  s.path = s.decided_by = kselect::DecisionPath::kModel;
+  s.note = std::string("cross-provider: ") +
+           (decision.challenger_chosen ? "challenger" : "reference") + " chosen, predicted gain " +
+           std::to_string(decision.predicted_gain) +
+           (decision.note.empty() ? "" : "; " + decision.note);
+  // The decision is made live only (on a GPU): the reference's configs come from its library and
+  // ranker, the challenger's from its selector, each checked there when the options ask.
+  s.can_implement_checked = check_can_implement;
+  s.candidates_considered = s.candidates_scored = decision.ranked.size();
+  s.ranked = decision.ranked;
+  return s;
+}
+
+// A cross-provider selector decides afresh each time (its members keep their own caches).
+Status NoCrossCache(const kselect_selector& selector) {
+  if (!selector.cross) return Status::Ok();
+  return kselect::FailedPreconditionError(
+      "a cross-provider selector has no decision cache file (its members cache their own "
+      "selections)");
+}
+
 // Storage behind kselect_dispatch_info's strings: one per thread, valid until its next run.
 struct DispatchStrings {
   std::string key;
@@ -206,10 +242,18 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
     if (options->first_stage_candidates < 0) {
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
     }
-    auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
-    if (!selector.ok()) return selector.status();
     auto handle = std::make_unique<kselect_selector>();
-    handle->selector = std::move(*selector);
+    std::error_code error;
+    if (std::filesystem::exists(std::filesystem::path(model_dir) / "cross_provider.json", error)) {
+      auto cross = kselect::CrossProviderSelector::Open(model_dir, ToSelectorOptions(*options));
+      if (!cross.ok()) return cross.status();
+      handle->cross = std::move(*cross);
+      handle->check_can_implement = options->check_can_implement != 0;
+    } else {
+      auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
+      if (!selector.ok()) return selector.status();
+      handle->selector = std::move(*selector);
+    }
     *out = handle.release();
     return Status::Ok();
   });
@@ -248,10 +292,17 @@ int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_
     KSELECT_REQUIRE(selector);
     KSELECT_REQUIRE(problem);
     KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
-    KSELECT_ASSIGN_OR_RETURN(const kselect::Selection* selection,
-                             selector->selector->Select(kselect::Problem(gemm)));
     auto handle = std::make_unique<kselect_selection>();
-    handle->selection = selection;
+    if (selector->cross) {
+      KSELECT_ASSIGN_OR_RETURN(const kselect::CrossDecision decision,
+                               selector->cross->Select(gemm));
+      handle->owned = CrossSelection(gemm, decision, selector->check_can_implement);
+      handle->selection = &handle->owned;
+    } else {
+      KSELECT_ASSIGN_OR_RETURN(handle->selection,
+                               selector->selector->Select(kselect::Problem(gemm)));
+    }
+    const kselect::Selection* selection = handle->selection;
     handle->path = kselect::DecisionPathName(selection->path);
     handle->decided_by = kselect::DecisionPathName(selection->decided_by);
     for (const kselect::RankedConfig& ranked : selection->ranked) {
@@ -378,6 +429,7 @@ int kselect_selector_cache_save(const kselect_selector* selector, const char* pa
   return Guard(__func__, [&] {
     KSELECT_REQUIRE(selector);
     KSELECT_REQUIRE(path);
+    KSELECT_RETURN_IF_ERROR(NoCrossCache(*selector));
     return selector->selector->SaveCache(path);
   });
 }
@@ -386,6 +438,7 @@ int kselect_selector_cache_load(kselect_selector* selector, const char* path) {
   return Guard(__func__, [&] {
     KSELECT_REQUIRE(selector);
     KSELECT_REQUIRE(path);
+    KSELECT_RETURN_IF_ERROR(NoCrossCache(*selector));
     return selector->selector->LoadCache(path);
   });
 }
@@ -394,7 +447,7 @@ int kselect_selector_cache_size(const kselect_selector* selector, size_t* out) {
   return Guard(__func__, [&] {
     KSELECT_REQUIRE(selector);
     KSELECT_REQUIRE(out);
-    *out = selector->selector->CachedDecisions();
+    *out = selector->cross ? 0 : selector->selector->CachedDecisions();
     return Status::Ok();
   });
 }
@@ -414,9 +467,11 @@ int kselect_gemm_run(kselect_selector* selector, const kselect_gemm_problem* pro
                                            std::to_string(workspace_bytes));
     }
     KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
-    KSELECT_ASSIGN_OR_RETURN(
-        const kselect::DispatchInfo dispatched,
-        kselect::Gemm(*selector->selector, gemm, a, b, c, workspace, workspace_bytes, stream));
+    KSELECT_ASSIGN_OR_RETURN(const kselect::DispatchInfo dispatched,
+                             selector->cross ? kselect::Gemm(*selector->cross, gemm, a, b, c,
+                                                             workspace, workspace_bytes, stream)
+                                             : kselect::Gemm(*selector->selector, gemm, a, b, c,
+                                                             workspace, workspace_bytes, stream));
     if (info != nullptr) {
       DispatchStrings& strings = dispatch_strings;
       strings.key = kselect::ConfigKey(dispatched.config);

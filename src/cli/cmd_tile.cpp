@@ -56,6 +56,8 @@ struct TileOptions {
   int rounds = 15;
   bool keep_screened = false;
   std::string cross_model;
+  int cross_time_top_k = 0;
+  bool cross_only = false;
   // tile cross
   std::vector<std::string> screened_files;
   std::string json_path;
@@ -249,6 +251,10 @@ int RunBench(const TileOptions& o) {
       return ReportError(kWhat, s);
     }
   }
+  if ((o.cross_only || o.cross_time_top_k > 0) && o.cross_model.empty()) {
+    return ReportError(
+        kWhat, InvalidArgumentError("--cross-only and --cross-time-top-k need --cross-model"));
+  }
   HeadToHeadOptions options;
   options.provider_options.rule_set = o.rules;
   options.provider_options.rules_dir = o.rules_dir;
@@ -258,6 +264,8 @@ int RunBench(const TileOptions& o) {
   options.rounds = o.rounds;
   options.keep_screened = o.keep_screened;
   options.cross_model = o.cross_model;
+  options.cross_time_top_k = o.cross_time_top_k;
+  options.cross_only = o.cross_only;
   StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
   if (!runner.ok()) return ReportError(kWhat, runner.status());
   std::vector<HeadToHead> results;
@@ -410,6 +418,15 @@ Command TileCommand() {
         bench->add_option("--cross-model", o->cross_model,
                           "a cross-provider model directory: its decision is timed "
                           "interleaved with the pick");
+        bench
+            ->add_option("--cross-time-top-k", o->cross_time_top_k,
+                         "with --cross-model: the decision is what kselect::Gemm runs after "
+                         "timing the reference ranker's top K and the challenger's top at first "
+                         "use (0 = the model's decision untimed)")
+            ->check(CLI::Range(0, 64));
+        bench->add_flag("--cross-only", o->cross_only,
+                        "with --cross-model: time only cuBLASLt's pick and the decision (no "
+                        "screening)");
         bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
         CLI::App* cross = app.add_subcommand(
             "cross", "score a cross-provider model on head-to-head files (--screened)");

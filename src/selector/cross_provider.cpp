@@ -2,13 +2,16 @@
 // best config where the TFLOPS models predict a gain (include/kselect/cross_provider.h).
 #include "kselect/cross_provider.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "cuda/runtime.h"
 #include "kselect/model.h"
+#include "selector/first_use_timing.h"
 
 namespace kselect {
 namespace {
@@ -19,16 +22,23 @@ using json = nlohmann::json;
 constexpr std::string_view kFormat = "kselect.cross_provider";
 constexpr int64_t kVersion = 1;
 
+std::string Resolved(const fs::path& dir, const std::string& path) {
+  return fs::path(path).is_absolute() ? path : (dir / path).string();
+}
+
+// A member: provider and model, and for the reference an optional ranker (`ranker` non-null).
 Status ReadMember(const json* member, const std::string& where, const fs::path& dir,
-                  Provider* provider, std::string* model) {
+                  Provider* provider, std::string* model, std::string* ranker = nullptr) {
   if (member == nullptr) return Status::Ok();  // the reader recorded the error
   json_codec::ObjectReader reader(*member, where);
   const std::string provider_name = reader.String("provider");
   const std::string model_path = reader.String("model");
+  const std::string ranker_path = ranker != nullptr ? reader.StringOr("ranker", "") : "";
   KSELECT_RETURN_IF_ERROR(reader.Finish());
   KSELECT_ASSIGN_OR_RETURN(*provider, ParseProvider(provider_name));
   if (model_path.empty()) return ParseError(where + ".model: empty");
-  *model = fs::path(model_path).is_absolute() ? model_path : (dir / model_path).string();
+  *model = Resolved(dir, model_path);
+  if (!ranker_path.empty()) *ranker = Resolved(dir, ranker_path);
   return Status::Ok();
 }
 
@@ -67,8 +77,8 @@ StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir
     return ParseError(path + ": min_predicted_gain must be a positive number");
   }
   const fs::path base(dir);
-  KSELECT_RETURN_IF_ERROR(
-      ReadMember(reference, path + ".reference", base, &m.reference_provider, &m.reference_model));
+  KSELECT_RETURN_IF_ERROR(ReadMember(reference, path + ".reference", base, &m.reference_provider,
+                                     &m.reference_model, &m.reference_ranker));
   KSELECT_RETURN_IF_ERROR(ReadMember(challenger, path + ".challenger", base, &m.challenger_provider,
                                      &m.challenger_model));
   if (m.reference_provider == m.challenger_provider) {
@@ -79,10 +89,14 @@ StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir
 
 CrossProviderSelector::CrossProviderSelector(CrossProviderManifest manifest,
                                              std::unique_ptr<Selector> reference,
-                                             std::unique_ptr<Selector> challenger)
+                                             std::unique_ptr<Selector> challenger,
+                                             std::unique_ptr<Selector> reference_ranker,
+                                             int time_top_k)
     : manifest_(std::move(manifest)),
       reference_(std::move(reference)),
-      challenger_(std::move(challenger)) {}
+      challenger_(std::move(challenger)),
+      reference_ranker_(std::move(reference_ranker)),
+      time_top_k_(time_top_k) {}
 
 StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
     const std::string& dir, SelectorOptions options) {
@@ -110,21 +124,36 @@ StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
     return SchemaMismatchError(dir +
                                ": a member model is for another provider than the manifest says");
   }
-  return std::unique_ptr<CrossProviderSelector>(new CrossProviderSelector(
-      std::move(manifest), std::move(*reference), std::move(*challenger)));
+  std::unique_ptr<Selector> ranker;
+  if (!manifest.reference_ranker.empty()) {
+    auto opened = Selector::Open(manifest.reference_ranker, options);
+    if (!opened.ok()) return opened.status().WithContext(dir + ": reference ranker");
+    if ((*opened)->model().spec().provider != manifest.reference_provider) {
+      return SchemaMismatchError(dir +
+                                 ": the reference ranker is for another provider than the "
+                                 "reference");
+    }
+    ranker = std::move(*opened);
+  }
+  return std::unique_ptr<CrossProviderSelector>(
+      new CrossProviderSelector(std::move(manifest), std::move(*reference), std::move(*challenger),
+                                std::move(ranker), options.time_top_k));
 }
 
 StatusOr<CrossDecision> CrossProviderSelector::Combine(
     const GemmProblem& problem, const KernelConfig& reference_pick,
+    std::span<const RankedConfig> reference_ranked_configs,
     std::optional<RankedConfig> challenger_top) const {
   CrossDecision d;
   d.reference_pick = reference_pick;
-  const KernelConfig pick[] = {reference_pick};
+  d.reference_choice =
+      reference_ranked_configs.empty() ? reference_pick : reference_ranked_configs.front().config;
+  const KernelConfig choice[] = {d.reference_choice};
   KSELECT_ASSIGN_OR_RETURN(const std::vector<double> reference_tflops,
-                           PredictTflops(*reference_, problem, pick));
+                           PredictTflops(*reference_, problem, choice));
   d.reference_predicted_tflops = reference_tflops.at(0);
   RankedConfig reference_ranked;
-  reference_ranked.config = reference_pick;
+  reference_ranked.config = d.reference_choice;
   reference_ranked.score = d.reference_predicted_tflops;
   reference_ranked.predicted_tflops = d.reference_predicted_tflops;
   if (challenger_top) {
@@ -139,9 +168,14 @@ StatusOr<CrossDecision> CrossProviderSelector::Combine(
     d.config = challenger_top->config;
     d.ranked = {*challenger_top, reference_ranked};
   } else {
-    d.config = reference_pick;
+    d.config = d.reference_choice;
     d.ranked = {reference_ranked};
     if (challenger_top) d.ranked.push_back(*challenger_top);
+  }
+  // The ranker's next configs: what first-use timing weighs beside the two choices.
+  const size_t reference_count = static_cast<size_t>(std::max(time_top_k_, 1));
+  for (size_t r = 1; r < reference_ranked_configs.size() && r < reference_count; ++r) {
+    d.ranked.push_back(reference_ranked_configs[r]);
   }
   return d;
 }
@@ -168,7 +202,7 @@ StatusOr<CrossDecision> CrossProviderSelector::Decide(
     r.predicted_tflops = tflops[best];
     top = r;
   }
-  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, reference_pick, top));
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, reference_pick, {}, top));
   if (!top) d.note = "no challenger candidates";
   return d;
 }
@@ -180,8 +214,22 @@ StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem
     return CannotImplementError(std::string(ProviderName(manifest_.reference_provider)) +
                                 " has no pick for " + problem.ToString());
   }
-  std::optional<RankedConfig> top;
   std::string note;
+  std::vector<RankedConfig> reference_ranked;
+  if (reference_ranker_) {
+    StatusOr<const Selection*> ranked = reference_ranker_->Select(problem);
+    if (ranked.ok() && (*ranked)->decided_by == DecisionPath::kModel) {
+      reference_ranked = (*ranked)->ranked;
+    } else {
+      // Its fallbacks rank by the heuristic or the estimate, no better than the pick itself.
+      note = "reference ranker passed over: " +
+             (ranked.ok() ? "decided by " + std::string(DecisionPathName((*ranked)->decided_by)) +
+                                ((*ranked)->note.empty() ? "" : " (" + (*ranked)->note + ")")
+                          : ranked.status().message()) +
+             "; ";
+    }
+  }
+  std::optional<RankedConfig> top;
   StatusOr<const Selection*> challenger = challenger_->Select(problem);
   if (challenger.ok() && !(*challenger)->ranked.empty()) {
     top = (*challenger)->ranked.front();
@@ -194,14 +242,15 @@ StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem
     if ((*challenger)->decided_by != DecisionPath::kModel) {
       // A fallback's TFLOPS are not the model's (a cached decision says which stage made it):
       // do not let it compete.
-      note = "challenger decided by " + std::string(DecisionPathName((*challenger)->decided_by));
+      note += "challenger decided by " + std::string(DecisionPathName((*challenger)->decided_by)) +
+              ((*challenger)->note.empty() ? "" : " (" + (*challenger)->note + ")");
       top.reset();
     }
   } else {
-    note = "challenger: " +
-           (challenger.ok() ? std::string("no candidate") : challenger.status().message());
+    note += "challenger: " +
+            (challenger.ok() ? std::string("no candidate") : challenger.status().message());
   }
-  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, picks.front(), top));
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, Combine(problem, picks.front(), reference_ranked, top));
   d.note = note;
   return d;
 }
@@ -209,17 +258,77 @@ StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem
 StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& problem,
                             const void* a, const void* b, void* c, void* workspace,
                             int64_t workspace_bytes, void* stream) {
-  KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector.Select(problem));
+  if (a == nullptr || b == nullptr || c == nullptr) {
+    return InvalidArgumentError("Gemm: A, B and C must be device pointers, not null");
+  }
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, selector.Select(problem));
+  auto member_of = [&](const KernelConfig& config) -> Selector& {
+    return ProviderOf(config) == selector.manifest().reference_provider ? selector.reference()
+                                                                        : selector.challenger();
+  };
+  int timed_configs = 0;
+  std::string timing_note;
+  if (selector.time_top_k_ >= 2 && d.ranked.size() >= 2) {
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    auto capture = cudaStreamCaptureStatusNone;
+    KSELECT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(cuda_stream, &capture));
+    const std::string problem_key = ProblemToString(Problem(problem));
+    std::lock_guard lock(selector.first_use_mutex_);
+    auto it = selector.first_use_orders_.find(problem_key);
+    if (it == selector.first_use_orders_.end() && capture == cudaStreamCaptureStatusNone) {
+      KernelOperands operands;
+      operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
+      operands.workspace = workspace;
+      operands.workspace_bytes = workspace_bytes;
+      std::vector<FirstUseContender> contenders;
+      for (const RankedConfig& r : d.ranked) {
+        auto kernel = PreparedForDispatch(member_of(r.config), Problem(problem), r.config);
+        if (!kernel.ok() || (*kernel)->WorkspaceBytes() > workspace_bytes) continue;
+        contenders.push_back({ConfigKey(r.config), *kernel});
+      }
+      KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
+      KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
+                               provider->Operands(Problem(problem)));
+      KSELECT_ASSIGN_OR_RETURN(
+          std::vector<std::string> order,
+          TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream));
+      timed_configs = static_cast<int>(order.size());
+      it = selector.first_use_orders_.emplace(problem_key, std::move(order)).first;
+    } else if (it == selector.first_use_orders_.end()) {
+      timing_note = "not timed: the stream is being captured into a graph";
+    }
+    if (it != selector.first_use_orders_.end() && !it->second.empty()) {
+      // The timed configs fastest first, then the rest in the decision's order.
+      std::vector<RankedConfig> reordered;
+      for (const std::string& key : it->second) {
+        for (const RankedConfig& r : d.ranked) {
+          if (ConfigKey(r.config) == key) reordered.push_back(r);
+        }
+      }
+      for (const RankedConfig& r : d.ranked) {
+        if (std::find(it->second.begin(), it->second.end(), ConfigKey(r.config)) ==
+            it->second.end()) {
+          reordered.push_back(r);
+        }
+      }
+      d.ranked = std::move(reordered);
+    }
+  }
   std::string failures;
   for (size_t r = 0; r < d.ranked.size(); ++r) {
-    const bool reference = ProviderOf(d.ranked[r].config) == selector.manifest().reference_provider;
-    Selector& member = reference ? selector.reference() : selector.challenger();
     const RankedConfig one[] = {d.ranked[r]};
-    StatusOr<DispatchInfo> info = GemmRanked(member, problem, one, DecisionPath::kModel, a, b, c,
-                                             workspace, workspace_bytes, stream);
+    StatusOr<DispatchInfo> info =
+        GemmRanked(member_of(d.ranked[r].config), problem, one, DecisionPath::kModel, a, b, c,
+                   workspace, workspace_bytes, stream);
     if (info.ok()) {
       info->rank = static_cast<int>(r + 1);
+      info->timed_configs = timed_configs;
       if (!failures.empty()) info->note = "fell back past " + failures;
+      if (timed_configs > 0) {
+        info->note += std::string(info->note.empty() ? "" : "; ") + "timed " +
+                      std::to_string(timed_configs) + " configs of both providers at first use";
+      }
+      if (!timing_note.empty()) info->note += (info->note.empty() ? "" : "; ") + timing_note;
       return info;
     }
     failures += (failures.empty() ? "" : "; ") + info.status().message();

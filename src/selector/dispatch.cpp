@@ -8,6 +8,7 @@
 #include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/selector.h"
+#include "selector/first_use_timing.h"
 
 namespace kselect {
 namespace {
@@ -34,15 +35,32 @@ StatusOr<PreparedKernel*> PreparedLocked(
   return it->second.get();
 }
 
-// Times the first `count` configs of `ranked` that prepare and fit the workspace, interleaved,
-// on the caller's inputs with scratch copies of the operands the kernel writes (the caller's
-// output is untouched, and beta * C reads real values), and returns their keys, fastest first
-// (empty when fewer than two could be timed). The caller holds the dispatch mutex.
+// Times the first `count` configs of `ranked` that prepare and fit the workspace (see
+// TimeContendersAtFirstUse). The caller holds the dispatch mutex.
 StatusOr<std::vector<std::string>> TimeFirstUse(
     std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared,
     KernelProvider& provider, const Problem& problem, const std::string& problem_key,
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
     cudaStream_t stream) {
+  std::vector<FirstUseContender> contenders;
+  for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
+    const KernelConfig& config = ranked[r].config;
+    if (ProviderOf(config) != provider.id()) continue;
+    auto kernel = PreparedLocked(prepared, provider, problem, problem_key, config);
+    if (!kernel.ok() || (*kernel)->WorkspaceBytes() > operands.workspace_bytes) continue;
+    contenders.push_back({ConfigKey(config), *kernel});
+  }
+  if (contenders.size() < 2) return std::vector<std::string>{};
+  KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
+  return TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream);
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
+    std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
+    const KernelOperands& operands, void* stream_handle) {
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
   struct Timed {
     std::string key;
     PreparedKernel* kernel = nullptr;
@@ -50,16 +68,8 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
     std::vector<double> ms_per_launch;
   };
   std::vector<Timed> timed;
-  for (size_t r = 0; r < ranked.size() && timed.size() < count; ++r) {
-    const KernelConfig& config = ranked[r].config;
-    if (ProviderOf(config) != provider.id()) continue;
-    auto kernel = PreparedLocked(prepared, provider, problem, problem_key, config);
-    if (!kernel.ok() || (*kernel)->WorkspaceBytes() > operands.workspace_bytes) continue;
-    timed.push_back({ConfigKey(config), *kernel, 1, {}});
-  }
+  for (FirstUseContender& c : contenders) timed.push_back({std::move(c.key), c.kernel, 1, {}});
   if (timed.size() < 2) return std::vector<std::string>{};
-
-  KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
   if (specs.size() != operands.buffers.size()) {
     return InvalidArgumentError("dispatch: " + std::to_string(operands.buffers.size()) +
                                 " operands given, the problem has " + std::to_string(specs.size()));
@@ -120,7 +130,17 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
   return order;  // ElapsedMs waited for the last batch: the scratch buffers are free to go
 }
 
-}  // namespace
+StatusOr<PreparedKernel*> PreparedForDispatch(Selector& selector, const Problem& problem,
+                                              const KernelConfig& config) {
+  KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
+  if (ProviderOf(config) != provider->id()) {
+    return InvalidArgumentError(DescribeConfig(config) + ": not a " +
+                                std::string(ProviderName(provider->id())) + " config");
+  }
+  std::lock_guard lock(selector.dispatch_mutex());
+  return PreparedLocked(selector.prepared_kernels(), *provider, problem, ProblemToString(problem),
+                        config);
+}
 
 StatusOr<DispatchInfo> Gemm(Selector& selector, const GemmProblem& problem, const void* a,
                             const void* b, void* c, void* workspace, int64_t workspace_bytes,

@@ -11,6 +11,7 @@
 #include "core/json_codec.h"
 #include "core/statistics.h"
 #include "core/text.h"
+#include "cuda/runtime.h"
 #include "kselect/config_schema.h"
 #include "kselect/cross_provider.h"
 #include "kselect/model.h"
@@ -36,7 +37,10 @@ class Runner final : public HeadToHeadRunner {
     if (!options_.cross_model.empty()) {
       SelectorOptions so;
       so.provider = options_.provider_options;
+      so.time_top_k = options_.cross_time_top_k;
       KSELECT_ASSIGN_OR_RETURN(cross_, CrossProviderSelector::Open(options_.cross_model, so));
+    } else if (options_.cross_only) {
+      return InvalidArgumentError("head to head: cross_only needs a cross-provider model");
     }
     return Status::Ok();
   }
@@ -63,8 +67,10 @@ class Runner final : public HeadToHeadRunner {
         if (keys.insert(ConfigKey(c)).second) cublaslt_configs.push_back(c);
       }
     }
-    StatusOr<std::vector<KernelConfig>> tile_configs = device_.tile->Enumerate(problem);
+    StatusOr<std::vector<KernelConfig>> tile_configs =
+        options_.cross_only ? std::vector<KernelConfig>{} : device_.tile->Enumerate(problem);
     if (!tile_configs.ok()) out.note += "tile: " + tile_configs.status().message() + "; ";
+    if (options_.cross_only) cublaslt_configs.clear();
 
     KSELECT_ASSIGN_OR_RETURN(
         const tuner::TileAndCublasLt::Operands buffers,
@@ -127,23 +133,35 @@ class Runner final : public HeadToHeadRunner {
     if (cross_) {
       KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, cross_->Select(problem));
       out.cross_predicted_gain = d.predicted_gain;
-      const std::string key = ConfigKey(d.config);
+      KernelConfig decided = d.config;
+      if (options_.cross_time_top_k >= 2) {
+        // What an application's call runs: kselect::Gemm times the candidates at first use.
+        const KernelOperands& first = operands.operands();
+        KSELECT_ASSIGN_OR_RETURN(
+            const DispatchInfo info,
+            Gemm(*cross_, problem, first.buffers.at(0), first.buffers.at(1), first.buffers.at(2),
+                 first.workspace, first.workspace_bytes, nullptr));
+        KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+        decided = info.config;
+        out.cross_timed_configs = info.timed_configs;
+      }
+      const std::string key = ConfigKey(decided);
       for (size_t i = 0; i < finalists.size() && !cross_slot; ++i) {
         if (ConfigKey(finalists[i].config) == key) cross_slot = i;
       }
       if (!cross_slot) {
-        const bool tile = ProviderOf(d.config) == Provider::kTile;
+        const bool tile = ProviderOf(decided) == Provider::kTile;
         KernelProvider* provider = tile ? device_.tile.get() : device_.cublaslt.get();
         if (tile) {
           // Whatever runs for a user is checked first, like the tile finalists.
-          KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict, verify_tile(d.config));
+          KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict, verify_tile(decided));
           if (!verdict.passed) {
             return InternalError("the cross-provider decision " + key +
                                  " failed verification: " + verdict.detail);
           }
         }
         cross_slot = finalists.size();
-        finalists.push_back({provider, d.config});
+        finalists.push_back({provider, decided});
       }
     }
 
@@ -244,6 +262,7 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
     if (h.cross_pick) {
       row["cross_pick"] = tuner::FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
       row["cross_predicted_gain"] = h.cross_predicted_gain;
+      row["cross_timed_configs"] = h.cross_timed_configs;
     }
     if (!h.screened.empty()) {
       json screened = json::array();

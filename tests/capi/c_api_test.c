@@ -1,6 +1,6 @@
 /* The C API from C (compiled as C99): opens a shipped model, selects on the CPU (a GPU is used
  * where present), and checks that bad input comes back as a status and a message, never a crash.
- *   kselect_c_api_test <model dir> <scratch dir>
+ *   kselect_c_api_test <model dir> <scratch dir> [<cross-provider model dir>]
  */
 #include <math.h>
 #include <stdio.h>
@@ -237,9 +237,48 @@ static void TestCacheFile(kselect_selector* selector, const char* scratch_dir) {
   EXPECT(status != KSELECT_OK && strstr(kselect_last_error(), "no_such_cache.json") != NULL);
 }
 
+/* A cross-provider model directory opens as a selector too; its decisions are made live, so
+ * without a GPU selecting says so, and it keeps no cache file. */
+static void TestCrossProvider(const char* cross_dir, const char* scratch_dir) {
+  kselect_selector_options options;
+  kselect_selector_options_init(&options);
+  options.time_top_k = 3;
+  kselect_selector* selector = NULL;
+  EXPECT_OK(kselect_selector_open(cross_dir, &options, &selector));
+  if (selector == NULL) return;
+  kselect_gemm_problem p;
+  kselect_gemm_problem_init(&p);
+  p.m = 4096;
+  p.n = 1;
+  p.k = 4096;
+  kselect_selection* s = NULL;
+  const int status = kselect_selector_select_gemm(selector, &p, &s);
+  if (status == KSELECT_OK) {
+    /* A GPU here: the decision ranks both providers' configs, the decision first. */
+    size_t count = 0;
+    EXPECT_OK(kselect_selection_count(s, &count));
+    EXPECT(count >= 2);
+    const char* note = NULL;
+    EXPECT_OK(kselect_selection_note(s, &note));
+    EXPECT(note != NULL && strstr(note, "cross-provider") != NULL);
+    EXPECT_OK(kselect_selection_free(s));
+  } else {
+    EXPECT(status == KSELECT_UNAVAILABLE);
+    EXPECT(s == NULL);
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/cross_decisions.json", scratch_dir);
+  EXPECT_ERROR(kselect_selector_cache_save(selector, path), KSELECT_FAILED_PRECONDITION,
+               "no decision cache");
+  size_t cached = 1;
+  EXPECT_OK(kselect_selector_cache_size(selector, &cached));
+  EXPECT(cached == 0);
+  EXPECT_OK(kselect_selector_close(selector));
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s <model dir> <scratch dir>\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s <model dir> <scratch dir> [<cross-provider model dir>]\n", argv[0]);
     return 2;
   }
   EXPECT(kselect_version() != NULL && strlen(kselect_version()) > 0);
@@ -262,6 +301,7 @@ int main(int argc, char** argv) {
   TestBadProblems(selector);
   TestCacheFile(selector, argv[2]);
   EXPECT_OK(kselect_selector_close(selector));
+  if (argc == 4) TestCrossProvider(argv[3], argv[2]);
 
   if (failures > 0) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -2,11 +2,13 @@
 // head-to-head fixture with every config screened in one process), and bad manifests.
 #include "kselect/cross_provider.h"
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "kselect/model.h"
 #include "kselect/tuner.h"
 #include "testing_util.h"
 
@@ -134,6 +136,57 @@ TEST(CrossProviderTest, BadManifestsAreClearErrors) {
                    "challenger": {"provider": "tile", "model": ")" +
                    ModelDir("h200_tile_default_bf16_tn") + R"("}})",
                "ranks configs");
+  fs::remove_all(dir);
+}
+
+// The shipped manifest with a reference ranker: it opens the ranker beside the regression, and
+// the offline decision (no heuristic picks to rank with) still runs the pick.
+TEST(CrossProviderTest, ReferenceRankerOpensAndOfflineDecisionsKeepThePick) {
+  SelectorOptions options = Offline();
+  options.time_top_k = 2;
+  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn_rank"), options);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  ASSERT_NE((*selector)->reference_ranker(), nullptr);
+  EXPECT_TRUE((*selector)->reference_ranker()->model().UsesPeerRanks());
+  EXPECT_EQ((*selector)->time_top_k(), 2);
+  const GemmProblem p = LinearGemm(4096, 1, 4096);
+  const std::span<const KernelConfig> lt = (*selector)->reference().Candidates(p);
+  const std::span<const KernelConfig> tiles = (*selector)->challenger().Candidates(p);
+  ASSERT_FALSE(lt.empty());
+  ASSERT_FALSE(tiles.empty());
+  auto d = (*selector)->Decide(p, lt[0], tiles);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(ConfigKey(d->reference_choice), ConfigKey(lt[0]));
+  EXPECT_EQ(ConfigKey(d->ranked[0].config), ConfigKey(d->config));
+  // Without a GPU the live path has no heuristic to ask: a clear error, not a guess.
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    EXPECT_FALSE((*selector)->Select(p).ok());
+  }
+  // The manifest without a ranker opens none.
+  auto plain = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn"), Offline());
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ((*plain)->reference_ranker(), nullptr);
+}
+
+TEST(CrossProviderTest, BadReferenceRankersAreClearErrors) {
+  const fs::path dir = fs::temp_directory_path() / "kselect_cross_provider_ranker_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto expect_error = [&](const std::string& ranker, const std::string& needle) {
+    std::ofstream(dir / "cross_provider.json")
+        << R"({"format": "kselect.cross_provider", "format_version": 1,
+              "reference": {"provider": "cublaslt", "model": ")" +
+               ModelDir("h200_cublaslt_default_tflops") + R"(", "ranker": ")" + ranker +
+               R"("}, "challenger": {"provider": "tile", "model": ")" +
+               ModelDir("h200_tile_default_bf16_tn") + R"("}})";
+    auto s = CrossProviderSelector::Open(dir.string(), Offline());
+    ASSERT_FALSE(s.ok()) << ranker;
+    EXPECT_TRUE(Contains(s.status().message(), needle)) << s.status().ToString();
+  };
+  expect_error("no_such_model", "reference ranker");
+  // A tile model cannot rank cuBLASLt's configs.
+  expect_error(ModelDir("h200_tile_bf16_tn"), "another provider");
   fs::remove_all(dir);
 }
 
