@@ -76,7 +76,8 @@ class CrossProviderSelector {
 
   // Live (GPU): the reference pick from the reference provider's heuristic, the reference
   // ranker's order where there is one, the challenger's top from its selector (candidate table,
-  // CanImplement).
+  // CanImplement). Decisions are cached per problem (up to SelectorOptions::cache_capacity), so
+  // a program's repeated calls cost a lookup. Thread-safe.
   StatusOr<CrossDecision> Select(const GemmProblem& problem);
 
   // The decision for a known reference pick and challenger candidates (offline evaluation; no
@@ -97,7 +98,10 @@ class CrossProviderSelector {
                                      int64_t workspace_bytes, void* stream);
   CrossProviderSelector(CrossProviderManifest manifest, std::unique_ptr<Selector> reference,
                         std::unique_ptr<Selector> challenger,
-                        std::unique_ptr<Selector> reference_ranker, int time_top_k);
+                        std::unique_ptr<Selector> reference_ranker, int time_top_k,
+                        size_t cache_capacity);
+  // Select without the cache.
+  StatusOr<CrossDecision> DecideLive(const GemmProblem& problem);
   // `reference_ranked`: the reference ranker's order (its first is the reference side's choice);
   // empty = the pick.
   StatusOr<CrossDecision> Combine(const GemmProblem& problem, const KernelConfig& reference_pick,
@@ -107,6 +111,9 @@ class CrossProviderSelector {
   CrossProviderManifest manifest_;
   std::unique_ptr<Selector> reference_, challenger_, reference_ranker_;
   int time_top_k_ = 0;
+  size_t cache_capacity_ = 0;
+  std::mutex decisions_mutex_;
+  std::unordered_map<std::string, CrossDecision> decisions_;
   // First-use timings across both providers: per problem, the timed configs' keys, fastest
   // first.
   std::mutex first_use_mutex_;

@@ -11,8 +11,9 @@ token of each sequence only, as inference engines do.
 
   llama_e2e.py capture  --out DIR      cuBLASLt trace of prefill + decode steps (eager)
   llama_e2e.py tunableop --out DIR     PyTorch TunableOp tuning of the same steps
-  llama_e2e.py e2e --model M --library L --out DIR
+  llama_e2e.py e2e --model M [--library L] [--time-top-k K] --out DIR
                                        step times, plain PyTorch vs kselect, CUDA graphs
+                                       (M may be a cross-provider model: cuBLASLt + tile engine)
 Every mode prints one JSON line last.
 """
 import argparse
@@ -168,11 +169,14 @@ def mode_e2e(args):
     import kselect.torch as ktorch
 
     selector = kselect.Selector(args.model, solution_library=args.library or None, top_k=4,
-                                first_stage_candidates=64)
-    variants = {
-        "pytorch": torch_linear(torch),
-        "kselect": lambda x, w: ktorch.linear(x, w, selector),
-    }
+                                first_stage_candidates=64, time_top_k=args.time_top_k)
+    shapes = set()  # (m, n, k) of every GEMM the kselect variant ran
+
+    def kselect_linear(x, w):
+        shapes.add((w.shape[0], x.numel() // x.shape[-1], w.shape[1]))
+        return ktorch.linear(x, w, selector)
+
+    variants = {"pytorch": torch_linear(torch), "kselect": kselect_linear}
     # One model per variant, the same weights (the generator is seeded the same way).
     steps = {name: build(torch, args.layers, fn) for name, fn in variants.items()}
     # The two variants must compute the same thing.
@@ -213,6 +217,19 @@ def mode_e2e(args):
             "speedup": median(ratios),
             "rounds": args.rounds,
         }
+    # What runs for each GEMM after the warm-up (first-use timings settled): one more call each.
+    dispatched = {}
+    for m, n, k in sorted(shapes):
+        w = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        y = torch.empty(n, m, device="cuda", dtype=torch.bfloat16)
+        ws = torch.empty(selector.max_workspace_bytes, dtype=torch.uint8, device="cuda")
+        info = selector.gemm(kselect.GemmProblem(m=m, n=n, k=k), w.data_ptr(), x.data_ptr(),
+                             y.data_ptr(), ws.data_ptr(), ws.numel(),
+                             torch.cuda.current_stream().cuda_stream)
+        dispatched[f"{m}x{n}x{k}"] = f"{info.config_name} (rank {info.rank})"
+    torch.cuda.synchronize()
+    results["dispatched"] = dispatched
     # Eager prefill too (the host-side cost of dispatch through Python shows here).
     eager = {name: [] for name in variants}
     for r in range(5):
@@ -226,6 +243,7 @@ def mode_e2e(args):
     return {"mode": "e2e", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
             "layers": args.layers, "batch": BATCH, "prompt": PROMPT,
             "decode_logits_rel_diff": rel, "library": args.library, "model": args.model,
+            "time_top_k": args.time_top_k,
             **results}
 
 
@@ -238,6 +256,9 @@ def main():
     parser.add_argument("--model", default="models/h200_cublaslt_default_bf16_tn")
     parser.add_argument("--library", default="")
     parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--time-top-k", type=int, default=0,
+                        help="the selector's time_top_k (a cross-provider model times both "
+                             "providers' candidates at first use)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     result = {"capture": mode_capture, "tunableop": mode_tunableop, "e2e": mode_e2e}[args.mode](

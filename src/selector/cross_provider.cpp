@@ -91,12 +91,13 @@ CrossProviderSelector::CrossProviderSelector(CrossProviderManifest manifest,
                                              std::unique_ptr<Selector> reference,
                                              std::unique_ptr<Selector> challenger,
                                              std::unique_ptr<Selector> reference_ranker,
-                                             int time_top_k)
+                                             int time_top_k, size_t cache_capacity)
     : manifest_(std::move(manifest)),
       reference_(std::move(reference)),
       challenger_(std::move(challenger)),
       reference_ranker_(std::move(reference_ranker)),
-      time_top_k_(time_top_k) {}
+      time_top_k_(time_top_k),
+      cache_capacity_(cache_capacity) {}
 
 StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
     const std::string& dir, SelectorOptions options) {
@@ -137,7 +138,7 @@ StatusOr<std::unique_ptr<CrossProviderSelector>> CrossProviderSelector::Open(
   }
   return std::unique_ptr<CrossProviderSelector>(
       new CrossProviderSelector(std::move(manifest), std::move(*reference), std::move(*challenger),
-                                std::move(ranker), options.time_top_k));
+                                std::move(ranker), options.time_top_k, options.cache_capacity));
 }
 
 StatusOr<CrossDecision> CrossProviderSelector::Combine(
@@ -208,6 +209,18 @@ StatusOr<CrossDecision> CrossProviderSelector::Decide(
 }
 
 StatusOr<CrossDecision> CrossProviderSelector::Select(const GemmProblem& problem) {
+  const std::string key = ProblemToString(Problem(problem));
+  {
+    std::lock_guard lock(decisions_mutex_);
+    if (auto it = decisions_.find(key); it != decisions_.end()) return it->second;
+  }
+  KSELECT_ASSIGN_OR_RETURN(CrossDecision d, DecideLive(problem));
+  std::lock_guard lock(decisions_mutex_);
+  if (decisions_.size() < cache_capacity_) decisions_.emplace(key, d);
+  return d;
+}
+
+StatusOr<CrossDecision> CrossProviderSelector::DecideLive(const GemmProblem& problem) {
   KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
                            reference_->HeuristicPicks(problem, 1));
   if (picks.empty()) {

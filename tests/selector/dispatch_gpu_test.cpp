@@ -243,6 +243,10 @@ TEST(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCo
     EXPECT_EQ(decision->note.find("reference ranker passed over"), std::string::npos)
         << decision->note;
     EXPECT_GE(decision->ranked.size(), 2u) << problem.ToString();
+    // Asked again, the decision comes from the cache: the same.
+    auto again = (*selector)->Select(problem);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(ConfigKey(again->config), ConfigKey(decision->config));
     auto operands = (*provider)->Operands(problem);
     ASSERT_TRUE(operands.ok()) << operands.status().ToString();
     auto verify_case = (*verifier)->MakeCase(problem, *operands);
