@@ -16,6 +16,7 @@ namespace kselect {
 namespace {
 
 using testing_util::LinearGemm;
+using testing_util::ModelDir;
 using verify::CheckResult;
 using verify::Verifier;
 using verify::VerifyCase;
@@ -56,6 +57,12 @@ class DispatchKernel final : public PreparedKernel {
   DispatchInfo last_;
   std::vector<DispatchInfo> all_;
 };
+
+// LLM GEMMs for the first-use timing tests: decode (1 and 16 tokens), prefill, and an odd shape.
+std::vector<GemmProblem> FirstUseProblems() {
+  return {LinearGemm(4096, 1, 4096), LinearGemm(14336, 16, 4096), LinearGemm(4096, 512, 4096),
+          LinearGemm(1000, 7, 3000)};
+}
 
 // Checks `kernel` (a dispatcher with first-use timing) against the reference twice: the first
 // check's first dispatch times 2 to `max_timed` configs, every later dispatch runs the config it
@@ -189,17 +196,11 @@ TEST(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
   ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
   SelectorOptions options;
   options.time_top_k = 3;
-  const std::string dir =
-      (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / "h200_cublaslt_bf16_tn_rank")
-          .string();
-  auto selector = Selector::Open(dir, options);
+  auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
   auto provider = (*selector)->provider();
   ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  const std::vector<GemmProblem> problems = {LinearGemm(4096, 1, 4096), LinearGemm(14336, 16, 4096),
-                                             LinearGemm(4096, 512, 4096),
-                                             LinearGemm(1000, 7, 3000)};
-  for (const GemmProblem& problem : problems) {
+  for (const GemmProblem& problem : FirstUseProblems()) {
     auto operands = (*provider)->Operands(problem);
     ASSERT_TRUE(operands.ok()) << operands.status().ToString();
     auto verify_case = (*verifier)->MakeCase(problem, *operands);
@@ -228,14 +229,11 @@ TEST(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCo
   ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
   SelectorOptions options;
   options.time_top_k = 2;
-  const std::string dir =
-      (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / "h200_cross_bf16_tn_rank").string();
-  auto selector = CrossProviderSelector::Open(dir, options);
+  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn_rank"), options);
   ASSERT_TRUE(selector.ok()) << selector.status().ToString();
   auto provider = (*selector)->reference().provider();
   ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  for (const GemmProblem& problem : {LinearGemm(4096, 1, 4096), LinearGemm(14336, 8, 4096),
-                                     LinearGemm(4096, 512, 4096), LinearGemm(1000, 7, 3000)}) {
+  for (const GemmProblem& problem : FirstUseProblems()) {
     auto decision = (*selector)->Select(problem);
     ASSERT_TRUE(decision.ok()) << decision.status().ToString();
     if (TrainedForAnotherDevice(*decision)) GTEST_SKIP() << decision->note;
