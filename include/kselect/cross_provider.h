@@ -46,6 +46,9 @@ struct CrossProviderManifest {
   std::string comment;
 };
 
+// Whether `dir` is a cross-provider model directory (it holds cross_provider.json).
+bool IsCrossProviderDir(const std::string& dir);
+
 // Reads `dir`/cross_provider.json; errors name the file and field.
 StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir);
 

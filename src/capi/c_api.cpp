@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <exception>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <new>
@@ -243,8 +242,7 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
     }
     auto handle = std::make_unique<kselect_selector>();
-    std::error_code error;
-    if (std::filesystem::exists(std::filesystem::path(model_dir) / "cross_provider.json", error)) {
+    if (kselect::IsCrossProviderDir(model_dir)) {
       auto cross = kselect::CrossProviderSelector::Open(model_dir, ToSelectorOptions(*options));
       if (!cross.ok()) return cross.status();
       handle->cross = std::move(*cross);

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/dataset_io.h"
 #include "cli/gemm_args.h"
+#include "kselect/cross_provider.h"
 #include "kselect/model.h"
 #include "kselect/provider.h"
 #include "kselect/selector.h"
@@ -281,6 +282,62 @@ StatusOr<GemmProblem> ProblemOf(const PredictArgs& args) {
   return problem;
 }
 
+// A cross-provider model directory: the decision between the providers, made live (cuBLASLt's
+// heuristic pick is part of it, so it needs the GPU).
+StatusOr<int> RunCrossProvider(const PredictArgs& args, const SelectorOptions& options,
+                               const GemmProblem& problem) {
+  const std::string& dir = args.models.front();
+  if (args.models.size() > 1 || !args.candidates.empty() || !args.peer_data.empty()) {
+    return InvalidArgumentError(dir +
+                                " is a cross-provider model: give it alone, without "
+                                "--candidates or --peer-data (its decision is made live)");
+  }
+  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<CrossProviderSelector> selector,
+                           CrossProviderSelector::Open(dir, options));
+  KSELECT_ASSIGN_OR_RETURN(const CrossDecision d, selector->Select(problem));
+  const size_t top = std::min(d.ranked.size(), static_cast<size_t>(std::max(args.top, 1)));
+  const std::string chosen(ProviderName(ProviderOf(d.config)));
+  if (args.json) {
+    nlohmann::json ranked = nlohmann::json::array();
+    for (size_t r = 0; r < top; ++r) {
+      const RankedConfig& entry = d.ranked[r];
+      ranked.push_back(
+          {{"rank", r + 1},
+           {"provider", ProviderName(ProviderOf(entry.config))},
+           {"config", ConfigKey(entry.config)},
+           {"name", DescribeConfig(entry.config)},
+           {"predicted_tflops",
+            entry.predicted_tflops ? nlohmann::json(*entry.predicted_tflops) : nlohmann::json()}});
+    }
+    std::cout << nlohmann::json{{"problem", problem.ToString()},
+                                {"model", dir},
+                                {"provider_chosen", chosen},
+                                {"challenger_chosen", d.challenger_chosen},
+                                {"predicted_gain", d.predicted_gain},
+                                {"reference_pick", ConfigKey(d.reference_pick)},
+                                {"reference_choice", ConfigKey(d.reference_choice)},
+                                {"note", d.note},
+                                {"ranked", ranked}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << problem.ToString() << ": " << chosen << " chosen (challenger predicted "
+            << d.predicted_gain << "x the reference's choice)\n";
+  if (!d.note.empty()) std::cout << "note: " << d.note << "\n";
+  for (size_t r = 0; r < top; ++r) {
+    const RankedConfig& entry = d.ranked[r];
+    std::printf("%2zu. %-9s %-60s", r + 1,
+                std::string(ProviderName(ProviderOf(entry.config))).c_str(),
+                DescribeConfig(entry.config).c_str());
+    if (entry.predicted_tflops) std::printf("  predicted %.2f TFLOPS", *entry.predicted_tflops);
+    std::printf("\n");
+  }
+  std::cout << "dispatch (kselect::Gemm with time_top_k >= 2) times these at first use and runs "
+               "the fastest\n";
+  return kExitOk;
+}
+
 StatusOr<int> Run(const PredictArgs& args) {
   SelectorOptions options;
   options.top_k = std::max(args.top, 1);
@@ -290,6 +347,7 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(options.hardware, HardwareConstantsFor(profile));
   }
   KSELECT_ASSIGN_OR_RETURN(const GemmProblem problem, ProblemOf(args));
+  if (IsCrossProviderDir(args.models.front())) return RunCrossProvider(args, options, problem);
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector,
                            Selector::Open(args.models, options));
   const Model& model = selector->model();

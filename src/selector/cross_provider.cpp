@@ -51,6 +51,11 @@ StatusOr<std::vector<double>> PredictTflops(const Selector& selector, const Gemm
 
 }  // namespace
 
+bool IsCrossProviderDir(const std::string& dir) {
+  std::error_code error;
+  return fs::exists(fs::path(dir) / "cross_provider.json", error);
+}
+
 StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / "cross_provider.json").string();
   KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(path));
