@@ -537,6 +537,9 @@ TEST(TileCompilerTest, TinyRuleSetCompilesAndSassHasTensorCoreInstructions) {
         EXPECT_NE(sass.find("FFMA"), std::string::npos) << SpecKey(specs[i]);
         EXPECT_EQ(sass.find("HMMA"), std::string::npos) << SpecKey(specs[i]);
         break;
+      case TilePipeline::kDecode:  // the decode family's mma.sync, should `tiny` gain it
+        EXPECT_NE(sass.find("HMMA.16816.F32"), std::string::npos) << SpecKey(specs[i]);
+        break;
     }
   }
   EXPECT_TRUE(saw_wgmma);
