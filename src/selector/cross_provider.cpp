@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
-#include "cuda/runtime.h"
 #include "kselect/model.h"
 #include "selector/first_use_timing.h"
 
@@ -287,13 +286,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
   int timed_configs = 0;
   std::string timing_note;
   if (selector.time_top_k_ >= 2 && d.ranked.size() >= 2) {
-    const auto cuda_stream = static_cast<cudaStream_t>(stream);
-    auto capture = cudaStreamCaptureStatusNone;
-    KSELECT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(cuda_stream, &capture));
-    const std::string problem_key = ProblemToString(Problem(problem));
-    std::lock_guard lock(selector.first_use_mutex_);
-    auto it = selector.first_use_orders_.find(problem_key);
-    if (it == selector.first_use_orders_.end() && capture == cudaStreamCaptureStatusNone) {
+    auto time_now = [&]() -> StatusOr<std::vector<std::string>> {
       KernelOperands operands;
       operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
       operands.workspace = workspace;
@@ -307,28 +300,16 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
       KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
                                provider->Operands(Problem(problem)));
-      KSELECT_ASSIGN_OR_RETURN(
-          std::vector<std::string> order,
-          TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream));
-      timed_configs = static_cast<int>(order.size());
-      it = selector.first_use_orders_.emplace(problem_key, std::move(order)).first;
-    } else if (it == selector.first_use_orders_.end()) {
-      timing_note = "not timed: the stream is being captured into a graph";
-    }
-    if (it != selector.first_use_orders_.end() && !it->second.empty()) {
-      // The timed configs fastest first, then the rest in the decision's order.
+      return TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream);
+    };
+    std::lock_guard lock(selector.first_use_mutex_);
+    KSELECT_ASSIGN_OR_RETURN(
+        const std::vector<std::string>* timed,
+        FirstUseOrder(selector.first_use_orders_, ProblemToString(Problem(problem)), stream,
+                      time_now, &timed_configs, &timing_note));
+    if (timed != nullptr && !timed->empty()) {
       std::vector<RankedConfig> reordered;
-      for (const std::string& key : it->second) {
-        for (const RankedConfig& r : d.ranked) {
-          if (ConfigKey(r.config) == key) reordered.push_back(r);
-        }
-      }
-      for (const RankedConfig& r : d.ranked) {
-        if (std::find(it->second.begin(), it->second.end(), ConfigKey(r.config)) ==
-            it->second.end()) {
-          reordered.push_back(r);
-        }
-      }
+      for (size_t r : TimedFirst(d.ranked, *timed)) reordered.push_back(d.ranked[r]);
       d.ranked = std::move(reordered);
     }
   }

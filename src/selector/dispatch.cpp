@@ -130,6 +130,42 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
   return order;  // ElapsedMs waited for the last batch: the scratch buffers are free to go
 }
 
+StatusOr<const std::vector<std::string>*> FirstUseOrder(
+    std::unordered_map<std::string, std::vector<std::string>>& orders,
+    const std::string& problem_key, void* stream,
+    const std::function<StatusOr<std::vector<std::string>>()>& time_now, int* timed,
+    std::string* note) {
+  *timed = 0;
+  auto it = orders.find(problem_key);
+  if (it != orders.end()) return &it->second;
+  auto capture = cudaStreamCaptureStatusNone;
+  KSELECT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    *note = "not timed: the stream is being captured into a graph";
+    return nullptr;
+  }
+  KSELECT_ASSIGN_OR_RETURN(std::vector<std::string> order, time_now());
+  *timed = static_cast<int>(order.size());
+  return &orders.emplace(problem_key, std::move(order)).first->second;
+}
+
+std::vector<size_t> TimedFirst(std::span<const RankedConfig> ranked,
+                               std::span<const std::string> timed_order) {
+  std::vector<size_t> order;
+  for (const std::string& key : timed_order) {
+    for (size_t r = 0; r < ranked.size(); ++r) {
+      if (ConfigKey(ranked[r].config) == key) {
+        order.push_back(r);
+        break;
+      }
+    }
+  }
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    if (std::find(order.begin(), order.end(), r) == order.end()) order.push_back(r);
+  }
+  return order;
+}
+
 StatusOr<PreparedKernel*> PreparedForDispatch(Selector& selector, const Problem& problem,
                                               const KernelConfig& config) {
   KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.provider());
@@ -194,39 +230,17 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   std::string timing_note;
   const size_t time_top_k = static_cast<size_t>(std::max(selector.options().time_top_k, 0));
   if (time_top_k >= 2 && ranked.size() >= 2) {
-    const auto cuda_stream = static_cast<cudaStream_t>(stream);
-    auto capture = cudaStreamCaptureStatusNone;
-    KSELECT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(cuda_stream, &capture));
     std::lock_guard lock(selector.dispatch_mutex());
-    auto& orders = selector.first_use_orders();
-    auto it = orders.find(problem_key);
-    if (it == orders.end() && capture == cudaStreamCaptureStatusNone) {
-      KSELECT_ASSIGN_OR_RETURN(
-          std::vector<std::string> timed,
-          TimeFirstUse(selector.prepared_kernels(), *provider, problem, problem_key, ranked,
-                       time_top_k, operands, cuda_stream));
-      timed_configs = static_cast<int>(timed.size());
-      it = orders.emplace(problem_key, std::move(timed)).first;
-    } else if (it == orders.end()) {
-      timing_note = "not timed: the stream is being captured into a graph";
-    }
-    if (it != orders.end() && !it->second.empty()) {
-      std::vector<size_t> timed_first;
-      for (const std::string& key : it->second) {
-        for (size_t r = 0; r < ranked.size(); ++r) {
-          if (ConfigKey(ranked[r].config) == key) {
-            timed_first.push_back(r);
-            break;
-          }
-        }
-      }
-      for (size_t r = 0; r < ranked.size(); ++r) {
-        if (std::find(timed_first.begin(), timed_first.end(), r) == timed_first.end()) {
-          timed_first.push_back(r);
-        }
-      }
-      order = std::move(timed_first);
-    }
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<std::string>* timed,
+                             FirstUseOrder(
+                                 selector.first_use_orders(), problem_key, stream,
+                                 [&] {
+                                   return TimeFirstUse(selector.prepared_kernels(), *provider,
+                                                       problem, problem_key, ranked, time_top_k,
+                                                       operands, static_cast<cudaStream_t>(stream));
+                                 },
+                                 &timed_configs, &timing_note));
+    if (timed != nullptr && !timed->empty()) order = TimedFirst(ranked, *timed);
   }
   std::string failures;
   for (size_t r : order) {

@@ -3,10 +3,14 @@
 // inputs, the fastest first.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kselect/provider.h"
+#include "kselect/selector.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -24,5 +28,20 @@ struct FirstUseContender {
 StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
     const KernelOperands& operands, void* stream);
+
+// The order first-use timing settled for `problem_key`: found in `orders`, or made now by
+// `time_now` and kept there (the caller holds the lock guarding `orders`). None (null) while
+// `stream` is being captured into a graph, and `*note` says so. `*timed` = the configs this call
+// timed (0 when the order was found).
+StatusOr<const std::vector<std::string>*> FirstUseOrder(
+    std::unordered_map<std::string, std::vector<std::string>>& orders,
+    const std::string& problem_key, void* stream,
+    const std::function<StatusOr<std::vector<std::string>>()>& time_now, int* timed,
+    std::string* note);
+
+// Indices into `ranked`: the configs `timed_order` names (fastest first), then the rest in rank
+// order.
+std::vector<size_t> TimedFirst(std::span<const RankedConfig> ranked,
+                               std::span<const std::string> timed_order);
 
 }  // namespace kselect
