@@ -43,7 +43,7 @@ TileConfig TileSearchSpace::Config(size_t group, std::span<const int32_t> indice
   for (size_t gene = 0; gene < genes.size(); ++gene) {
     genes[gene]->set(config, g.values[gene].at(static_cast<size_t>(indices[gene])));
   }
-  return std::get<TileConfig>(config);
+  return tile::WithDerivedFields(std::get<TileConfig>(config));
 }
 
 StatusOr<TileSearchSpace> MakeTileSearchSpace(const RuleSet& rules) {
@@ -83,6 +83,17 @@ StatusOr<TileSearchSpace> MakeTileSearchSpace(const RuleSet& rules) {
   for (size_t g = 0; g < space.groups.size(); ++g) {
     for (const std::set<int64_t>& values : seen[g]) {
       space.groups[g].values.emplace_back(values.begin(), values.end());
+    }
+    // A field the pipeline derives from others (tile::WithDerivedFields) is no gene of its own:
+    // one value, so mutations are not spent on it.
+    TileConfig probe;
+    probe.pipeline = space.groups[g].pipeline;
+    for (size_t gene = 0; gene < space.genes.size(); ++gene) {
+      std::vector<int64_t>& values = space.groups[g].values[gene];
+      KernelConfig moved{probe};
+      space.genes[gene]->set(moved, space.genes[gene]->get(KernelConfig(probe)) + 1000);
+      const KernelConfig derived(tile::WithDerivedFields(std::get<TileConfig>(moved)));
+      if (space.genes[gene]->get(derived) != space.genes[gene]->get(moved)) values.resize(1);
     }
   }
   return space;

@@ -205,6 +205,27 @@ TEST(TileRulesTest, InvalidConfigsAreRejectedByNamedRules) {
   }
 }
 
+TEST(TileRulesTest, DerivedFieldsMakeAWarpSpecializedConfigValid) {
+  // The ws_instr case above, with warps and instr left stale: derived from the tile, it is valid.
+  for (int32_t tile_m : {64, 128}) {
+    for (int32_t tile_n : {32, 48, 128, 256}) {
+      TileKernelSpec spec = DefaultSpec();
+      spec.config.pipeline = TilePipeline::kWarpSpecialized;
+      spec.config.tile_m = tile_m, spec.config.tile_n = tile_n, spec.config.tile_k = 64;
+      spec.config.stages = 4;
+      EXPECT_FALSE(CheckValid(spec).ok());
+      spec.config = WithDerivedFields(spec.config);
+      EXPECT_TRUE(CheckValid(spec).ok())
+          << tile_m << "x" << tile_n << ": " << CheckValid(spec).ToString();
+      EXPECT_EQ(spec.config.warps_m, tile_m / 64);
+      EXPECT_EQ(spec.config.instr_n, tile_n);
+    }
+  }
+  // Other pipelines' fields are independent: unchanged.
+  const TileConfig decode = DecodeConfig();
+  EXPECT_EQ(ConfigKey(KernelConfig(WithDerivedFields(decode))), ConfigKey(KernelConfig(decode)));
+}
+
 TEST(TileSpecTest, AlignmentsFollowTheProblem) {
   GemmProblem p;
   p.m = 127, p.n = 256, p.k = 263;  // layout rcr: A k-contiguous, B k-contiguous

@@ -59,19 +59,40 @@ TEST(TileSearchSpaceTest, PerPipelineProductOfTheGeneratorsValues) {
   StatusOr<tile::TileRuleSet> full = tile::LoadRuleSet("full", kRulesRoot);
   ASSERT_TRUE(full.ok());
   // The cross product per pipeline is much larger than the catalogue of accepted combinations,
-  // and holds every catalogue config.
+  // and holds every catalogue config: each independent field's value is a gene value, and the
+  // fields the pipeline derives (warp_specialized's warps and wgmma shape) follow from them.
   EXPECT_GT(space.Size(), 4.0 * static_cast<double>(full->configs.size()));
   for (const TileConfig& c : full->configs) {
-    const TileSearchGroup* group = nullptr;
-    for (const TileSearchGroup& g : space.groups) {
-      if (g.pipeline == c.pipeline) group = &g;
+    size_t group = space.groups.size();
+    for (size_t g = 0; g < space.groups.size(); ++g) {
+      if (space.groups[g].pipeline == c.pipeline) group = g;
     }
-    ASSERT_NE(group, nullptr);
+    ASSERT_LT(group, space.groups.size());
+    std::vector<int32_t> indices;
     for (size_t gene = 0; gene < space.genes.size(); ++gene) {
       const int64_t v = space.genes[gene]->get(KernelConfig(c));
-      const std::vector<int64_t>& values = group->values[gene];
-      ASSERT_TRUE(std::binary_search(values.begin(), values.end(), v))
+      const std::vector<int64_t>& values = space.groups[group].values[gene];
+      const auto at = std::lower_bound(values.begin(), values.end(), v);
+      if (values.size() == 1) {  // a derived field, or one the pipeline never varies
+        indices.push_back(0);
+        continue;
+      }
+      ASSERT_TRUE(at != values.end() && *at == v)
           << space.genes[gene]->name << " " << v << " of " << ConfigKey(KernelConfig(c));
+      indices.push_back(static_cast<int32_t>(at - values.begin()));
+    }
+    EXPECT_EQ(ConfigKey(KernelConfig(space.Config(group, indices))), ConfigKey(KernelConfig(c)));
+  }
+  // warp_specialized's warps and wgmma shape are derived, not genes: one value each.
+  const TileSearchGroup& ws = space.groups[3];
+  ASSERT_EQ(ws.pipeline, TilePipeline::kWarpSpecialized);
+  for (size_t gene = 0; gene < space.genes.size(); ++gene) {
+    const std::string_view name = space.genes[gene]->name;
+    if (name == "warps_m" || name == "instr_n") {
+      EXPECT_EQ(ws.values[gene].size(), 1u) << name;
+    }
+    if (name == "tile_n" || name == "stages") {
+      EXPECT_GT(ws.values[gene].size(), 4u) << name;
     }
   }
   // The decode family varies warps_k, which the tuner's genes leave out: here it is a gene.

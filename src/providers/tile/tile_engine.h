@@ -64,6 +64,11 @@ struct ValidityRule {
 };
 // Every rule, in the order they are checked.
 const std::vector<ValidityRule>& ValidityRules();
+// `config` with the fields its pipeline derives from others set as the validity rules require:
+// warp_specialized's consumer warpgroups (tile_m / 64, warps_n 1) and wgmma shape (64 x tile_n x
+// 16). A search that moves tile_n alone then proposes a kernel that exists instead of one with a
+// stale instruction shape. Other pipelines' fields are independent: returned unchanged.
+TileConfig WithDerivedFields(TileConfig config);
 // OK, or kInvalidArgument "validity rule <name>: <what is wrong>" for the first rule broken.
 Status CheckValid(const TileKernelSpec& spec);
 

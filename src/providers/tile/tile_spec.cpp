@@ -211,12 +211,15 @@ const std::vector<ValidityRule>& Rules() {
          if (!IsMultistage(s) || (warps >= 1 && warps <= 16)) return {};
          return Str(warps) + " warps per block is outside 1..16";
        }},
-      {"stages_range", "the cp.async / TMA ring is 2 to 8 stages deep",
+      {"stages_range",
+       "the cp.async ring (multistage) is 2 to 8 stages deep, the TMA ring (warp_specialized) 2 "
+       "to 24 (shared memory bounds it first): narrow tiles stream the weights of skinny GEMMs, "
+       "whose speed is the bytes in flight per SM",
        [](const TileKernelSpec& s) -> std::string {
-         if (IsSmallM(s) || IsDecode(s) || (s.config.stages >= 2 && s.config.stages <= 8)) {
-           return {};
-         }
-         return "stages " + Str(s.config.stages) + " is outside 2..8";
+         if (IsSmallM(s) || IsDecode(s)) return {};
+         const int32_t deepest = IsWarpSpecialized(s) ? 24 : 8;
+         if (s.config.stages >= 2 && s.config.stages <= deepest) return {};
+         return "stages " + Str(s.config.stages) + " is outside 2.." + Str(deepest);
        }},
       {"shared_memory", "the stages' A and B tiles fit in 227 KiB of shared memory",
        [](const TileKernelSpec& s) -> std::string {
@@ -450,6 +453,17 @@ StatusOr<TileKernelSpec> SpecForProblem(const TileConfig& config, const GemmProb
 
 const std::vector<ValidityRule>& ValidityRules() {
   return Rules();
+}
+
+TileConfig WithDerivedFields(TileConfig config) {
+  if (config.pipeline == TilePipeline::kWarpSpecialized) {  // ws_tile_shape, ws_instr
+    config.warps_m = std::max(1, config.tile_m / 64);
+    config.warps_n = 1;
+    config.instr_m = 64;
+    config.instr_n = config.tile_n;
+    config.instr_k = 16;
+  }
+  return config;
 }
 
 Status CheckValid(const TileKernelSpec& spec) {

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# One device call for a candidate tile family (issue 18): its configs verified against the float64
+# reference, then `kselect tile bench` of the default catalogue plus the candidate groups against
+# cuBLASLt's heuristic top 16 on shape files, so the candidates compete with every default config
+# in the same interleaved rounds. Run on an nvidia-h200 from the repository root with `kselect`
+# in $BIN; logs and JSON land in $OUT, a table per shape file last.
+# Env: BIN (default .devcarry-bench), EXTRA (a rule file whose generator groups are the
+# candidates; its variants are replaced by default's), SHAPE_FILES ("file[:n_min:n_max] ..."),
+# VERIFY_SECONDS, BENCH_SECONDS (per shape file), FINALISTS, ROUNDS, RUN_ID.
+set -uo pipefail
+BIN="${BIN:-.devcarry-bench}"
+OUT="${OUT:-/tmp/kselect-out}"
+EXTRA="${EXTRA:?EXTRA names the candidate rule file}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv \
+  | tee "$OUT/smi.txt"
+
+# candidates.json: the candidate groups with default's variants (every layout default builds);
+# merged.json: default's groups followed by the candidates.
+python3 - rules/tile/default.json "$EXTRA" "$OUT" <<'PY'
+import json, sys
+default, extra, out = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+cand = dict(default, name="candidates", comment=extra.get("comment", ""))
+cand["generator"] = dict(default["generator"], groups=extra["generator"]["groups"])
+json.dump(cand, open(f"{out}/candidates.json", "w"), indent=1)
+merged = dict(default, name="default_plus_candidates")
+merged["generator"] = dict(default["generator"],
+                           groups=default["generator"]["groups"] + extra["generator"]["groups"])
+json.dump(merged, open(f"{out}/merged.json", "w"), indent=1)
+PY
+
+echo "=== 1. tile verify (the candidates, every default layout)"
+timeout "${VERIFY_SECONDS:-150}" "$BIN/kselect" tile verify --rules "$OUT/candidates.json" \
+  --rules-dir rules --log "$OUT/verify.log" > "$OUT/verify.out" 2>&1
+echo "verify rc=$?"
+tail -3 "$OUT/verify.out"
+
+echo "=== 2. tile bench (default + candidates vs cuBLASLt top 16)"
+i=0
+for spec in ${SHAPE_FILES:?}; do
+  IFS=: read -r file n_min n_max <<< "$spec"
+  i=$((i + 1))
+  python3 - "$file" "${n_min:-1}" "${n_max:-1000000000}" "$OUT/shapes_$i.csv" <<'PY'
+import csv, sys
+src, lo, hi, dst = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+lines = [l for l in open(src) if not l.startswith("#")]
+rows = list(csv.DictReader(lines))
+with open(dst, "w") as f:
+    f.write(lines[0])
+    w = csv.DictWriter(f, fieldnames=rows[0].keys(), lineterminator="\n")
+    for r in rows:
+        if lo <= int(r["n"]) <= hi:
+            w.writerow(r)
+PY
+  echo "shape file $i: $spec, $(($(wc -l < "$OUT/shapes_$i.csv") - 1)) shapes"
+  timeout "${BENCH_SECONDS:-240}" "$BIN/kselect" tile bench --rules "$OUT/merged.json" \
+    --rules-dir rules --layout rcc --shapes "$OUT/shapes_$i.csv" --cublaslt-picks 16 \
+    --finalists "${FINALISTS:-4}" --rounds "${ROUNDS:-11}" --device-kind nvidia-h200 \
+    --run-id "${RUN_ID:-tile-family}-$i" --json "$OUT/bench_$i.json" > "$OUT/bench_$i.out" 2>&1
+  echo "bench $i rc=$?"
+done
+
+echo "=== 3. per shape: tile best / cuBLASLt best"
+python3 - "$OUT" "$EXTRA" <<'PY'
+import glob, json, math, sys
+out = sys.argv[1]
+for path in sorted(glob.glob(f"{out}/bench_*.json")):
+    d = json.load(open(path))
+    rows = [r for r in d["results"] if r.get("tile_best")]
+    print(f"{path.split('/')[-1]}: {len(rows)} shapes")
+    wins, logs = 0, []
+    for r in rows:
+        p, ratio = r["problem"], r["tile_over_cublaslt_best"]
+        wins += ratio >= 1.0
+        logs.append(math.log(ratio))
+        print(f'  {p["m"]:>6}x{p["n"]:<5}x{p["k"]:<6} {ratio:.3f}  hbm lt {r["cublaslt_best"]["hbm_fraction"]:.2f} '
+              f'tile {r["tile_best"]["hbm_fraction"]:.2f}  {r["tile_best"]["name"]}')
+    if rows:
+        print(f"  at or above: {wins} of {len(rows)}; geomean tile/lt best "
+              f"{math.exp(sum(logs) / len(logs)):.3f}")
+PY
