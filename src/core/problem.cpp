@@ -37,12 +37,15 @@ Status CheckPositive(std::string_view name, int64_t value) {
   return Status::Ok();
 }
 
+// Output extent of one spatial dimension; 0 when empty, -1 when it does not fit int64 (sizes
+// from a file can be anything: computed in 128 bits so no input overflows).
 int64_t OutputSize(int64_t in, int64_t filter, int64_t stride, int64_t pad, int64_t dilation) {
   if (stride <= 0) return 0;
-  const int64_t span = (filter - 1) * dilation + 1;
-  const int64_t padded = in + 2 * pad - span;
+  const __int128 span = static_cast<__int128>(filter - 1) * dilation + 1;
+  const __int128 padded = static_cast<__int128>(in) + 2 * static_cast<__int128>(pad) - span;
   if (padded < 0) return 0;
-  return padded / stride + 1;
+  const __int128 out = padded / stride + 1;
+  return out > std::numeric_limits<int64_t>::max() ? -1 : static_cast<int64_t>(out);
 }
 
 }  // namespace
@@ -228,6 +231,9 @@ Status ConvProblem::Validate() const {
   if (c % g != 0 || k % g != 0) {
     return InvalidArgumentError("C and K must be divisible by G: " + ToString());
   }
+  if (Do() < 0 || Ho() < 0 || Wo() < 0) {
+    return InvalidArgumentError("convolution output size overflows 64-bit integers: " + ToString());
+  }
   if (Do() <= 0 || Ho() <= 0 || Wo() <= 0) {
     return InvalidArgumentError(
         "convolution has an empty output (filter larger than padded "
@@ -247,7 +253,7 @@ Status ConvProblem::Validate() const {
 double ConvProblem::Flops() const {
   return 2.0 * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(Do()) *
          static_cast<double>(Ho()) * static_cast<double>(Wo()) * static_cast<double>(c / g) *
-         static_cast<double>(z * y * x);
+         static_cast<double>(z) * static_cast<double>(y) * static_cast<double>(x);
 }
 
 double ConvProblem::MinBytes() const {

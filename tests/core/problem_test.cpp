@@ -111,5 +111,22 @@ TEST(ProblemTest, NegativePaddingAndDilationBelowOneAreRejected) {
   }
 }
 
+// Sizes read from a file can be anything: a padding or dilation whose output extent does not fit
+// 64 bits is a clear error, not an overflow (found by fuzz_ck_conv_csv).
+TEST(ProblemTest, ConvSizesBeyond64BitsAreRejected) {
+  const ConvProblem ok{.n = 1, .c = 8, .k = 8, .hi = 8, .wi = 8, .y = 3, .x = 3};
+  ConvProblem huge_pad = ok;
+  huge_pad.pad_w = 6666666666666666666;
+  EXPECT_NE(huge_pad.Validate().message().find("overflows 64-bit"), std::string::npos)
+      << huge_pad.Validate().message();
+  ConvProblem huge_dilation = ok;
+  huge_dilation.dilation_h = 6666666666666666666;
+  huge_dilation.y = 3;
+  // The filter's span exceeds any input: an empty output, computed without overflow.
+  EXPECT_NE(huge_dilation.Validate().message().find("empty output"), std::string::npos)
+      << huge_dilation.Validate().message();
+  EXPECT_EQ(huge_dilation.Ho(), 0);
+}
+
 }  // namespace
 }  // namespace kselect
