@@ -102,7 +102,9 @@ KSELECT_C_EXPORT int kselect_selector_options_init(kselect_selector_options* opt
 /* Opens the model directory `model_dir` (made by `kselect train`; it holds feature_spec.json,
  * model_*.lgbm.gz and candidates.json.gz), or one of several per-device models listed
  * ':'-separated ("models/h200_cublaslt_default_rank:models/h100_cublaslt_default_rank"): the one
- * trained for the device it selects for (Selector::Open). A directory holding cross_provider.json
+ * trained for the device it selects for (Selector::Open; a cross-provider directory may be listed
+ * too, as trained for its reference model's device: "models/h200_cross_bf16_tn_rank:
+ * models/h100_cublaslt_default_rank"). A directory holding cross_provider.json
  * opens a cross-provider selector (kselect::CrossProviderSelector): its selections rank both
  * providers' configs, decided live on a GPU, and with time_top_k >= 2 kselect_gemm_run times the
  * candidates of both providers at a problem's first use. `options` NULL = the defaults. On success

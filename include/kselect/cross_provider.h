@@ -52,6 +52,16 @@ bool IsCrossProviderDir(const std::string& dir);
 // Reads `dir`/cross_provider.json; errors name the file and field.
 StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir);
 
+// Of several per-device model directories, plain or cross-provider, the one trained for the
+// device `options` select for (Selector::ModelForDevice): a cross-provider directory counts as
+// trained for its reference model's hardware. The first where none is (its selector then says so
+// in every note), or with neither a GPU nor options.hardware.
+StatusOr<std::string> ModelDirForDevice(const std::vector<std::string>& dirs,
+                                        const SelectorOptions& options);
+// The same for a ':'-separated list (as the C API takes them) that names a cross-provider
+// directory; any other string is returned as it is, for Selector::Open to choose from.
+StatusOr<std::string> ModelDirForDevice(const std::string& dirs, const SelectorOptions& options);
+
 struct CrossDecision {
   KernelConfig config;  // what to run
   bool challenger_chosen = false;

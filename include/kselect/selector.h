@@ -127,6 +127,10 @@ class Selector {
   // nor SelectorOptions::hardware, the first is opened.
   static StatusOr<std::unique_ptr<Selector>> Open(const std::vector<std::string>& model_dirs,
                                                   const SelectorOptions& options = {});
+  // The matching Open(model_dirs) does: the index of the model trained for the hardware
+  // `options` select for (0 where none is, or with neither a GPU nor options.hardware).
+  static StatusOr<size_t> ModelForDevice(const std::vector<std::string>& model_dirs,
+                                         const SelectorOptions& options = {});
   ~Selector();
   Selector(const Selector&) = delete;
   Selector& operator=(const Selector&) = delete;

@@ -110,6 +110,8 @@ class Selector:
     cross-provider model directory (holding cross_provider.json, e.g. models/h200_cross_bf16_tn_rank)
     opens too: its selections rank cuBLASLt's and the tile engine's configs in one decision, made
     live on a GPU, and with time_top_k >= 2 `gemm` times both providers' candidates at first use.
+    Per-device models are listed ':'-separated (a cross-provider directory among them counts as
+    its reference model's device): the one trained for the GPU opens.
 
     Options mirror kselect::SelectorOptions: top_k configs per selection; the CUDA `device`;
     check_can_implement (ask the provider on the GPU before returning a config); query_heuristic

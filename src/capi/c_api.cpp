@@ -242,13 +242,16 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
     }
     auto handle = std::make_unique<kselect_selector>();
-    if (kselect::IsCrossProviderDir(model_dir)) {
-      auto cross = kselect::CrossProviderSelector::Open(model_dir, ToSelectorOptions(*options));
+    // A list naming a cross-provider directory: the entry trained for this device.
+    auto dir = kselect::ModelDirForDevice(model_dir, ToSelectorOptions(*options));
+    if (!dir.ok()) return dir.status();
+    if (kselect::IsCrossProviderDir(*dir)) {
+      auto cross = kselect::CrossProviderSelector::Open(*dir, ToSelectorOptions(*options));
       if (!cross.ok()) return cross.status();
       handle->cross = std::move(*cross);
       handle->check_can_implement = options->check_can_implement != 0;
     } else {
-      auto selector = kselect::Selector::Open(model_dir, ToSelectorOptions(*options));
+      auto selector = kselect::Selector::Open(*dir, ToSelectorOptions(*options));
       if (!selector.ok()) return selector.status();
       handle->selector = std::move(*selector);
     }

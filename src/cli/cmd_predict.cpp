@@ -287,10 +287,10 @@ StatusOr<GemmProblem> ProblemOf(const PredictArgs& args) {
 StatusOr<int> RunCrossProvider(const PredictArgs& args, const SelectorOptions& options,
                                const GemmProblem& problem) {
   const std::string& dir = args.models.front();
-  if (args.models.size() > 1 || !args.candidates.empty() || !args.peer_data.empty()) {
+  if (!args.candidates.empty() || !args.peer_data.empty()) {
     return InvalidArgumentError(dir +
-                                " is a cross-provider model: give it alone, without "
-                                "--candidates or --peer-data (its decision is made live)");
+                                " is a cross-provider model: give it without --candidates or "
+                                "--peer-data (its decision is made live)");
   }
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<CrossProviderSelector> selector,
                            CrossProviderSelector::Open(dir, options));
@@ -347,7 +347,14 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(options.hardware, HardwareConstantsFor(profile));
   }
   KSELECT_ASSIGN_OR_RETURN(const GemmProblem problem, ProblemOf(args));
-  if (IsCrossProviderDir(args.models.front())) return RunCrossProvider(args, options, problem);
+  if (std::any_of(args.models.begin(), args.models.end(), IsCrossProviderDir)) {
+    // Per-device models naming a cross-provider directory: the one trained for this device.
+    KSELECT_ASSIGN_OR_RETURN(const std::string dir, ModelDirForDevice(args.models, options));
+    PredictArgs chosen = args;
+    chosen.models = {dir};
+    if (IsCrossProviderDir(dir)) return RunCrossProvider(chosen, options, problem);
+    return Run(chosen);
+  }
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector,
                            Selector::Open(args.models, options));
   const Model& model = selector->model();
@@ -431,7 +438,8 @@ Command PredictCommand() {
         app.add_option("--model", args->models,
                        "model directory; repeat to give one per device (e.g. the H200's and the "
                        "H100's): the one trained for the GPU (or --hardware) ranks, matched on "
-                       "each model's recorded hardware")
+                       "each model's recorded hardware (a cross-provider directory's: its "
+                       "reference model's)")
             ->required()
             ->check(CLI::ExistingDirectory);
         app.add_option("--hardware", args->hardware,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/model.h"
 #include "selector/first_use_timing.h"
 
@@ -89,6 +90,36 @@ StatusOr<CrossProviderManifest> LoadCrossProviderManifest(const std::string& dir
     return ParseError(path + ": reference and challenger are the same provider");
   }
   return m;
+}
+
+StatusOr<std::string> ModelDirForDevice(const std::vector<std::string>& dirs,
+                                        const SelectorOptions& options) {
+  if (dirs.empty()) return InvalidArgumentError("selector: no model directory given");
+  if (dirs.size() == 1) return dirs.front();
+  std::vector<std::string> trained_for;  // the directory whose feature spec names the hardware
+  for (const std::string& dir : dirs) {
+    if (IsCrossProviderDir(dir)) {
+      KSELECT_ASSIGN_OR_RETURN(const CrossProviderManifest manifest,
+                               LoadCrossProviderManifest(dir));
+      trained_for.push_back(manifest.reference_model);
+    } else {
+      trained_for.push_back(dir);
+    }
+  }
+  KSELECT_ASSIGN_OR_RETURN(const size_t chosen, Selector::ModelForDevice(trained_for, options));
+  return dirs[chosen];
+}
+
+StatusOr<std::string> ModelDirForDevice(const std::string& dirs, const SelectorOptions& options) {
+  std::vector<std::string> parts;
+  bool names_cross_provider = false;
+  for (std::string_view part : text::Split(dirs, ':')) {
+    if (part.empty()) continue;
+    parts.emplace_back(part);
+    names_cross_provider |= IsCrossProviderDir(parts.back());
+  }
+  if (!names_cross_provider) return dirs;
+  return ModelDirForDevice(parts, options);
 }
 
 CrossProviderSelector::CrossProviderSelector(CrossProviderManifest manifest,

@@ -244,12 +244,18 @@ StatusOr<size_t> ModelForHardware(const std::vector<std::string>& model_dirs,
 
 }  // namespace
 
+StatusOr<size_t> Selector::ModelForDevice(const std::vector<std::string>& model_dirs,
+                                          const SelectorOptions& options) {
+  if (model_dirs.empty()) return InvalidArgumentError("selector: no model directory given");
+  KSELECT_ASSIGN_OR_RETURN(std::optional<HardwareConstants> hardware, TargetHardware(options));
+  return ModelForHardware(model_dirs, hardware);
+}
+
 StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::vector<std::string>& model_dirs,
                                                    const SelectorOptions& options) {
   if (model_dirs.empty()) return InvalidArgumentError("selector: no model directory given");
   if (model_dirs.size() == 1) return Open(model_dirs[0], options);
-  KSELECT_ASSIGN_OR_RETURN(std::optional<HardwareConstants> hardware, TargetHardware(options));
-  KSELECT_ASSIGN_OR_RETURN(size_t chosen, ModelForHardware(model_dirs, hardware));
+  KSELECT_ASSIGN_OR_RETURN(size_t chosen, ModelForDevice(model_dirs, options));
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<Selector> selector, Open(model_dirs[chosen], options));
   if (!selector->impl_->hardware_note.empty()) {
     selector->impl_->hardware_note = "none of the " + std::to_string(model_dirs.size()) +

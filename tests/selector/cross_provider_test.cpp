@@ -169,6 +169,42 @@ TEST(CrossProviderTest, ReferenceRankerOpensAndOfflineDecisionsKeepThePick) {
   EXPECT_EQ((*plain)->reference_ranker(), nullptr);
 }
 
+// A cross-provider directory listed with other devices' models: the one trained for the device
+// is chosen, the cross directory counting as trained for its reference model's hardware.
+TEST(CrossProviderTest, PerDeviceListsMayNameACrossProviderDirectory) {
+  const std::string cross = ModelDir("h200_cross_bf16_tn_rank");
+  const std::string h100 = ModelDir("h100_cublaslt_default_rank");
+  auto manifest = LoadCrossProviderManifest(cross);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  auto h200_model = Model::Load(manifest->reference_model);
+  auto h100_model = Model::Load(h100);
+  ASSERT_TRUE(h200_model.ok() && h100_model.ok());
+  for (const std::vector<std::string>& dirs :
+       {std::vector<std::string>{cross, h100}, std::vector<std::string>{h100, cross}}) {
+    for (const auto& [hardware, expected] : {std::pair{h200_model->spec().hardware, cross},
+                                             std::pair{h100_model->spec().hardware, h100}}) {
+      SelectorOptions options = Offline();
+      options.hardware = hardware;
+      auto chosen = ModelDirForDevice(dirs, options);
+      ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+      EXPECT_EQ(*chosen, expected);
+      // The C API's form, one ':'-separated string, chooses the same.
+      auto joined = ModelDirForDevice(dirs[0] + ":" + dirs[1], options);
+      ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+      EXPECT_EQ(*joined, expected);
+    }
+  }
+  // A list without a cross-provider directory is left to Selector::Open, which chooses itself.
+  const std::string plain = ModelDir("h200_cublaslt_default_rank") + ":" + h100;
+  auto unchanged = ModelDirForDevice(plain, Offline());
+  ASSERT_TRUE(unchanged.ok());
+  EXPECT_EQ(*unchanged, plain);
+  // A listed directory that is no model is an error naming it.
+  auto missing = ModelDirForDevice(std::vector<std::string>{cross, "/nonexistent/nope"}, Offline());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(Contains(missing.status().message(), "nope")) << missing.status().ToString();
+}
+
 TEST(CrossProviderTest, BadReferenceRankersAreClearErrors) {
   const fs::path dir = fs::temp_directory_path() / "kselect_cross_provider_ranker_test";
   fs::remove_all(dir);
