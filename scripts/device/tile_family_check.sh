@@ -11,10 +11,8 @@ set -uo pipefail
 BIN="${BIN:-.devcarry-bench}"
 OUT="${OUT:-/tmp/kselect-out}"
 EXTRA="${EXTRA:?EXTRA names the candidate rule file}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv \
-  | tee "$OUT/smi.txt"
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh"
 
 # candidates.json: the candidate groups with default's variants (every layout default builds);
 # merged.json: default's groups followed by the candidates.
