@@ -6,7 +6,9 @@
 # in $BIN; logs and JSON land in $OUT, a table per shape file last.
 # Env: BIN (default .devcarry-bench), EXTRA (a rule file whose generator groups are the
 # candidates; its variants are replaced by default's), SHAPE_FILES ("file[:n_min:n_max] ..."),
-# VERIFY_SECONDS, BENCH_SECONDS (per shape file), FINALISTS, ROUNDS, RUN_ID.
+# VERIFY_SECONDS (0 = no verify), BENCH_SECONDS (per shape file), FINALISTS, ROUNDS, RUN_ID,
+# ONLY_CANDIDATES=1 (bench the candidates alone, e.g. tile_candidates/share_screen.json over the
+# wide set: a share at or above cuBLASLt that is a lower bound, in a third of the time).
 set -uo pipefail
 BIN="${BIN:-.devcarry-bench}"
 OUT="${OUT:-/tmp/kselect-out}"
@@ -28,13 +30,17 @@ merged["generator"] = dict(default["generator"],
 json.dump(merged, open(f"{out}/merged.json", "w"), indent=1)
 PY
 
-echo "=== 1. tile verify (the candidates, every default layout)"
-timeout "${VERIFY_SECONDS:-150}" "$BIN/kselect" tile verify --rules "$OUT/candidates.json" \
-  --rules-dir rules --log "$OUT/verify.log" > "$OUT/verify.out" 2>&1
-echo "verify rc=$?"
-tail -3 "$OUT/verify.out"
+if [ "${VERIFY_SECONDS:-150}" != 0 ]; then
+  echo "=== 1. tile verify (the candidates, every default layout)"
+  timeout "${VERIFY_SECONDS:-150}" "$BIN/kselect" tile verify --rules "$OUT/candidates.json" \
+    --rules-dir rules --log "$OUT/verify.log" > "$OUT/verify.out" 2>&1
+  echo "verify rc=$?"
+  tail -3 "$OUT/verify.out"
+fi
+bench_rules="$OUT/merged.json"
+[ "${ONLY_CANDIDATES:-0}" = 1 ] && bench_rules="$OUT/candidates.json"
 
-echo "=== 2. tile bench (default + candidates vs cuBLASLt top 16)"
+echo "=== 2. tile bench ($(basename "$bench_rules" .json) vs cuBLASLt top 16)"
 i=0
 for spec in ${SHAPE_FILES:?}; do
   IFS=: read -r file n_min n_max <<< "$spec"
@@ -52,7 +58,7 @@ with open(dst, "w") as f:
             w.writerow(r)
 PY
   echo "shape file $i: $spec, $(($(wc -l < "$OUT/shapes_$i.csv") - 1)) shapes"
-  timeout "${BENCH_SECONDS:-240}" "$BIN/kselect" tile bench --rules "$OUT/merged.json" \
+  timeout "${BENCH_SECONDS:-240}" "$BIN/kselect" tile bench --rules "$bench_rules" \
     --rules-dir rules --layout rcc --shapes "$OUT/shapes_$i.csv" --cublaslt-picks 16 \
     --finalists "${FINALISTS:-4}" --rounds "${ROUNDS:-11}" --device-kind nvidia-h200 \
     --run-id "${RUN_ID:-tile-family}-$i" --json "$OUT/bench_$i.json" > "$OUT/bench_$i.out" 2>&1
