@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "kselect/cross_provider.h"
 #include "kselect/selector.h"
@@ -64,24 +65,44 @@ std::vector<GemmProblem> FirstUseProblems() {
           LinearGemm(1000, 7, 3000)};
 }
 
-// Checks `kernel` (a dispatcher with first-use timing) against the reference twice: the first
-// check's first dispatch times 2 to `max_timed` configs, every later dispatch runs the config it
-// settled on untimed, and every output passes. Returns the last check's figures.
-std::string CheckFirstUseTiming(DispatchKernel& kernel, VerifyCase& verify_case,
-                                const GemmProblem& problem, int max_timed) {
+// What CheckFirstUseTiming saw: the first dispatch and the last check's figures.
+struct FirstUseCheck {
+  DispatchInfo first;
+  std::string checked;
+};
+
+// Dispatches `problem` through `selector` (with first-use timing) on operands `provider` allocates
+// and checks it against the reference twice: the first check's first dispatch times 2 to
+// `max_timed` configs, every later dispatch runs the config it settled on untimed, and every
+// output passes. nullopt after a failure, which is reported.
+template <typename AnySelector>
+std::optional<FirstUseCheck> CheckFirstUseTiming(AnySelector& selector, KernelProvider& provider,
+                                                 Verifier& verifier, const GemmProblem& problem,
+                                                 int max_timed) {
+  auto operands = provider.Operands(problem);
+  if (!operands.ok()) {
+    ADD_FAILURE() << problem.ToString() << ": " << operands.status().ToString();
+    return std::nullopt;
+  }
+  auto verify_case = verifier.MakeCase(problem, *operands);
+  if (!verify_case.ok()) {
+    ADD_FAILURE() << problem.ToString() << ": " << verify_case.status().ToString();
+    return std::nullopt;
+  }
+  DispatchKernel kernel(selector, problem);
   std::string checked;
   for (int check = 0; check < 2; ++check) {
-    auto result = verify_case.Check(kernel);
+    auto result = (*verify_case)->Check(kernel);
     if (!result.ok()) {
       ADD_FAILURE() << problem.ToString() << ": " << result.status().ToString();
-      return checked;
+      return std::nullopt;
     }
     EXPECT_TRUE(result->passed) << problem.ToString() << ": " << result->ToString();
     checked = result->ToString();
   }
   if (kernel.all().size() < 2) {
     ADD_FAILURE() << problem.ToString() << ": " << kernel.all().size() << " dispatches";
-    return checked;
+    return std::nullopt;
   }
   const DispatchInfo& first = kernel.all().front();
   EXPECT_GE(first.timed_configs, 2) << problem.ToString() << ": " << first.note;
@@ -91,16 +112,25 @@ std::string CheckFirstUseTiming(DispatchKernel& kernel, VerifyCase& verify_case,
     EXPECT_EQ(kernel.all()[i].timed_configs, 0) << problem.ToString();
     EXPECT_EQ(ConfigKey(kernel.all()[i].config), ConfigKey(first.config)) << problem.ToString();
   }
-  return checked;
+  return FirstUseCheck{first, checked};
 }
 
-TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    GTEST_SKIP() << "no GPU on this host";
+// Every test here needs the GPU and the verify module: skipped without a GPU.
+class DispatchGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      GTEST_SKIP() << "no GPU on this host";
+    }
+    auto verifier = Verifier::Create();
+    ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+    verifier_ = std::move(*verifier);
   }
-  auto verifier = Verifier::Create();
-  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+  std::unique_ptr<Verifier> verifier_;
+};
+
+TEST_F(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
   const std::vector<GemmProblem> problems = {LinearGemm(4096, 1, 4096), LinearGemm(4096, 16, 4096),
                                              LinearGemm(1000, 7, 3000),
                                              LinearGemm(2048, 512, 1024)};
@@ -122,7 +152,7 @@ TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
       EXPECT_TRUE((*selection)->can_implement_checked) << model;
       auto operands = (*provider)->Operands(problem);
       ASSERT_TRUE(operands.ok()) << operands.status().ToString();
-      auto verify_case = (*verifier)->MakeCase(problem, *operands);
+      auto verify_case = verifier_->MakeCase(problem, *operands);
       ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
       DispatchKernel kernel(**selector, problem);
       auto result = (*verify_case)->Check(kernel);
@@ -140,13 +170,7 @@ TEST(DispatchGpuTest, GemmRunsTheSelectionCorrectly) {
 
 // The same through the cross-provider selector: decode GEMMs go to the tile engine, a large one
 // stays with cuBLASLt's pick, and what runs matches the reference either way.
-TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    GTEST_SKIP() << "no GPU on this host";
-  }
-  auto verifier = Verifier::Create();
-  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+TEST_F(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
   const std::string dir =
       (std::filesystem::path(KSELECT_SOURCE_DIR) / "models" / "h200_cross_bf16_tn").string();
   auto selector = CrossProviderSelector::Open(dir);
@@ -169,7 +193,7 @@ TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
         << decision->note;
     auto operands = (*provider)->Operands(c.problem);
     ASSERT_TRUE(operands.ok()) << operands.status().ToString();
-    auto verify_case = (*verifier)->MakeCase(c.problem, *operands);
+    auto verify_case = verifier_->MakeCase(c.problem, *operands);
     ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
     DispatchKernel kernel(**selector, c.problem);
     auto result = (*verify_case)->Check(kernel);
@@ -187,13 +211,7 @@ TEST(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
 // on scratch outputs and runs the fastest, every later dispatch runs that config without timing,
 // and the output is right throughout (the verify module launches the dispatcher several times,
 // over poisoned outputs).
-TEST(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    GTEST_SKIP() << "no GPU on this host";
-  }
-  auto verifier = Verifier::Create();
-  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+TEST_F(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
   SelectorOptions options;
   options.time_top_k = 3;
   auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
@@ -201,18 +219,13 @@ TEST(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
   auto provider = (*selector)->provider();
   ASSERT_TRUE(provider.ok()) << provider.status().ToString();
   for (const GemmProblem& problem : FirstUseProblems()) {
-    auto operands = (*provider)->Operands(problem);
-    ASSERT_TRUE(operands.ok()) << operands.status().ToString();
-    auto verify_case = (*verifier)->MakeCase(problem, *operands);
-    ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
-    DispatchKernel kernel(**selector, problem);
-    const std::string checked = CheckFirstUseTiming(kernel, **verify_case, problem, 3);
-    ASSERT_FALSE(kernel.all().empty());
-    const DispatchInfo& first = kernel.all().front();
+    const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
+    ASSERT_TRUE(check) << problem.ToString();
+    const DispatchInfo& first = check->first;
     EXPECT_LE(first.rank, 3);
     std::printf("first-use timing %-60s ran rank %d of the top %d: %s; %s\n",
                 problem.ToString().c_str(), first.rank, first.timed_configs,
-                DescribeConfig(first.config).c_str(), checked.c_str());
+                DescribeConfig(first.config).c_str(), check->checked.c_str());
   }
 }
 
@@ -220,13 +233,7 @@ TEST(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
 // dispatch of a problem times the ranker's top 2 and the tile model's top, both providers
 // interleaved, and runs the fastest; later dispatches run it untimed; the output is right
 // throughout, whichever provider won.
-TEST(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCorrectly) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    GTEST_SKIP() << "no GPU on this host";
-  }
-  auto verifier = Verifier::Create();
-  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
+TEST_F(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCorrectly) {
   SelectorOptions options;
   options.time_top_k = 2;
   auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn_rank"), options);
@@ -245,17 +252,12 @@ TEST(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCo
     auto again = (*selector)->Select(problem);
     ASSERT_TRUE(again.ok()) << again.status().ToString();
     EXPECT_EQ(ConfigKey(again->config), ConfigKey(decision->config));
-    auto operands = (*provider)->Operands(problem);
-    ASSERT_TRUE(operands.ok()) << operands.status().ToString();
-    auto verify_case = (*verifier)->MakeCase(problem, *operands);
-    ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
-    DispatchKernel kernel(**selector, problem);
-    const std::string checked = CheckFirstUseTiming(kernel, **verify_case, problem, 3);
-    ASSERT_FALSE(kernel.all().empty());
-    const DispatchInfo& first = kernel.all().front();
+    const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
+    ASSERT_TRUE(check) << problem.ToString();
     std::printf("cross first-use %-60s decision %-8s ran %-50s (timed %d) %s\n",
                 problem.ToString().c_str(), decision->challenger_chosen ? "tile" : "cublaslt",
-                DescribeConfig(first.config).c_str(), first.timed_configs, checked.c_str());
+                DescribeConfig(check->first.config).c_str(), check->first.timed_configs,
+                check->checked.c_str());
   }
 }
 
