@@ -231,7 +231,9 @@ constexpr std::string_view kRuleColumns[] = {"provider",
                                              "latency_ms",
                                              "measured_tflops",
                                              "bandwidth_gb_s",
-                                             "cv"};
+                                             "cv",
+                                             "power_w",
+                                             "reference_latency_ms"};
 
 // The value rules of ingest, applied to a batch read back (another tool or an edit may have
 // written anything): see DatasetFileReader::ForEachBatch.
@@ -267,6 +269,21 @@ StatusOr<std::shared_ptr<arrow::RecordBatch>> ApplyValueRules(
         return SchemaMismatchError(where(i) + "column " + std::string(name) + " is " +
                                    std::to_string(dim->Value(i)) + ": must be positive");
       }
+    }
+  }
+  // Figures of the method, not of the config (schema 1.2; absent from older files): ingest refuses
+  // a record with them negative or not finite, so a file holding one was not written by kselect.
+  for (const std::string_view name : {"power_w", "reference_latency_ms"}) {
+    const auto* figure = static_cast<const arrow::DoubleArray*>(Column(*batch, name));
+    if (figure == nullptr) continue;
+    for (int64_t i = 0; i < batch->num_rows(); ++i) {
+      if (figure->IsNull(i)) continue;
+      const double v = figure->Value(i);
+      if (v >= 0 && std::isfinite(v)) continue;
+      return SchemaMismatchError(where(i) + "column " + std::string(name) + " is " +
+                                 text::Fixed(v, 3) +
+                                 ": must be finite and >= 0 (the file was not written by kselect, "
+                                 "or was edited)");
     }
   }
   // A row claimed valid with impossible figures is marked invalid, never used as valid.

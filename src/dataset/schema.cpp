@@ -44,8 +44,9 @@ std::string DatasetSchemaMarkdown() {
       "Pages carry CRC32 checksums (files written before they did read as before). Readers "
       "verify them, check `kselect.rows` against the footer and the rows read, and apply "
       "ingest's value rules: a null `provider`, `problem_key`, `config_key` or `run_id`, or a "
-      "null or non-positive `m`/`n`/`k`/`batch` in a row without `conv_direction`, is refused "
-      "naming the file, row and column; a row claimed valid whose figures are NaN, infinite, not "
+      "null or non-positive `m`/`n`/`k`/`batch` in a row without `conv_direction`, or a negative "
+      "or non-finite `power_w` or `reference_latency_ms`, is refused naming the file, row and "
+      "column; a row claimed valid whose figures are NaN, infinite, not "
       "positive or beyond the plausible bounds is read as invalid with the reason.\n\n"
       "| column | type | group | meaning |\n|---|---|---|---|\n";
   for (const auto& c : DatasetColumns()) {

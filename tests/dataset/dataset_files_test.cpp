@@ -213,6 +213,34 @@ TEST_F(DatasetFilesTest, ReadersApplyIngestsValueRules) {
               std::string::npos)
         << s.message();
   }
+  // The method's figures: negative or not finite is what ingest refuses in a record.
+  for (const double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    Dataset power = d;
+    power.rows[valid].power_w = bad;
+    Dataset reference = d;
+    reference.rows[valid].reference_latency_ms = bad;
+    for (const auto& [column, dataset] :
+         {std::pair<std::string, const Dataset*>{"power_w", &power},
+          std::pair<std::string, const Dataset*>{"reference_latency_ms", &reference}}) {
+      const std::string path = Written(*dataset, column + ".parquet");
+      for (const Status& s :
+           {ReadDataset(path).status(), SummarizeDatasetFile(path, nullptr).status(),
+            MergeDatasetFiles({path}, Path("merged_bad.parquet"), {}, false).status()}) {
+        EXPECT_EQ(s.code(), StatusCode::kSchemaMismatch) << column << " " << bad;
+        EXPECT_NE(s.message().find(path + ": " + row_text + "column " + column + " is "),
+                  std::string::npos)
+            << s.message();
+        EXPECT_NE(s.message().find("must be finite and >= 0"), std::string::npos) << s.message();
+      }
+      EXPECT_FALSE(fs::exists(Path("merged_bad.parquet")));
+    }
+  }
+  // Zero is what a run without the figure writes.
+  Dataset zero = d;
+  zero.rows[valid].power_w = 0.0;
+  zero.rows[valid].reference_latency_ms = 0.0;
+  EXPECT_TRUE(ReadDataset(Written(zero, "zero.parquet")).ok());
+
   Dataset null_m = d;
   null_m.rows[valid].m.reset();
   EXPECT_NE(ReadDataset(Written(null_m, "null_m.parquet"))
