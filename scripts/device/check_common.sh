@@ -24,7 +24,7 @@ lap() { echo "$(( $(date +%s) - t0 )) s"; }
 # gpu_tests SECONDS FILTER: kselect_tests on the gtest filter into $OUT/tests.log, one summary line.
 gpu_tests() {
   timeout "$1" "$BIN/kselect_tests" --gtest_filter="$2" > "$OUT/tests.log" 2>&1
-  summary+=("kselect_tests rc=$? $(grep -E 'test suites ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Z]' "$OUT/tests.log") skipped, $(lap)")
+  summary+=("kselect_tests rc=$? $(grep -E 'tests? from [0-9]+ test suites? ran' "$OUT/tests.log" | tail -1) $(grep -cE '^\[  FAILED  \] [A-Z]' "$OUT/tests.log") failed, $(grep -cE '^\[  SKIPPED \] [A-Z]' "$OUT/tests.log") skipped, $(lap)")
 }
 
 # Packs $OUT into $OUT/logs.tar.gz.

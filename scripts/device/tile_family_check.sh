@@ -8,7 +8,10 @@
 # candidates; its variants are replaced by default's), SHAPE_FILES ("file[:n_min:n_max] ..."),
 # VERIFY_SECONDS (0 = no verify), BENCH_SECONDS (per shape file), FINALISTS, ROUNDS, RUN_ID,
 # ONLY_CANDIDATES=1 (bench the candidates alone, e.g. tile_candidates/share_screen.json over the
-# wide set: a share at or above cuBLASLt that is a lower bound, in a third of the time).
+# wide set: a share at or above cuBLASLt that is a lower bound, in a third of the time),
+# SKIP_DONE ("bench.json ...": earlier `tile bench` JSON, plain or gzipped, whose problems are
+# left out, so a set too large for one call is finished over several; scripts/device/
+# share_compose.py joins them).
 set -uo pipefail
 BIN="${BIN:-.devcarry-bench}"
 OUT="${OUT:-/tmp/kselect-out}"
@@ -45,16 +48,23 @@ i=0
 for spec in ${SHAPE_FILES:?}; do
   IFS=: read -r file n_min n_max <<< "$spec"
   i=$((i + 1))
-  python3 - "$file" "${n_min:-1}" "${n_max:-1000000000}" "$OUT/shapes_$i.csv" <<'PY'
-import csv, sys
-src, lo, hi, dst = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+  python3 - "$file" "${n_min:-1}" "${n_max:-1000000000}" "$OUT/shapes_$i.csv" ${SKIP_DONE:-} <<'PY'
+import csv, gzip, json, sys
+src, lo, hi, dst, done_files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+done = set()
+for path in done_files:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        for r in json.load(f)["results"]:
+            p = r["problem"]
+            done.add((p["m"], p["n"], p["k"], p.get("batch", 1)))
 lines = [l for l in open(src) if not l.startswith("#")]
 rows = list(csv.DictReader(lines))
 with open(dst, "w") as f:
     f.write(lines[0])
     w = csv.DictWriter(f, fieldnames=rows[0].keys(), lineterminator="\n")
     for r in rows:
-        if lo <= int(r["n"]) <= hi:
+        key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r.get("batch") or 1))
+        if lo <= int(r["n"]) <= hi and key not in done:
             w.writerow(r)
 PY
   echo "shape file $i: $spec, $(($(wc -l < "$OUT/shapes_$i.csv") - 1)) shapes"
