@@ -183,6 +183,8 @@ struct HeadToHeadOptions {
   // kselect::Gemm runs after timing the candidates of both providers at the problem's first use
   // (on the problem's first operand set), the same path an application takes.
   int cross_time_top_k = 0;
+  // The cross-provider selector's SelectorOptions::first_use_cold_l2.
+  bool cross_first_use_cold_l2 = false;
   // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
   // (a fast live check of a cross-provider model over many shapes).
   bool cross_only = false;
@@ -214,6 +216,7 @@ struct HeadToHead {
   std::optional<InterleavedFigure> cross_pick;
   double cross_predicted_gain = 0;
   int cross_timed_configs = 0;  // configs the decision timed at first use (cross_time_top_k)
+  bool cross_first_use_cold_l2 = false;  // ... with the read operands rotated past 2 x L2
   // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
   // the cross-provider decision), so configs can be compared with each other in one run.
   std::vector<InterleavedFigure> finalists;

@@ -331,7 +331,8 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
       KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
                                provider->Operands(Problem(problem)));
-      return TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream);
+      return TimeContendersAtFirstUse(std::move(contenders), specs, operands,
+                                      selector.reference().options().first_use_cold_l2, stream);
     };
     std::lock_guard lock(selector.first_use_mutex_);
     KSELECT_ASSIGN_OR_RETURN(

@@ -18,6 +18,9 @@ namespace {
 constexpr double kTimedBatchMs = 0.3;
 constexpr int kTimedBatches = 7;
 constexpr int kMaxLaunchesPerBatch = 128;
+// Cold-L2 timing: read-operand sets to exceed 2 x L2 with, at most this many (a small problem's
+// operands are not worth more copies: 16 sets of a few MB are already past L2).
+constexpr int64_t kMaxColdL2Sets = 16;
 
 // The prepared kernel of (problem, config), prepared on first use; the caller holds the
 // selector's dispatch mutex.
@@ -41,7 +44,7 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
     std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared,
     KernelProvider& provider, const Problem& problem, const std::string& problem_key,
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
-    cudaStream_t stream) {
+    bool cold_l2, cudaStream_t stream) {
   std::vector<FirstUseContender> contenders;
   for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
     const KernelConfig& config = ranked[r].config;
@@ -52,14 +55,52 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
   }
   if (contenders.size() < 2) return std::vector<std::string>{};
   KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
-  return TimeContendersAtFirstUse(std::move(contenders), specs, operands, stream);
+  return TimeContendersAtFirstUse(std::move(contenders), specs, operands, cold_l2, stream);
+}
+
+// The operand sets first-use timing cycles through: set 0 = `operands` (with the written ones
+// already replaced by scratch copies), then copies of the read operands until they hold more than
+// 2 x L2, at most kMaxColdL2Sets. Only set 0 when the copies do not fit in memory: timing warm is
+// better than failing the call.
+StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>& specs,
+                                                 const KernelOperands& operands,
+                                                 std::vector<cuda::DeviceBuffer>& copies,
+                                                 cudaStream_t stream) {
+  std::vector<KernelOperands> sets = {operands};
+  int64_t read_bytes = 0;
+  for (const OperandSpec& spec : specs) {
+    if (spec.access == OperandAccess::kRead) read_bytes += spec.bytes;
+  }
+  int device = 0;
+  int l2 = 0;
+  KSELECT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  if (read_bytes <= 0 || read_bytes > 2 * static_cast<int64_t>(l2)) return sets;
+  const int64_t wanted = std::min(kMaxColdL2Sets, 2 * static_cast<int64_t>(l2) / read_bytes + 1);
+  for (int64_t set = 1; set < wanted; ++set) {
+    KernelOperands copy = operands;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].access != OperandAccess::kRead) continue;
+      cuda::DeviceBuffer& buffer = copies.emplace_back();
+      if (!buffer.Reserve(specs[i].bytes).ok()) {
+        copies.pop_back();
+        return sets;  // out of device memory: the sets made so far
+      }
+      KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer.data(), operands.buffers[i],
+                                                   static_cast<size_t>(specs[i].bytes),
+                                                   cudaMemcpyDeviceToDevice, stream));
+      copy.buffers[i] = buffer.data();
+    }
+    sets.push_back(std::move(copy));
+  }
+  return sets;
 }
 
 }  // namespace
 
 StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
-    const KernelOperands& operands, void* stream_handle) {
+    const KernelOperands& operands, bool cold_l2, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   struct Timed {
     std::string key;
@@ -84,11 +125,18 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
                                                  cudaMemcpyDeviceToDevice, stream));
     scratch_operands.buffers[i] = scratch[i].data();
   }
+  std::vector<cuda::DeviceBuffer> read_copies;
+  std::vector<KernelOperands> sets = {scratch_operands};
+  if (cold_l2) {
+    KSELECT_ASSIGN_OR_RETURN(sets, ColdL2Sets(specs, scratch_operands, read_copies, stream));
+  }
+  size_t next_set = 0;  // launches cycle through the sets across batches and contenders
   KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer timer, cuda::EventTimer::Create());
   auto time_batch = [&](Timed& t) -> StatusOr<double> {
     KSELECT_RETURN_IF_ERROR(timer.Start(stream));
     for (int i = 0; i < t.launches; ++i) {
-      KSELECT_RETURN_IF_ERROR(t.kernel->Launch(scratch_operands, stream));
+      KSELECT_RETURN_IF_ERROR(t.kernel->Launch(sets[next_set], stream));
+      next_set = (next_set + 1) % sets.size();
     }
     KSELECT_RETURN_IF_ERROR(timer.Stop(stream));
     KSELECT_ASSIGN_OR_RETURN(double ms, timer.ElapsedMs());
@@ -127,7 +175,7 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> order;
   for (auto& [ms, key] : medians) order.push_back(std::move(key));
-  return order;  // ElapsedMs waited for the last batch: the scratch buffers are free to go
+  return order;  // ElapsedMs waited for the last batch: the scratch and copies are free to go
 }
 
 StatusOr<const std::vector<std::string>*> FirstUseOrder(
@@ -237,7 +285,9 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
                                  [&] {
                                    return TimeFirstUse(selector.prepared_kernels(), *provider,
                                                        problem, problem_key, ranked, time_top_k,
-                                                       operands, static_cast<cudaStream_t>(stream));
+                                                       operands,
+                                                       selector.options().first_use_cold_l2,
+                                                       static_cast<cudaStream_t>(stream));
                                  },
                                  &timed_configs, &timing_note));
     if (timed != nullptr && !timed->empty()) order = TimedFirst(ranked, *timed);

@@ -24,10 +24,12 @@ struct FirstUseContender {
 // rotated order) on `operands` with scratch copies of the operands `specs` marks as written (the
 // caller's output is untouched, and beta * C reads real values), and returns their keys, fastest
 // first; a contender that fails its warm-up launches is left out. Empty when fewer than two could
-// be timed. `stream` is a cudaStream_t. Returns after the last batch completed.
+// be timed. `cold_l2`: launches cycle through copies of the read operands that together exceed
+// 2 x L2 (SelectorOptions::first_use_cold_l2). `stream` is a cudaStream_t. Returns after the
+// last batch completed.
 StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
-    const KernelOperands& operands, void* stream);
+    const KernelOperands& operands, bool cold_l2, void* stream);
 
 // The order first-use timing settled for `problem_key`: found in `orders`, or made now by
 // `time_now` and kept there (the caller holds the lock guarding `orders`). None (null) while

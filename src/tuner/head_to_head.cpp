@@ -38,6 +38,7 @@ class Runner final : public HeadToHeadRunner {
       SelectorOptions so;
       so.provider = options_.provider_options;
       so.time_top_k = options_.cross_time_top_k;
+      so.first_use_cold_l2 = options_.cross_first_use_cold_l2;
       KSELECT_ASSIGN_OR_RETURN(cross_, CrossProviderSelector::Open(options_.cross_model, so));
     } else if (options_.cross_only) {
       return InvalidArgumentError("head to head: cross_only needs a cross-provider model");
@@ -144,6 +145,7 @@ class Runner final : public HeadToHeadRunner {
         KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
         decided = info.config;
         out.cross_timed_configs = info.timed_configs;
+        out.cross_first_use_cold_l2 = options_.cross_first_use_cold_l2;
       }
       const std::string key = ConfigKey(decided);
       for (size_t i = 0; i < finalists.size() && !cross_slot; ++i) {
@@ -263,6 +265,7 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
       row["cross_pick"] = tuner::FigureJson(*h.cross_pick, h.problem, h.peak_gb_s);
       row["cross_predicted_gain"] = h.cross_predicted_gain;
       row["cross_timed_configs"] = h.cross_timed_configs;
+      row["cross_first_use_cold_l2"] = h.cross_first_use_cold_l2;
     }
     if (!h.screened.empty()) {
       json screened = json::array();

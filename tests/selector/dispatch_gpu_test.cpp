@@ -210,22 +210,27 @@ TEST_F(DispatchGpuTest, CrossProviderGemmRunsEitherProvidersChoiceCorrectly) {
 // First-use timing (SelectorOptions::time_top_k): the first dispatch of a problem times the top 3
 // on scratch outputs and runs the fastest, every later dispatch runs that config without timing,
 // and the output is right throughout (the verify module launches the dispatcher several times,
-// over poisoned outputs).
+// over poisoned outputs); with the read operands' copies rotated past L2 too
+// (first_use_cold_l2).
 TEST_F(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
-  SelectorOptions options;
-  options.time_top_k = 3;
-  auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
-  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  auto provider = (*selector)->provider();
-  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  for (const GemmProblem& problem : FirstUseProblems()) {
-    const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
-    ASSERT_TRUE(check) << problem.ToString();
-    const DispatchInfo& first = check->first;
-    EXPECT_LE(first.rank, 3);
-    std::printf("first-use timing %-60s ran rank %d of the top %d: %s; %s\n",
-                problem.ToString().c_str(), first.rank, first.timed_configs,
-                DescribeConfig(first.config).c_str(), check->checked.c_str());
+  for (const bool cold_l2 : {false, true}) {
+    SelectorOptions options;
+    options.time_top_k = 3;
+    options.first_use_cold_l2 = cold_l2;
+    auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
+    ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+    auto provider = (*selector)->provider();
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    for (const GemmProblem& problem : FirstUseProblems()) {
+      const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
+      ASSERT_TRUE(check) << problem.ToString() << (cold_l2 ? " (cold L2)" : "");
+      const DispatchInfo& first = check->first;
+      EXPECT_LE(first.rank, 3);
+      std::printf("first-use timing%s %-60s ran rank %d of the top %d: %s; %s\n",
+                  cold_l2 ? " (cold L2)" : "", problem.ToString().c_str(), first.rank,
+                  first.timed_configs, DescribeConfig(first.config).c_str(),
+                  check->checked.c_str());
+    }
   }
 }
 
@@ -234,30 +239,34 @@ TEST_F(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
 // interleaved, and runs the fastest; later dispatches run it untimed; the output is right
 // throughout, whichever provider won.
 TEST_F(DispatchGpuTest, CrossProviderFirstUseTimingRunsTheFastestOfBothProvidersCorrectly) {
-  SelectorOptions options;
-  options.time_top_k = 2;
-  auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn_rank"), options);
-  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
-  auto provider = (*selector)->reference().provider();
-  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
-  for (const GemmProblem& problem : FirstUseProblems()) {
-    auto decision = (*selector)->Select(problem);
-    ASSERT_TRUE(decision.ok()) << decision.status().ToString();
-    if (TrainedForAnotherDevice(*decision)) GTEST_SKIP() << decision->note;
-    // On the device the ranker decides the reference side (the heuristic's picks asked live).
-    EXPECT_EQ(decision->note.find("reference ranker passed over"), std::string::npos)
-        << decision->note;
-    EXPECT_GE(decision->ranked.size(), 2u) << problem.ToString();
-    // Asked again, the decision comes from the cache: the same.
-    auto again = (*selector)->Select(problem);
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
-    EXPECT_EQ(ConfigKey(again->config), ConfigKey(decision->config));
-    const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
-    ASSERT_TRUE(check) << problem.ToString();
-    std::printf("cross first-use %-60s decision %-8s ran %-50s (timed %d) %s\n",
-                problem.ToString().c_str(), decision->challenger_chosen ? "tile" : "cublaslt",
-                DescribeConfig(check->first.config).c_str(), check->first.timed_configs,
-                check->checked.c_str());
+  for (const bool cold_l2 : {false, true}) {
+    SelectorOptions options;
+    options.time_top_k = 2;
+    options.first_use_cold_l2 = cold_l2;
+    auto selector = CrossProviderSelector::Open(ModelDir("h200_cross_bf16_tn_rank"), options);
+    ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+    auto provider = (*selector)->reference().provider();
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    for (const GemmProblem& problem : FirstUseProblems()) {
+      auto decision = (*selector)->Select(problem);
+      ASSERT_TRUE(decision.ok()) << decision.status().ToString();
+      if (TrainedForAnotherDevice(*decision)) GTEST_SKIP() << decision->note;
+      // On the device the ranker decides the reference side (the heuristic's picks asked live).
+      EXPECT_EQ(decision->note.find("reference ranker passed over"), std::string::npos)
+          << decision->note;
+      EXPECT_GE(decision->ranked.size(), 2u) << problem.ToString();
+      // Asked again, the decision comes from the cache: the same.
+      auto again = (*selector)->Select(problem);
+      ASSERT_TRUE(again.ok()) << again.status().ToString();
+      EXPECT_EQ(ConfigKey(again->config), ConfigKey(decision->config));
+      const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 3);
+      ASSERT_TRUE(check) << problem.ToString();
+      std::printf("cross first-use%s %-60s decision %-8s ran %-50s (timed %d) %s\n",
+                  cold_l2 ? " (cold L2)" : "", problem.ToString().c_str(),
+                  decision->challenger_chosen ? "tile" : "cublaslt",
+                  DescribeConfig(check->first.config).c_str(), check->first.timed_configs,
+                  check->checked.c_str());
+    }
   }
 }
 
