@@ -11,10 +11,10 @@
 // peer's top 8 (what "autotune the heuristic's top 8" gets). Where rows carry peer_rank_b (a
 // provider's second heuristic, cuDNN's mode B), "peer_b_top1" and "peer_b_best_of_8" are the same
 // for it, reported as a peer of its own.
-// Timed at first use: "model_top2_timed", "model_top3_timed" and "model_top5_timed" = the best
-// measured of the model's 2 (3, 5) best-ranked configs, what the selector gets when it times them
-// the first time it runs a problem (SelectorOptions::time_top_k), with this data's measurements
-// standing for that timing.
+// Timed at first use: "model_top2_timed" ... "model_top20_timed" = the best measured of the
+// model's 2 (3, 5, 10, 20; kTimedTopK) best-ranked configs, what the selector gets when it times
+// them the first time it runs a problem (SelectorOptions::time_top_k), with this data's
+// measurements standing for that timing.
 #pragma once
 
 #include <array>
@@ -84,8 +84,9 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
 StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Provider> provider);
 
 // How many of the model's best-ranked configs "timed at first use" figures time (the selector's
-// SelectorOptions::time_top_k): the best measured of them is what dispatch would run.
-inline constexpr std::array<int, 3> kTimedTopK = {2, 3, 5};
+// SelectorOptions::time_top_k): the best measured of them is what dispatch would run. 10 and 20
+// show what timing deeper buys (cuDNN's viable engine configs of a layer number 15-20).
+inline constexpr std::array<int, 5> kTimedTopK = {2, 3, 5, 10, 20};
 
 // The outcome of one problem given a score per candidate (higher = better).
 struct ProblemOutcome {
@@ -160,8 +161,11 @@ struct EvalSummary {
     EfficiencyStats efficiency;
     double speedup_over_peer_top1 = 0;
   };
-  std::array<TimedTopK, kTimedTopK.size()> timed{
-      TimedTopK{.k = kTimedTopK[0]}, TimedTopK{.k = kTimedTopK[1]}, TimedTopK{.k = kTimedTopK[2]}};
+  std::array<TimedTopK, kTimedTopK.size()> timed = [] {
+    std::array<TimedTopK, kTimedTopK.size()> entries{};
+    for (size_t i = 0; i < kTimedTopK.size(); ++i) entries[i].k = kTimedTopK[i];
+    return entries;
+  }();
   bool HasPeerB() const { return peer_b.top1.count > 0 || peer_b.best_of_8.count > 0; }
   // The heuristics' names in reports (EvaluateScores sets them from the data's provider).
   PeerNames peer_names = PeerNamesOf(Provider::kCublasLt);

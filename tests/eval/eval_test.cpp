@@ -87,6 +87,31 @@ TEST(EvaluateProblem, TimedAtFirstUseIsTheBestOfTheModelsTopK) {
                        "| kselect model, its top 5 timed at first use | 1 | 100.00%"));
 }
 
+// Timing deeper (top 10, top 20) reaches an oracle the model ranks past its fifth, and the
+// summary, JSON and report carry every depth.
+TEST(EvaluateProblem, TimingDeeperReachesAnOracleRankedTwelfth) {
+  // 12 configs, measured 10..120; the model ranks them slowest first: 10, 20, ..., 120.
+  std::vector<double> tflops, scores;
+  for (int i = 1; i <= 12; ++i) {
+    tflops.push_back(10.0 * i);
+    scores.push_back(static_cast<double>(12 - i));
+  }
+  const ProblemOutcome o = EvaluateProblem(Problem(tflops, {}), scores);
+  EXPECT_EQ(o.oracle_predicted_rank, 12);
+  ASSERT_EQ(kTimedTopK.size(), 5u);
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[2], 50.0 / 120);   // top 5: 10 to 50
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[3], 100.0 / 120);  // top 10: 10 to 100
+  EXPECT_DOUBLE_EQ(o.model_timed_efficiency[4], 1.0);          // top 20: all 12
+  const EvalSummary s = Summarize({o});
+  EXPECT_EQ(s.timed[3].k, 10);
+  EXPECT_EQ(s.timed[4].k, 20);
+  const nlohmann::json j = nlohmann::json::parse(EvalSummaryToJson(s, "m", "d"));
+  EXPECT_DOUBLE_EQ(j["timed_at_first_use"]["model_top20"]["min"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["problems"][0]["model_top10_timed_efficiency"].get<double>(), 100.0 / 120);
+  EXPECT_TRUE(Contains(EvalSummaryToMarkdown(s, "m", "d"),
+                       "| kselect model, its top 20 timed at first use | 1 | 100.00%"));
+}
+
 TEST(ComputeStats, MatchesNumpyLinearQuantiles) {
   // numpy: quantile([0.5, 0.6, 0.9, 1.0, 1.0], 0.1) = 0.54, median 0.9.
   const EfficiencyStats s = ComputeStats({1.0, 0.5, 0.9, 1.0, 0.6});
