@@ -88,9 +88,9 @@ struct SelectorOptions {
   // into a graph. 0 or 1 = off.
   int time_top_k = 0;
   // First-use timing with the read operands rotated past 2 x L2: the launches cycle through
-  // copies of them (up to 2 x L2 bytes in all, for the timing only; the caller's buffers stay
-  // as they are), so each launch reads them from memory, as the bench times every config and as
-  // a layer called once per step meets its weights. Off, every launch reuses the caller's
+  // copies of them (a little over 2 x L2 bytes in all, for the timing only; the caller's buffers
+  // stay as they are), so each launch reads them from memory, as the bench times every config and
+  // as a layer called once per step meets its weights. Off, every launch reuses the caller's
   // operands, and weights that fit in L2 stay there between launches, which favours kernels
   // that reread them. Where the copies cannot be allocated, the timing runs without them.
   bool first_use_cold_l2 = false;

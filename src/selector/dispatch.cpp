@@ -18,9 +18,6 @@ namespace {
 constexpr double kTimedBatchMs = 0.3;
 constexpr int kTimedBatches = 7;
 constexpr int kMaxLaunchesPerBatch = 128;
-// Cold-L2 timing: read-operand sets to exceed 2 x L2 with, at most this many (a small problem's
-// operands are not worth more copies: 16 sets of a few MB are already past L2).
-constexpr int64_t kMaxColdL2Sets = 16;
 
 // The prepared kernel of (problem, config), prepared on first use; the caller holds the
 // selector's dispatch mutex.
@@ -59,37 +56,47 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
 }
 
 // The operand sets first-use timing cycles through: set 0 = `operands` (with the written ones
-// already replaced by scratch copies), then copies of the read operands until they hold more than
-// 2 x L2, at most kMaxColdL2Sets. Only set 0 when the copies do not fit in memory: timing warm is
-// better than failing the call.
+// already replaced by scratch copies), then ColdL2SetCount - 1 copies of the read operands, laid
+// out one set after another in `copies`. Only set 0 where the copies do not fit in device memory:
+// timing warm is better than failing the call.
 StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>& specs,
                                                  const KernelOperands& operands,
-                                                 std::vector<cuda::DeviceBuffer>& copies,
-                                                 cudaStream_t stream) {
-  std::vector<KernelOperands> sets = {operands};
+                                                 cuda::DeviceBuffer& copies, cudaStream_t stream) {
+  constexpr int64_t kAlignment = 256;
+  std::vector<int64_t> offset(specs.size(), -1);  // within a set; -1 = not copied
   int64_t read_bytes = 0;
-  for (const OperandSpec& spec : specs) {
-    if (spec.access == OperandAccess::kRead) read_bytes += spec.bytes;
+  int64_t set_bytes = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].access != OperandAccess::kRead) continue;
+    read_bytes += specs[i].bytes;
+    offset[i] = set_bytes;
+    set_bytes += (specs[i].bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
   int device = 0;
   int l2 = 0;
   KSELECT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  if (read_bytes <= 0 || read_bytes > 2 * static_cast<int64_t>(l2)) return sets;
-  const int64_t wanted = std::min(kMaxColdL2Sets, 2 * static_cast<int64_t>(l2) / read_bytes + 1);
-  for (int64_t set = 1; set < wanted; ++set) {
+  const int64_t count = ColdL2SetCount(read_bytes, l2);
+  std::vector<KernelOperands> sets = {operands};
+  if (count < 2 || !copies.Reserve((count - 1) * set_bytes).ok()) return sets;
+  auto* base = static_cast<char*>(copies.data());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (offset[i] < 0) continue;
+    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base + offset[i], operands.buffers[i],
+                                                 static_cast<size_t>(specs[i].bytes),
+                                                 cudaMemcpyDeviceToDevice, stream));
+  }
+  // The other copies double from the first: log2(count) copies, not one per operand and set.
+  for (int64_t made = 1; made < count - 1; made *= 2) {
+    const int64_t more = std::min(made, count - 1 - made);
+    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base + made * set_bytes, base,
+                                                 static_cast<size_t>(more * set_bytes),
+                                                 cudaMemcpyDeviceToDevice, stream));
+  }
+  for (int64_t set = 1; set < count; ++set) {
     KernelOperands copy = operands;
     for (size_t i = 0; i < specs.size(); ++i) {
-      if (specs[i].access != OperandAccess::kRead) continue;
-      cuda::DeviceBuffer& buffer = copies.emplace_back();
-      if (!buffer.Reserve(specs[i].bytes).ok()) {
-        copies.pop_back();
-        return sets;  // out of device memory: the sets made so far
-      }
-      KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer.data(), operands.buffers[i],
-                                                   static_cast<size_t>(specs[i].bytes),
-                                                   cudaMemcpyDeviceToDevice, stream));
-      copy.buffers[i] = buffer.data();
+      if (offset[i] >= 0) copy.buffers[i] = base + (set - 1) * set_bytes + offset[i];
     }
     sets.push_back(std::move(copy));
   }
@@ -97,6 +104,12 @@ StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>&
 }
 
 }  // namespace
+
+int64_t ColdL2SetCount(int64_t read_bytes, int64_t l2_bytes) {
+  constexpr int64_t kMaxSets = 512;  // as the bench's rotation (GraphTimer::RotatingOperands)
+  if (read_bytes <= 0 || read_bytes > 2 * l2_bytes) return 1;
+  return std::min(kMaxSets, 2 * l2_bytes / read_bytes + 1);
+}
 
 StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
@@ -125,7 +138,7 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
                                                  cudaMemcpyDeviceToDevice, stream));
     scratch_operands.buffers[i] = scratch[i].data();
   }
-  std::vector<cuda::DeviceBuffer> read_copies;
+  cuda::DeviceBuffer read_copies;
   std::vector<KernelOperands> sets = {scratch_operands};
   if (cold_l2) {
     KSELECT_ASSIGN_OR_RETURN(sets, ColdL2Sets(specs, scratch_operands, read_copies, stream));
