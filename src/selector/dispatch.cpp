@@ -8,6 +8,7 @@
 #include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/selector.h"
+#include "kselect/verify.h"
 #include "selector/first_use_timing.h"
 
 namespace kselect {
@@ -56,19 +57,20 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
 }
 
 // The operand sets first-use timing cycles through: set 0 = `operands` (with the written ones
-// already replaced by scratch copies), then ColdL2SetCount - 1 copies of the read operands, laid
-// out one set after another in `copies`. Only set 0 where the copies do not fit in device memory:
-// timing warm is better than failing the call.
+// already replaced by scratch copies), then copies of the read operands, laid out one set after
+// another in `copies`, as many as the bench's rotation past 2 x L2 has sets (RotatingSetCount).
+// Only set 0 where the copies do not fit in device memory: timing warm is better than failing the
+// call.
 StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>& specs,
                                                  const KernelOperands& operands,
                                                  cuda::DeviceBuffer& copies, cudaStream_t stream) {
   constexpr int64_t kAlignment = 256;
   std::vector<int64_t> offset(specs.size(), -1);  // within a set; -1 = not copied
-  int64_t read_bytes = 0;
+  std::vector<OperandSpec> read;
   int64_t set_bytes = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].access != OperandAccess::kRead) continue;
-    read_bytes += specs[i].bytes;
+    read.push_back(specs[i]);
     offset[i] = set_bytes;
     set_bytes += (specs[i].bytes + kAlignment - 1) / kAlignment * kAlignment;
   }
@@ -76,7 +78,7 @@ StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>&
   int l2 = 0;
   KSELECT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  const int64_t count = ColdL2SetCount(read_bytes, l2);
+  const int64_t count = read.empty() ? 1 : verify::RotatingSetCount(read, 2 * int64_t{l2});
   std::vector<KernelOperands> sets = {operands};
   if (count < 2 || !copies.Reserve((count - 1) * set_bytes).ok()) return sets;
   auto* base = static_cast<char*>(copies.data());
@@ -104,12 +106,6 @@ StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>&
 }
 
 }  // namespace
-
-int64_t ColdL2SetCount(int64_t read_bytes, int64_t l2_bytes) {
-  constexpr int64_t kMaxSets = 512;  // as the bench's rotation (GraphTimer::RotatingOperands)
-  if (read_bytes <= 0 || read_bytes > 2 * l2_bytes) return 1;
-  return std::min(kMaxSets, 2 * l2_bytes / read_bytes + 1);
-}
 
 StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,

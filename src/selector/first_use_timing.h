@@ -31,11 +31,6 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
     const KernelOperands& operands, bool cold_l2, void* stream);
 
-// Cold-L2 first-use timing: how many operand sets (the caller's and copies) of `read_bytes` of
-// read operands each together exceed 2 x `l2_bytes`, at most 512 as in the bench. 1 (no copies)
-// when one set alone exceeds 2 x L2 or reads nothing.
-int64_t ColdL2SetCount(int64_t read_bytes, int64_t l2_bytes);
-
 // The order first-use timing settled for `problem_key`: found in `orders`, or made now by
 // `time_now` and kept there (the caller holds the lock guarding `orders`). None (null) while
 // `stream` is being captured into a graph, and `*note` says so. `*timed` = the configs this call

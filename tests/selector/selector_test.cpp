@@ -17,7 +17,6 @@
 #include "kselect/eval.h"
 #include "kselect/model.h"
 #include "kselect/train.h"
-#include "selector/first_use_timing.h"
 #include "testing_util.h"
 
 namespace kselect {
@@ -484,27 +483,6 @@ TEST(ConvSelectorTest, ConvDispatchRefusesNullTensors) {
   ASSERT_FALSE(info.ok());
   EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(info.status().message(), "x, w and y")) << info.status().ToString();
-}
-
-// Cold-L2 first-use timing sizes its operand sets past 2 x L2, and never makes copies a problem
-// does not need or more than 512.
-TEST(FirstUseTimingTest, ColdL2SetsExceedTwiceTheL2) {
-  const int64_t mb = 1 << 20;
-  const int64_t l2 = 60 * mb;  // an H200's
-  // 4096x4096 bf16 weights (32 MiB) with a 1-token activation: 4 sets = 128 MiB > 120 MiB.
-  EXPECT_EQ(ColdL2SetCount(32 * mb + 8192, l2), 4);
-  for (const int64_t read : {int64_t{1}, 3 * mb, 7 * mb, 32 * mb, 59 * mb, 61 * mb, 120 * mb}) {
-    const int64_t sets = ColdL2SetCount(read, l2);
-    EXPECT_GE(sets, 1) << read;
-    EXPECT_LE(sets, 512) << read;
-    if (sets < 512) {
-      EXPECT_GT(sets * read, 2 * l2) << read;
-    }
-  }
-  EXPECT_EQ(ColdL2SetCount(1, l2), 512);         // tiny operands: the cap
-  EXPECT_EQ(ColdL2SetCount(3 * mb, l2), 41);     // 123 MiB
-  EXPECT_EQ(ColdL2SetCount(2 * l2 + 1, l2), 1);  // already past 2 x L2: no copies
-  EXPECT_EQ(ColdL2SetCount(0, l2), 1);           // nothing read
 }
 
 }  // namespace
