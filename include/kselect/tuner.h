@@ -183,8 +183,8 @@ struct HeadToHeadOptions {
   // kselect::Gemm runs after timing the candidates of both providers at the problem's first use
   // (on the problem's first operand set), the same path an application takes.
   int cross_time_top_k = 0;
-  // The cross-provider selector's SelectorOptions::first_use_cold_l2.
-  bool cross_first_use_cold_l2 = false;
+  // The cross-provider selector's SelectorOptions::first_use_cold_l2 (on by default, as there).
+  bool cross_first_use_cold_l2 = true;
   // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
   // (a fast live check of a cross-provider model over many shapes).
   bool cross_only = false;

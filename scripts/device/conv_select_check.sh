@@ -1,20 +1,27 @@
 #!/bin/bash
 # Conv selection and dispatch on the device, with the GPU-side build carried in BIN
-# (make_selector_carry.sh) and the shipped models/h200_cudnn_conv_{fwd,bwd_data,bwd_weight}:
-# the cuDNN, conv reference, conv selector and dispatch GPU tests, then examples/select_conv
-# built against the carried install tree and run on the three models (kselect::Conv checked
-# against the verify module's host reference, and timed against cuDNN's first pick), once per
-# TIME_TOP_K value (default "0 5"). One archive of logs comes back.
+# (make_selector_carry.sh, or only kselect_tests and a select_conv prebuilt against that install
+# tree) and the shipped models/h200_cudnn_conv_{fwd,bwd_data,bwd_weight}: the cuDNN, conv
+# reference, conv selector and dispatch GPU tests, then examples/select_conv run on the three
+# models (kselect::Conv checked against the verify module's host reference, and timed against
+# cuDNN's first pick), once per TIME_TOP_K value (default "0 5"). One archive of logs comes back.
 BIN=${BIN:-.devcarry-sel}
 OUT=${OUT:-/tmp/out}
 source scripts/device/check_common.sh
 gpu_tests "${TEST_SECONDS:-240}" "${GPU_TEST_FILTER:-Cudnn*:ConvReference*:ConvSelector*:ConvFeatures*:Dispatch*}"
 models=()
 for direction in fwd bwd_data bwd_weight; do models+=("models/h200_cudnn_conv_$direction"); done
-cmake -S examples/select_conv -B /tmp/conv-example -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$PWD/$BIN/install" > "$OUT/example_build.txt" 2>&1 &&
-  cmake --build /tmp/conv-example >> "$OUT/example_build.txt" 2>&1
-summary+=("example build rc=$?")
+# The example built here against the install tree, or carried prebuilt as $BIN/select_conv
+# (built on the build host against the same install tree: the carry then needs no install tree).
+if [ -x "$BIN/select_conv" ]; then
+  mkdir -p /tmp/conv-example && cp "$BIN/select_conv" /tmp/conv-example/
+  summary+=("example carried prebuilt")
+else
+  cmake -S examples/select_conv -B /tmp/conv-example -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$PWD/$BIN/install" > "$OUT/example_build.txt" 2>&1 &&
+    cmake --build /tmp/conv-example >> "$OUT/example_build.txt" 2>&1
+  summary+=("example build rc=$?")
+fi
 # Once per TIME_TOP_K value: dispatch as the model ranks (0), or timing its top k at first use;
 # each layer's live A/B against cuDNN's first pick on the same buffers.
 for k in ${TIME_TOP_K:-0 5}; do

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Live check of cross-provider models (#18): the GPU tests of cross-provider dispatch, then per
-# entry of CROSS_RUNS ("model_dir:time_top_k[:cold] ...", cold = first-use timing with the
-# operands rotated past L2, --cross-first-use-cold-l2) `kselect tile bench --cross-only` on
-# CROSS_SHAPES (default shapes/holdout_framework.csv, the 174 LLM test shapes never trained on):
-# cuBLASLt's pick and the decision (with time_top_k >= 2: what kselect::Gemm ran after timing the
-# candidates of both providers at first use) timed interleaved, in the same call for every entry.
+# entry of CROSS_RUNS ("model_dir:time_top_k[:warm] ...", warm = first-use timing on the
+# caller's operands, --cross-first-use-warm-l2, instead of rotating them past L2 as by default)
+# `kselect tile bench --cross-only` on CROSS_SHAPES (default shapes/holdout_framework.csv, the
+# 174 LLM test shapes never trained on): cuBLASLt's pick and the decision (with time_top_k >= 2:
+# what kselect::Gemm ran after timing the candidates of both providers at first use) timed
+# interleaved, in the same call for every entry.
 # Then, when set: CAPI=1 runs the C API test on the GPU with the cross-provider model;
 # E2E_RUNS ("model_dir:time_top_k ...") runs scripts/device/llama_e2e.py e2e with each (a Llama 3
 # 8B-shaped model in PyTorch, prefill and decode steps as CUDA graphs, plain PyTorch vs kselect).
@@ -16,17 +17,17 @@ OUT="${OUT:-/tmp/kselect-out}"
 source "$(dirname "$0")/check_common.sh"
 if [ -n "${TEST_FILTER:-}" ]; then gpu_tests "${TEST_SECONDS:-240}" "$TEST_FILTER"; fi
 for run in ${CROSS_RUNS-models/h200_cross_bf16_tn:0 models/h200_cross_bf16_tn_rank:2}; do
-  IFS=: read -r model k cold <<< "$run"
+  IFS=: read -r model k warm <<< "$run"
   name="cross_$(basename "$model")_k$k"
-  cold_flag=()
-  if [ "${cold:-}" = cold ]; then
-    name="${name}_cold"
-    cold_flag=(--cross-first-use-cold-l2)
+  warm_flag=()
+  if [ "${warm:-}" = warm ]; then
+    name="${name}_warm"
+    warm_flag=(--cross-first-use-warm-l2)
   fi
   timeout "${CROSS_TIMEOUT:-200}" "$BIN/kselect" tile bench --rules default --cross-model "$model" \
-    --cross-only --cross-time-top-k "$k" "${cold_flag[@]}" --rounds "${ROUNDS:-15}" \
+    --cross-only --cross-time-top-k "$k" "${warm_flag[@]}" --rounds "${ROUNDS:-15}" \
     --shapes "${CROSS_SHAPES:-shapes/holdout_framework.csv}" \
-    --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-cross-live}-$(basename "$model")-k$k${cold:+-$cold}" \
+    --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-cross-live}-$(basename "$model")-k$k${warm:+-$warm}" \
     --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
   rc=$?
   geo=$(python3 -c "import json,sys; j=json.load(open('$OUT/$name.json')); print(j['summary'].get('geomean_cross_pick_over_cublaslt_pick'), j['summary'].get('problems_with_a_cross_pick'))" 2>/dev/null)

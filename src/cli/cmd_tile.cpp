@@ -57,7 +57,7 @@ struct TileOptions {
   bool keep_screened = false;
   std::string cross_model;
   int cross_time_top_k = 0;
-  bool cross_first_use_cold_l2 = false;
+  bool cross_first_use_warm_l2 = false;
   bool cross_only = false;
   // tile cross
   std::vector<std::string> screened_files;
@@ -252,11 +252,11 @@ int RunBench(const TileOptions& o) {
       return ReportError(kWhat, s);
     }
   }
-  if ((o.cross_only || o.cross_time_top_k > 0 || o.cross_first_use_cold_l2) &&
+  if ((o.cross_only || o.cross_time_top_k > 0 || o.cross_first_use_warm_l2) &&
       o.cross_model.empty()) {
     return ReportError(
         kWhat,
-        InvalidArgumentError("--cross-only, --cross-time-top-k and --cross-first-use-cold-l2 need "
+        InvalidArgumentError("--cross-only, --cross-time-top-k and --cross-first-use-warm-l2 need "
                              "--cross-model"));
   }
   HeadToHeadOptions options;
@@ -269,7 +269,7 @@ int RunBench(const TileOptions& o) {
   options.keep_screened = o.keep_screened;
   options.cross_model = o.cross_model;
   options.cross_time_top_k = o.cross_time_top_k;
-  options.cross_first_use_cold_l2 = o.cross_first_use_cold_l2;
+  options.cross_first_use_cold_l2 = !o.cross_first_use_warm_l2;
   options.cross_only = o.cross_only;
   StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
   if (!runner.ok()) return ReportError(kWhat, runner.status());
@@ -429,10 +429,10 @@ Command TileCommand() {
                          "timing the reference ranker's top K and the challenger's top at first "
                          "use (0 = the model's decision untimed)")
             ->check(CLI::Range(0, 64));
-        bench->add_flag("--cross-first-use-cold-l2", o->cross_first_use_cold_l2,
-                        "with --cross-time-top-k: the first-use timing cycles through copies of "
-                        "A and B past 2 x L2, so weights that fit in L2 are read from memory at "
-                        "each launch, as the bench times them");
+        bench->add_flag("--cross-first-use-warm-l2", o->cross_first_use_warm_l2,
+                        "with --cross-time-top-k: the first-use timing reuses the caller's A and "
+                        "B at every launch (weights that fit in L2 stay there) instead of "
+                        "cycling through copies past 2 x L2 as the bench times (the default)");
         bench->add_flag("--cross-only", o->cross_only,
                         "with --cross-model: time only cuBLASLt's pick and the decision (no "
                         "screening)");
