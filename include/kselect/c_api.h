@@ -93,7 +93,9 @@ typedef struct kselect_selector_options {
                                    default (32 MiB) */
   int time_top_k;               /* kselect_gemm_run times this many of the best-ranked configs
                                    the first time it runs a problem and runs the fastest from
-                                   then on; 0 or 1 = off (default 0) */
+                                   then on, its read operands copied past 2 x L2 as the bench
+                                   times (SelectorOptions::first_use_cold_l2, always on here);
+                                   0 or 1 = off (default 0) */
 } kselect_selector_options;
 
 /* Sets every field to its default. */

@@ -118,7 +118,8 @@ class Selector:
     (ask the library heuristic live for models trained on its picks); first_stage_candidates (0 =
     score every candidate); solution_library and record_path (files, or None);
     max_workspace_bytes (0 = 32 MiB); time_top_k (gemm times this many of the best-ranked
-    configs the first time it runs a problem and runs the fastest from then on; 0 = off).
+    configs the first time it runs a problem, on copies of its inputs past 2 x L2 as the bench
+    times, and runs the fastest from then on; 0 = off).
     """
 
     def __init__(
