@@ -40,9 +40,16 @@ const ConfigField kFields[] = {
                                 [](const KernelConfig&) -> int64_t { return 1; }),
 };
 
+// "cudnn engine58 k2=4,k5=0,k14=6": the knob values tell apart configs of one engine, which a
+// ranking lists side by side (types are cudnnBackendKnobType_t values).
 std::string Describe(const KernelConfig& config) {
   const C& c = std::get<C>(config);
-  return "cudnn engine" + std::to_string(c.engine_id) + " knobs" + std::to_string(c.knobs.size());
+  std::string text = "cudnn engine" + std::to_string(c.engine_id);
+  for (size_t i = 0; i < c.knobs.size(); ++i) {
+    text += (i == 0 ? " k" : ",k") + std::to_string(c.knobs[i].first) + "=" +
+            std::to_string(c.knobs[i].second);
+  }
+  return text;
 }
 
 }  // namespace
