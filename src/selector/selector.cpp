@@ -608,9 +608,6 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
                   listed.status().message() + ")";
           return std::optional<Selection>();
         }
-      } else if (listed->empty()) {
-        *note = "the library's heuristic has no algorithm for this problem";
-        return std::optional<Selection>();
       } else {
         for (size_t r = 0; r < listed->size(); ++r) {
           live.push_back({(*listed)[r], static_cast<int32_t>(r + 1)});
@@ -626,8 +623,17 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
             live.push_back({(*second)[r], static_cast<int32_t>(r + 1), PeerHeuristic::kSecond});
           }
         }
+        // An empty list means cuBLASLt cannot run the problem at all (fp8 kernels need aligned
+        // extents). cuDNN's mode A lists nothing for some layers whose engines build and run
+        // (R(2+1)D's 3x1x1 convolutions with 45 or 230 channels): the model ranks them with
+        // what mode B listed, or with neither, and CanImplement keeps what can run.
+        if (live.empty() && !rank_without_picks) {
+          *note = "the library's heuristic has no algorithm for this problem";
+          return std::optional<Selection>();
+        }
         peer = live;
-        peer_note = "heuristic picks asked live";
+        peer_note = listed->empty() ? "heuristic picks asked live (mode A listed none)"
+                                    : "heuristic picks asked live";
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "kselect/config_schema.h"
 #include "kselect/dataset.h"
 #include "kselect/eval.h"
 #include "kselect/model.h"
@@ -472,6 +473,29 @@ TEST(ConvSelectorTest, ShippedConvModelsDecideTheirDirection) {
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   }
+}
+
+// R(2+1)D's temporal 3x1x1 convolution with 45 input channels: cuDNN's mode A lists no engine
+// for it on an H200, yet engines build and run it (the validation data measured 7). The model
+// still decides, from mode B's list on a GPU, without picks elsewhere.
+TEST(ConvSelectorTest, ModelDecidesWhereModeAListsNothing) {
+  auto selector = Selector::Open(ModelDir("h200_cudnn_conv_fwd"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  ConvProblem p;
+  p.n = 8;
+  p.c = 45;
+  p.k = 64;
+  p.di = 16;
+  p.hi = p.wi = 56;
+  p.z = 3;
+  p.pad_d = 1;
+  p.direction = ConvDirection::kForward;
+  auto selection = (*selector)->Select(p);
+  ASSERT_TRUE(selection.ok()) << selection.status().ToString();
+  EXPECT_EQ((*selection)->decided_by, DecisionPath::kModel) << (*selection)->note;
+  ASSERT_FALSE((*selection)->ranked.empty());
+  EXPECT_NE(ConfigFieldValue((*selection)->ranked[0].config, "engine_id").value_or(0), 0)
+      << "engine 0 is what the first-implementable fallback took";
 }
 
 TEST(ConvSelectorTest, ConvDispatchRefusesNullTensors) {
