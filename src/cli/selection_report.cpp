@@ -23,14 +23,21 @@ StatusOr<std::optional<std::vector<PeerPick>>> RecordedPeerPicks(const Dataset& 
       continue;
     }
     measured = true;
-    if (row.peer_rank && *row.peer_rank > 0) {
-      KSELECT_ASSIGN_OR_RETURN(Measurement meas, MeasurementFromRow(row));
-      picks.push_back({meas.config, static_cast<int32_t>(*row.peer_rank)});
+    const bool first = row.peer_rank && *row.peer_rank > 0;
+    const bool second = row.peer_rank_b && *row.peer_rank_b > 0;
+    if (!first && !second) continue;
+    KSELECT_ASSIGN_OR_RETURN(Measurement meas, MeasurementFromRow(row));
+    if (first) picks.push_back({meas.config, static_cast<int32_t>(*row.peer_rank)});
+    if (second) {
+      picks.push_back(
+          {meas.config, static_cast<int32_t>(*row.peer_rank_b), PeerHeuristic::kSecond});
     }
   }
   if (!measured) return std::optional<std::vector<PeerPick>>();
-  std::stable_sort(picks.begin(), picks.end(),
-                   [](const PeerPick& a, const PeerPick& b) { return a.rank < b.rank; });
+  // Each heuristic's list in rank order, as eval's PeerPicksOf orders them.
+  std::stable_sort(picks.begin(), picks.end(), [](const PeerPick& a, const PeerPick& b) {
+    return std::pair(a.heuristic, a.rank) < std::pair(b.heuristic, b.rank);
+  });
   return std::optional(std::move(picks));
 }
 

@@ -26,8 +26,9 @@ void PrintSelection(const SelectionReport& args, const Selector& selector,
                     const Selection& selection, size_t candidates, size_t not_implementable,
                     const std::string& peer_source);
 
-// The heuristic's picks `dataset` recorded for `problem` (its rows' peer ranks), best first;
-// nullopt when the dataset did not measure the problem.
+// The heuristics' picks `dataset` recorded for `problem` (its rows' peer_rank and, for a library
+// with a second heuristic such as cuDNN's mode B, peer_rank_b), each list best first; nullopt
+// when the dataset did not measure the problem.
 StatusOr<std::optional<std::vector<PeerPick>>> RecordedPeerPicks(const Dataset& dataset,
                                                                  Provider provider,
                                                                  const Problem& problem);
