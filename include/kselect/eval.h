@@ -216,4 +216,33 @@ StatusOr<ComparisonResult> CompareSummaries(const EvalSummary& old_summary,
                                             const EvalSummary& new_summary);
 std::string ComparisonToText(const ComparisonResult& result);
 
+// ---------------------------------------------------------------------------------------------
+// Offline evaluation of a cross-provider decision on head-to-head files written with --screened:
+// per problem, the decision over cuBLASLt's pick and the screened tile configs, scored with the
+// screened times of the same process.
+struct CrossEvaluationRow {
+  GemmProblem problem;
+  bool challenger_chosen = false;
+  double predicted_gain = 0;
+  double pick_ms = 0;            // cuBLASLt's pick, screened
+  double decision_ms = 0;        // the decision, screened
+  double challenger_top_ms = 0;  // the challenger model's top config, screened (0: none)
+  double best_ms = 0;            // fastest screened config of either provider
+  double reference_predicted_tflops = 0, reference_measured_tflops = 0;
+  double challenger_predicted_tflops = 0, challenger_measured_tflops = 0;
+};
+struct CrossEvaluation {
+  std::vector<CrossEvaluationRow> rows;
+  double geomean_decision_over_pick = 0;        // the figure the issue asks for
+  double geomean_challenger_top_over_pick = 0;  // always the tile model's top config
+  double geomean_best_over_pick = 0;            // the ceiling (best of both, screened)
+  double share_challenger_chosen = 0;
+  double worst_decision_over_pick = 0;
+};
+class CrossProviderSelector;
+StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& selector,
+                                                std::span<const std::string> head_to_head_files);
+std::string CrossEvaluationJson(const CrossEvaluation& evaluation, const std::string& model_dir,
+                                std::span<const std::string> sources);
+
 }  // namespace kselect

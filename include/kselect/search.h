@@ -34,39 +34,13 @@
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
 #include "kselect/provider.h"
+#include "kselect/search_space.h"
 #include "kselect/status.h"
 #include "kselect/tuner.h"
 
 namespace kselect {
 
 class Selector;
-
-// ---------------------------------------------------------------------------------------------
-// The space.
-
-// One pipeline's part of the space: per gene, the values the rule set's generator groups of that
-// pipeline list for the field (their union), ascending. The part is their cross product.
-struct TileSearchGroup {
-  TilePipeline pipeline = TilePipeline::kMultistage;
-  std::vector<std::vector<int64_t>> values;  // per gene (TileSearchSpace::genes), never empty
-  double Size() const;                       // configs in the cross product
-};
-
-struct TileSearchSpace {
-  std::string rule_set;  // the rule set's name
-  uint64_t rules_fingerprint = 0;
-  // One gene per integer field of TileConfig's field table, in the table's order (the pipeline's
-  // gene has one value per group).
-  std::vector<const ConfigField*> genes;
-  std::vector<TileSearchGroup> groups;  // one per pipeline, in the generator's order
-  double Size() const;                  // configs over all groups
-  // The config of `group` with one value index per gene.
-  TileConfig Config(size_t group, std::span<const int32_t> indices) const;
-};
-
-// The space of a tile rule set's generator (ExpandGeneratorGroups, grouped by pipeline).
-// kInvalidArgument for another provider's rule set; ParseErrors name the JSON path.
-StatusOr<TileSearchSpace> MakeTileSearchSpace(const RuleSet& rules);
 
 // ---------------------------------------------------------------------------------------------
 // Validity.

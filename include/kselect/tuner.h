@@ -29,33 +29,16 @@
 #include "kselect/hardware.h"
 #include "kselect/kernel_config.h"
 #include "kselect/provider.h"
+#include "kselect/search_space.h"
 #include "kselect/solutions.h"
 #include "kselect/status.h"
+#include "kselect/timing.h"
 
 namespace kselect {
 
 // ---------------------------------------------------------------------------------------------
-// The search space and the genetic algorithm (CPU only; the caller supplies the fitness).
-
-// A finite config space as genes: one gene per searchable integer field of the provider's schema
-// (SearchMove other than kFixed), each config's genes as indices into the sorted values its field
-// takes in the space. Fields sharing a search group (ConfigField::search_group, else the key
-// label) are crossed over together.
-struct SearchSpace {
-  std::vector<KernelConfig> configs;
-  std::vector<std::string> gene_names;
-  std::vector<std::vector<int>> groups;      // gene indices per coupled group
-  std::vector<std::vector<int64_t>> values;  // per gene: the values the space uses, ascending
-  std::vector<std::vector<int32_t>> genes;   // per config: a value index per gene
-  std::unordered_map<std::string, size_t> by_genes;  // gene vector (as bytes) -> first config
-
-  // The config with exactly these genes, if the space has one.
-  std::optional<size_t> Find(std::span<const int32_t> config_genes) const;
-};
-
-// The space of `configs` (one provider's, no duplicates by ConfigKey). kInvalidArgument when empty
-// or mixing providers.
-StatusOr<SearchSpace> MakeSearchSpace(std::vector<KernelConfig> configs);
+// The genetic algorithm over a SearchSpace (search_space.h; CPU only, the caller supplies the
+// fitness).
 
 struct GeneticOptions {
   int population = 24;
@@ -119,11 +102,6 @@ struct TuneOptions {
 };
 
 // The figures of one config in the interleaved comparison.
-struct InterleavedFigure {
-  KernelConfig config;
-  double median_ms = 0;
-  double speedup = 1;  // median over rounds of reference_ms / this config's ms in that round
-};
 
 struct TunedGemm {
   LoggedGemm gemm;  // as logged (calls, leading dimensions)
@@ -161,113 +139,6 @@ struct TuneResult {
   std::vector<TunedGemm> gemms;  // in the log summary's rank order
   double seconds = 0;
 };
-
-// ---- Head to head: the tile engine against cuBLASLt, one timing module for both ----------------
-// Per problem: cuBLASLt's heuristic top N (and optionally its whole enumerated space) and the tile
-// rule set's configs are screened with the graph timer on operands rotated past L2; the fastest
-// `finalists` of each provider (tile finalists verified against the reference first) and
-// cuBLASLt's rank-1 pick are then timed interleaved, so drift between runs cannot favour either.
-struct HeadToHeadOptions {
-  ProviderOptions provider_options;  // device, workspace limit, tile rule set
-  int cublaslt_picks = 16;           // cuBLASLt heuristic's top N screened
-  bool cublaslt_space = false;       // also screen cuBLASLt's whole enumerated space (slow)
-  int finalists = 3;                 // per provider, timed interleaved
-  int rounds = 15;
-  double screen_batch_ms = 0.2;  // GPU time per graph launch while screening
-  double batch_ms = 0.5;         // and in the interleaved rounds
-  int64_t rotate_bytes = 0;      // operand bytes rotated through (0 = 2 x L2)
-  // A cross-provider model directory (cross_provider.h): its decision joins the finalists and is
-  // reported as HeadToHead::cross_pick. "" = none.
-  std::string cross_model;
-  // The cross-provider selector's SelectorOptions::time_top_k: with >= 2 its decision is what
-  // kselect::Gemm runs after timing the candidates of both providers at the problem's first use
-  // (on the problem's first operand set), the same path an application takes.
-  int cross_time_top_k = 0;
-  // The cross-provider selector's SelectorOptions::first_use_cold_l2 (on by default, as there).
-  bool cross_first_use_cold_l2 = true;
-  // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
-  // (a fast live check of a cross-provider model over many shapes).
-  bool cross_only = false;
-  // Keep every screened config's time in HeadToHead::screened (an offline evaluation set for
-  // cross-provider selection: both providers timed in one process, minutes of drift excluded).
-  bool keep_screened = false;
-};
-
-// One config's screening time (graph timer, one measurement of 3 launches' median).
-struct ScreenedTime {
-  KernelConfig config;
-  double ms = 0;
-};
-
-struct HeadToHead {
-  GemmProblem problem;
-  int64_t tile_screened = 0, cublaslt_screened = 0;
-  // Speedups are over cuBLASLt's rank-1 pick (median of per-round ratios).
-  InterleavedFigure cublaslt_pick;
-  InterleavedFigure cublaslt_best;             // fastest cuBLASLt finalist (may be the pick)
-  std::optional<InterleavedFigure> tile_best;  // fastest verified tile finalist
-  // Median over rounds of cublaslt_best's ms / tile_best's ms (> 1: the tile kernel is faster).
-  double tile_over_cublaslt_best = 0;
-  double peak_gb_s = 0;  // the device's HBM peak, for bandwidth fractions
-  std::string note;      // finalists that failed verification, configs that failed to time
-  // With HeadToHeadOptions::keep_screened: every config screened, both providers, fastest first.
-  std::vector<ScreenedTime> screened;
-  // With HeadToHeadOptions::cross_model: the cross-provider decision, timed interleaved.
-  std::optional<InterleavedFigure> cross_pick;
-  double cross_predicted_gain = 0;
-  int cross_timed_configs = 0;  // configs the decision timed at first use (cross_time_top_k)
-  bool cross_first_use_cold_l2 = false;  // ... with the read operands rotated past 2 x L2
-  // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
-  // the cross-provider decision), so configs can be compared with each other in one run.
-  std::vector<InterleavedFigure> finalists;
-};
-
-// Offline evaluation of a cross-provider decision on head-to-head files written with --screened:
-// per problem, the decision over cuBLASLt's pick and the screened tile configs, scored with the
-// screened times of the same process.
-struct CrossEvaluationRow {
-  GemmProblem problem;
-  bool challenger_chosen = false;
-  double predicted_gain = 0;
-  double pick_ms = 0;            // cuBLASLt's pick, screened
-  double decision_ms = 0;        // the decision, screened
-  double challenger_top_ms = 0;  // the challenger model's top config, screened (0: none)
-  double best_ms = 0;            // fastest screened config of either provider
-  double reference_predicted_tflops = 0, reference_measured_tflops = 0;
-  double challenger_predicted_tflops = 0, challenger_measured_tflops = 0;
-};
-struct CrossEvaluation {
-  std::vector<CrossEvaluationRow> rows;
-  double geomean_decision_over_pick = 0;        // the figure the issue asks for
-  double geomean_challenger_top_over_pick = 0;  // always the tile model's top config
-  double geomean_best_over_pick = 0;            // the ceiling (best of both, screened)
-  double share_challenger_chosen = 0;
-  double worst_decision_over_pick = 0;
-};
-class CrossProviderSelector;
-StatusOr<CrossEvaluation> EvaluateCrossProvider(const CrossProviderSelector& selector,
-                                                std::span<const std::string> head_to_head_files);
-std::string CrossEvaluationJson(const CrossEvaluation& evaluation, const std::string& model_dir,
-                                std::span<const std::string> sources);
-
-class HeadToHeadRunner {
- public:
-  // kUnavailable without a GPU.
-  static StatusOr<std::unique_ptr<HeadToHeadRunner>> Create(const HeadToHeadOptions& options);
-  virtual ~HeadToHeadRunner() = default;
-  virtual StatusOr<HeadToHead> Run(const GemmProblem& problem) = 0;
-  virtual const HardwareProfile& hardware() const = 0;
-};
-
-// Bytes a GEMM must move at least (A and B read, C written; C read too when beta != 0) over
-// `ms`, as a fraction of `peak_gb_s`.
-double HbmFraction(const GemmProblem& problem, double ms, double peak_gb_s);
-
-// {"format": "kselect.head_to_head", "format_version": 1, device, versions, run_id, "results":
-// [{problem, cublaslt_pick, cublaslt_best, tile_best: {config, median_ms, tflops, hbm_fraction,
-// speedup_over_pick}, tile_over_cublaslt_best, finalists: [...]}], "summary": {...}}.
-std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwareProfile& hardware,
-                           const std::string& device_kind, const std::string& run_id);
 
 // Progress lines ("[3/12] m=... tuned 1.071x in 18.2 s"), or nullptr for silence.
 using TuneProgress = std::function<void(const std::string& line)>;

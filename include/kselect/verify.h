@@ -1,7 +1,7 @@
-// Verification and timing of kernels on the device, for every provider alike (the ggml
+// Verification of kernels on the device, for every provider alike (the ggml
 // test-backend-ops idea): one reference per operation, random non-zero inputs, outputs poisoned
 // (NaN bytes) before each launch so an element left unwritten fails, NaN/Inf never passing, a
-// tolerance per dtype; and the median of event-timed launches. Any provider's config is checked
+// tolerance per dtype (timing is kselect/timing.h's). Any provider's config is checked
 // through KernelProvider (Operands, Prepare, Launch). Both problem kinds have a reference (MakeCase
 // dispatches on the Problem variant): the GEMM, and the grouped 2D/3D convolution in all three
 // directions over the channels-last operands ConvOperandSpecs describes.
@@ -194,15 +194,5 @@ class DeviceOperands {
 // The seed of a problem's operand data, fixed so every run times the same bytes: for a GEMM the
 // one the bench has always used, for other problems FNV-1a over the problem's text. CPU only.
 uint64_t OperandSeed(const Problem& problem);
-
-// How many operand sets hold at least `rotate_bytes` (one more when a set is smaller than it, so
-// the set a launch reads is never the one read just before), at most `max_sets`. CPU only.
-int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,
-                         int64_t max_sets = 512);
-
-// The median GPU time of one launch (ms): `warmup` launches, then `repeats` launches each timed
-// with the event timer on the default stream. Needs repeats >= 1.
-StatusOr<double> MedianLaunchMs(PreparedKernel& kernel, const KernelOperands& operands, int repeats,
-                                int warmup = 3);
 
 }  // namespace kselect::verify

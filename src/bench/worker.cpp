@@ -24,6 +24,7 @@
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
 #include "kselect/verify.h"
+#include "timing/gated_regions.h"
 
 namespace kselect::bench {
 namespace {
@@ -71,15 +72,9 @@ class WorkerDevice {
     l2_bytes_ = l2;
     if ((e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) != cudaSuccess)
       return UnavailableError("cudaStreamCreate: " + RuntimeErrorText(e));
-    for (int r = 0; r <= options_.repeats; ++r) {
-      StatusOr<cuda::EventTimer> timer = cuda::EventTimer::Create();
-      if (!timer.ok()) return UnavailableError(timer.status().message());
-      regions_.push_back(std::move(timer).value());
-      StatusOr<cuda::EventTimer> reference_timer = cuda::EventTimer::Create();
-      if (!reference_timer.ok()) return UnavailableError(reference_timer.status().message());
-      reference_regions_.push_back(std::move(reference_timer).value());
-      gates_.push_back(std::make_unique<Gate>());
-    }
+    StatusOr<timing::GatedRegions> regions = timing::GatedRegions::Create(options_.repeats + 1);
+    if (!regions.ok()) return UnavailableError(regions.status().message());
+    regions_.emplace(std::move(regions).value());
     // Clocks, power and temperature per row where NVML is there; rows say 0 where it is not.
     if (auto sampler = cuda::GpuStateSampler::Open(device_); sampler.ok())
       state_sampler_ = std::move(sampler).value();
@@ -102,12 +97,11 @@ class WorkerDevice {
     return Status::Ok();
   }
 
-  // Times one config; the reply object of a "time" request.
+  // Times one config; the reply object of a "time" request (the method: kselect/timing.h).
   //
-  // Every timed region but the first launch starts behind a gate (a host function that holds the
-  // stream until the host has enqueued the region's launches), so back-to-back launches of a
-  // short kernel are timed as GPU time, not as the host's launch rate. Syncs: one after the
-  // estimate, one after the first two batches (the early-abort check), one after the rest.
+  // Every timed region but the first launch starts behind a gate (timing::GatedRegions). Syncs: one
+  // after the estimate, one after the first two batches (the early-abort check), one after the
+  // rest.
   //
   // With a reference (drift control), every timed batch of `config` is followed at once by a
   // batch of `reference`, whose time `reference_ms` (its latest, for sizing) roughly gives: both
@@ -130,44 +124,15 @@ class WorkerDevice {
     auto launch_reference = [&]() -> Status {
       return reference_kernel->Launch(operands_->set(next++), stream_);
     };
-    const int max_regions = options_.repeats + 1;
-    KSELECT_CHECK(static_cast<int>(gates_.size()) >= max_regions);
-    // Enqueues (gate,) start event, `iters` launches, stop event for region `r`, then opens the
-    // gate; with `reference_iters`, the reference's batch follows in its own region. A failed
-    // launch still opens the gate, so the stream never waits on it for long.
+    KSELECT_CHECK(regions_->count() >= options_.repeats + 1);
+    // Region r: 0 = the estimate, 1.. = the timed batches (timing::GatedRegions).
     auto enqueue_region = [&](int r, int iters, bool gated = true,
                               int reference_iters = 0) -> Status {
-      Gate& gate = *gates_[static_cast<size_t>(r)];
-      if (gated) {
-        gate.open.store(false, std::memory_order_relaxed);
-        cudaError_t e = cudaLaunchHostFunc(stream_, &Gate::Wait, &gate);
-        if (e != cudaSuccess) return InternalError("cudaLaunchHostFunc: " + RuntimeErrorText(e));
-      }
-      cuda::EventTimer& region = regions_[static_cast<size_t>(r)];
-      Status launched = region.Start(stream_);
-      for (int i = 0; i < iters && launched.ok(); ++i) launched = launch();
-      Status stopped = region.Stop(stream_);
-      if (reference_iters > 0 && launched.ok() && stopped.ok()) {
-        cuda::EventTimer& reference_region = reference_regions_[static_cast<size_t>(r)];
-        launched = reference_region.Start(stream_);
-        for (int i = 0; i < reference_iters && launched.ok(); ++i) launched = launch_reference();
-        stopped = reference_region.Stop(stream_);
-      }
-      gate.open.store(true, std::memory_order_release);
-      return launched.ok() ? stopped : launched;
+      return regions_->Enqueue(r, stream_, iters, launch, gated, reference_iters, launch_reference);
     };
     auto region_ms = [&](int r, int iters, double* ms, int reference_iters = 0,
                          double* reference_batch_ms = nullptr) -> Status {
-      StatusOr<double> elapsed = regions_[static_cast<size_t>(r)].ElapsedMs();
-      if (!elapsed.ok()) return InternalError("kernel failed: " + elapsed.status().message());
-      *ms = *elapsed / iters;
-      if (reference_iters > 0) {
-        StatusOr<double> ref = reference_regions_[static_cast<size_t>(r)].ElapsedMs();
-        if (!ref.ok())
-          return InternalError("drift reference kernel failed: " + ref.status().message());
-        *reference_batch_ms = *ref / reference_iters;
-      }
-      return Status::Ok();
+      return regions_->PerLaunchMs(r, iters, ms, reference_iters, reference_batch_ms);
     };
     // The first launch is timed without the gate: cuBLASLt loads the kernel's module lazily
     // inside it, and a module load can wait for the stream, which a shut gate would hold (seen
@@ -281,19 +246,6 @@ class WorkerDevice {
   }
 
  private:
-  // Holds the stream (from a CUDA host-function thread) until the host opens it. Bounded: a
-  // gate left shut (a launch that blocked on a full queue) opens itself after 100 ms, which
-  // only spoils that one timing.
-  struct Gate {
-    std::atomic<bool> open{true};
-    static void CUDART_CB Wait(void* self) {
-      auto* gate = static_cast<Gate*>(self);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-      while (!gate->open.load(std::memory_order_acquire) &&
-             std::chrono::steady_clock::now() < deadline) {
-      }
-    }
-  };
   MeasurementMethod BaseMethod() const {
     MeasurementMethod m;
     m.name = "kselect.bench";
@@ -339,10 +291,7 @@ class WorkerDevice {
   int device_;
   std::unique_ptr<KernelProvider> provider_;
   cudaStream_t stream_ = nullptr;
-  // Region r (0 = the estimate, 1.. = the timed batches) uses regions_[r] and gates_[r].
-  std::vector<cuda::EventTimer> regions_;
-  std::vector<cuda::EventTimer> reference_regions_;  // the drift reference's batch of region r
-  std::vector<std::unique_ptr<Gate>> gates_;
+  std::optional<timing::GatedRegions> regions_;  // one per region of a config's timing
   int64_t l2_bytes_ = 0;
   std::unique_ptr<verify::DeviceOperands> operands_;  // the rotated operand sets
   int64_t rotating_bytes_ = 0;

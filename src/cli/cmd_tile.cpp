@@ -23,6 +23,8 @@
 #include "kselect/catalogue.h"
 #include "kselect/config_schema.h"
 #include "kselect/cross_provider.h"
+#include "kselect/eval.h"
+#include "kselect/head_to_head.h"
 #include "kselect/shapes.h"
 #include "kselect/tile_checks.h"
 #include "kselect/tuner.h"

@@ -1,5 +1,5 @@
 // The CUDA runtime pieces kselect's device code shares: runtime errors as Status, device buffers
-// owned by RAII, and the one CUDA event timer (used by the bench worker and by src/verify).
+// owned by RAII (the event timer is the timing module's: src/timing/event_timer.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -48,30 +48,6 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   int64_t bytes_ = 0;
-};
-
-// Times one region of a stream's work with a start and a stop event (GPU time between them).
-// Move-only; the events are destroyed with it.
-class EventTimer {
- public:
-  static StatusOr<EventTimer> Create();
-  EventTimer(EventTimer&& other) noexcept;
-  EventTimer& operator=(EventTimer&& other) noexcept;
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  ~EventTimer();
-
-  // Record the start / stop event on `stream` (nullptr: the legacy default stream).
-  Status Start(cudaStream_t stream);
-  Status Stop(cudaStream_t stream);
-  // Waits for the stop event and returns the milliseconds between the two events. The error of
-  // the wait (a kernel in the region failed) has the runtime's text alone as its message.
-  StatusOr<double> ElapsedMs() const;
-
- private:
-  EventTimer() = default;
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
 };
 
 }  // namespace kselect::cuda

@@ -20,6 +20,7 @@ set(KSELECT_ML_OFFLINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/../eval/model_eval.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../eval/baselines.cpp
     ${CMAKE_CURRENT_LIST_DIR}/../eval/eval_html.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/../eval/cross_provider_eval.cpp
     ${CMAKE_CURRENT_LIST_DIR}/train_common.cpp)
 if(KSELECT_WITH_LIGHTGBM)
   list(APPEND KSELECT_ML_OFFLINE_SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_lightgbm.cpp)

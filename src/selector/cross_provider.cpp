@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "kselect/model.h"
 #include "selector/first_use_timing.h"
+#include "timing/first_use.h"
 
 namespace kselect {
 namespace {
@@ -322,7 +323,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
       operands.workspace = workspace;
       operands.workspace_bytes = workspace_bytes;
-      std::vector<FirstUseContender> contenders;
+      std::vector<timing::FirstUseContender> contenders;
       for (const RankedConfig& r : d.ranked) {
         auto kernel = PreparedForDispatch(member_of(r.config), Problem(problem), r.config);
         if (!kernel.ok() || (*kernel)->WorkspaceBytes() > workspace_bytes) continue;
@@ -331,8 +332,9 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
       KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
                                provider->Operands(Problem(problem)));
-      return TimeContendersAtFirstUse(std::move(contenders), specs, operands,
-                                      selector.reference().options().first_use_cold_l2, stream);
+      return timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
+                                              selector.reference().options().first_use_cold_l2,
+                                              stream);
     };
     std::lock_guard lock(selector.first_use_mutex_);
     KSELECT_ASSIGN_OR_RETURN(

@@ -10,15 +10,10 @@
 #include "kselect/selector.h"
 #include "kselect/verify.h"
 #include "selector/first_use_timing.h"
+#include "timing/first_use.h"
 
 namespace kselect {
 namespace {
-
-// First-use timing: batches of launches at least this long (small kernels are batched so that
-// the events' resolution and launch gaps do not decide), this many per config, interleaved.
-constexpr double kTimedBatchMs = 0.3;
-constexpr int kTimedBatches = 7;
-constexpr int kMaxLaunchesPerBatch = 128;
 
 // The prepared kernel of (problem, config), prepared on first use; the caller holds the
 // selector's dispatch mutex.
@@ -43,7 +38,7 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
     KernelProvider& provider, const Problem& problem, const std::string& problem_key,
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
     bool cold_l2, cudaStream_t stream) {
-  std::vector<FirstUseContender> contenders;
+  std::vector<timing::FirstUseContender> contenders;
   for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
     const KernelConfig& config = ranked[r].config;
     if (ProviderOf(config) != provider.id()) continue;
@@ -53,139 +48,10 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
   }
   if (contenders.size() < 2) return std::vector<std::string>{};
   KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
-  return TimeContendersAtFirstUse(std::move(contenders), specs, operands, cold_l2, stream);
-}
-
-// The operand sets first-use timing cycles through: set 0 = `operands` (with the written ones
-// already replaced by scratch copies), then copies of the read operands, laid out one set after
-// another in `copies`, as many as the bench's rotation past 2 x L2 has sets (RotatingSetCount).
-// Only set 0 where the copies do not fit in device memory: timing warm is better than failing the
-// call.
-StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>& specs,
-                                                 const KernelOperands& operands,
-                                                 cuda::DeviceBuffer& copies, cudaStream_t stream) {
-  constexpr int64_t kAlignment = 256;
-  std::vector<int64_t> offset(specs.size(), -1);  // within a set; -1 = not copied
-  std::vector<OperandSpec> read;
-  int64_t set_bytes = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].access != OperandAccess::kRead) continue;
-    read.push_back(specs[i]);
-    offset[i] = set_bytes;
-    set_bytes += (specs[i].bytes + kAlignment - 1) / kAlignment * kAlignment;
-  }
-  int device = 0;
-  int l2 = 0;
-  KSELECT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  const int64_t count = read.empty() ? 1 : verify::RotatingSetCount(read, 2 * int64_t{l2});
-  std::vector<KernelOperands> sets = {operands};
-  if (count < 2 || !copies.Reserve((count - 1) * set_bytes).ok()) return sets;
-  auto* base = static_cast<char*>(copies.data());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (offset[i] < 0) continue;
-    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base + offset[i], operands.buffers[i],
-                                                 static_cast<size_t>(specs[i].bytes),
-                                                 cudaMemcpyDeviceToDevice, stream));
-  }
-  // The other copies double from the first: log2(count) copies, not one per operand and set.
-  for (int64_t made = 1; made < count - 1; made *= 2) {
-    const int64_t more = std::min(made, count - 1 - made);
-    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base + made * set_bytes, base,
-                                                 static_cast<size_t>(more * set_bytes),
-                                                 cudaMemcpyDeviceToDevice, stream));
-  }
-  for (int64_t set = 1; set < count; ++set) {
-    KernelOperands copy = operands;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (offset[i] >= 0) copy.buffers[i] = base + (set - 1) * set_bytes + offset[i];
-    }
-    sets.push_back(std::move(copy));
-  }
-  return sets;
+  return timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands, cold_l2, stream);
 }
 
 }  // namespace
-
-StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
-    std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
-    const KernelOperands& operands, bool cold_l2, void* stream_handle) {
-  const auto stream = static_cast<cudaStream_t>(stream_handle);
-  struct Timed {
-    std::string key;
-    PreparedKernel* kernel = nullptr;
-    int launches = 1;
-    std::vector<double> ms_per_launch;
-  };
-  std::vector<Timed> timed;
-  for (FirstUseContender& c : contenders) timed.push_back({std::move(c.key), c.kernel, 1, {}});
-  if (timed.size() < 2) return std::vector<std::string>{};
-  if (specs.size() != operands.buffers.size()) {
-    return InvalidArgumentError("dispatch: " + std::to_string(operands.buffers.size()) +
-                                " operands given, the problem has " + std::to_string(specs.size()));
-  }
-  KernelOperands scratch_operands = operands;
-  std::vector<cuda::DeviceBuffer> scratch(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].access == OperandAccess::kRead) continue;
-    KSELECT_RETURN_IF_ERROR(scratch[i].Reserve(specs[i].bytes));
-    KSELECT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(scratch[i].data(), operands.buffers[i],
-                                                 static_cast<size_t>(specs[i].bytes),
-                                                 cudaMemcpyDeviceToDevice, stream));
-    scratch_operands.buffers[i] = scratch[i].data();
-  }
-  cuda::DeviceBuffer read_copies;
-  std::vector<KernelOperands> sets = {scratch_operands};
-  if (cold_l2) {
-    KSELECT_ASSIGN_OR_RETURN(sets, ColdL2Sets(specs, scratch_operands, read_copies, stream));
-  }
-  size_t next_set = 0;  // launches cycle through the sets across batches and contenders
-  KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer timer, cuda::EventTimer::Create());
-  auto time_batch = [&](Timed& t) -> StatusOr<double> {
-    KSELECT_RETURN_IF_ERROR(timer.Start(stream));
-    for (int i = 0; i < t.launches; ++i) {
-      KSELECT_RETURN_IF_ERROR(t.kernel->Launch(sets[next_set], stream));
-      next_set = (next_set + 1) % sets.size();
-    }
-    KSELECT_RETURN_IF_ERROR(timer.Stop(stream));
-    KSELECT_ASSIGN_OR_RETURN(double ms, timer.ElapsedMs());
-    return ms / t.launches;
-  };
-  // Warm-up: two launches each; the second sizes its batches. A first launch can load the
-  // kernel's module (lazy loading) or meet idle clocks: sized from it, a config got one launch
-  // per batch and paid the launch gaps the others amortise, which made the timing pick
-  // against it (seen on an H200 with cuDNN's runtime-compiled engines). A config that fails
-  // here leaves the timing (the dispatch loop reports it if it comes to run it); a device in
-  // error fails the batches below.
-  std::vector<Timed> runnable;
-  for (Timed& t : timed) {
-    if (!time_batch(t).ok()) continue;
-    auto ms = time_batch(t);
-    if (!ms.ok()) continue;
-    t.launches =
-        std::clamp(static_cast<int>(kTimedBatchMs / std::max(*ms, 1e-4)), 1, kMaxLaunchesPerBatch);
-    runnable.push_back(std::move(t));
-  }
-  if (runnable.size() < 2) return std::vector<std::string>{};
-  // One untimed round of whole batches, so that the timed ones start at working clocks.
-  for (Timed& t : runnable) KSELECT_RETURN_IF_ERROR(time_batch(t).status());
-  for (int batch = 0; batch < kTimedBatches; ++batch) {
-    // A rotated order each batch, so that no config always follows the same one.
-    for (size_t i = 0; i < runnable.size(); ++i) {
-      Timed& t = runnable[(i + static_cast<size_t>(batch)) % runnable.size()];
-      KSELECT_ASSIGN_OR_RETURN(double ms, time_batch(t));
-      t.ms_per_launch.push_back(ms);
-    }
-  }
-  std::vector<std::pair<double, std::string>> medians;
-  for (Timed& t : runnable) medians.emplace_back(Median(std::move(t.ms_per_launch)), t.key);
-  // Stable: between equal medians the model's order decides.
-  std::stable_sort(medians.begin(), medians.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> order;
-  for (auto& [ms, key] : medians) order.push_back(std::move(key));
-  return order;  // ElapsedMs waited for the last batch: the scratch and copies are free to go
-}
 
 StatusOr<const std::vector<std::string>*> FirstUseOrder(
     std::unordered_map<std::string, std::vector<std::string>>& orders,

@@ -1,7 +1,7 @@
-// The tuner's search space and genetic algorithm (CPU only). Settings follow what works on
-// discrete kernel-parameter spaces (docs/notes/tuner.md): tournament selection, uniform crossover
-// over coupled groups, neighbour mutation, elitism (timings are noisy: the best must survive),
-// restarts on stagnation, and a cache so no config is timed twice.
+// The tuner's genetic algorithm over a SearchSpace (search_space.h; CPU only). Settings follow what
+// works on discrete kernel-parameter spaces (docs/notes/tuner.md): tournament selection, uniform
+// crossover over coupled groups, neighbour mutation, elitism (timings are noisy: the best must
+// survive), restarts on stagnation, and a cache so no config is timed twice.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,71 +13,6 @@
 #include "kselect/tuner.h"
 
 namespace kselect {
-namespace {
-
-std::string GeneBytes(std::span<const int32_t> genes) {
-  return std::string(reinterpret_cast<const char*>(genes.data()), genes.size() * sizeof(int32_t));
-}
-
-}  // namespace
-
-std::optional<size_t> SearchSpace::Find(std::span<const int32_t> config_genes) const {
-  const auto it = by_genes.find(GeneBytes(config_genes));
-  if (it == by_genes.end()) return std::nullopt;
-  return it->second;
-}
-
-StatusOr<SearchSpace> MakeSearchSpace(std::vector<KernelConfig> configs) {
-  if (configs.empty()) return InvalidArgumentError("search space: no configs");
-  const ConfigSchema& schema = SchemaOf(configs.front());
-  SearchSpace space;
-  std::vector<const ConfigField*> fields;
-  std::map<std::string_view, int> group_of;
-  for (const ConfigField& field : schema.fields) {
-    if (field.search == SearchMove::kFixed || !field.IsInteger()) continue;
-    const int gene = static_cast<int>(fields.size());
-    fields.push_back(&field);
-    space.gene_names.emplace_back(field.name);
-    const std::string_view group = field.search_group.empty()
-                                       ? (field.key_label.empty() ? field.name : field.key_label)
-                                       : field.search_group;
-    const auto [it, inserted] = group_of.emplace(group, static_cast<int>(space.groups.size()));
-    if (inserted) space.groups.emplace_back();
-    space.groups[static_cast<size_t>(it->second)].push_back(gene);
-  }
-  if (fields.empty()) {
-    return InvalidArgumentError("search space: " + std::string(schema.name) +
-                                " configs have no searchable field");
-  }
-  std::vector<std::set<int64_t>> seen(fields.size());
-  std::set<std::string> keys;
-  for (const KernelConfig& config : configs) {
-    if (ProviderOf(config) != schema.provider) {
-      return InvalidArgumentError("search space: configs of two providers");
-    }
-    if (!keys.insert(ConfigKey(config)).second) {
-      return InvalidArgumentError("search space: config " + ConfigKey(config) + " twice");
-    }
-    for (size_t g = 0; g < fields.size(); ++g) seen[g].insert(fields[g]->get(config));
-  }
-  for (const std::set<int64_t>& values : seen)
-    space.values.emplace_back(values.begin(), values.end());
-  space.genes.reserve(configs.size());
-  for (size_t i = 0; i < configs.size(); ++i) {
-    std::vector<int32_t> genes(fields.size());
-    for (size_t g = 0; g < fields.size(); ++g) {
-      const std::vector<int64_t>& values = space.values[g];
-      genes[g] = static_cast<int32_t>(
-          std::lower_bound(values.begin(), values.end(), fields[g]->get(configs[i])) -
-          values.begin());
-    }
-    space.by_genes.emplace(GeneBytes(genes), i);  // configs differing only in fixed fields: first
-    space.genes.push_back(std::move(genes));
-  }
-  space.configs = std::move(configs);
-  return space;
-}
-
 std::vector<size_t> GeneticResult::Fastest(size_t count) const {
   std::vector<std::pair<double, size_t>> timed;
   for (const auto& [config, ms] : evaluated) {

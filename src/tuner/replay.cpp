@@ -4,7 +4,7 @@
 
 #include "core/statistics.h"
 #include "kselect/tuner.h"
-#include "tuner/graph_timer.h"
+#include "timing/graph_timer.h"
 
 namespace kselect {
 
@@ -24,8 +24,8 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
   po.device = options.device;
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<KernelProvider> provider,
                            CreateProvider(options.provider, po));
-  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<tuner::GraphTimer> timer,
-                           tuner::GraphTimer::Create(options.device));
+  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<timing::GraphTimer> timer,
+                           timing::GraphTimer::Create(options.device));
 
   // Per distinct GEMM: operands, the default pick and the library's solution.
   struct Distinct {
@@ -59,7 +59,7 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
     }
   }
   auto capture = [&](bool tuned) {
-    return tuner::CapturedGraph::Capture(timer->stream(), [&](cudaStream_t stream) -> Status {
+    return timing::CapturedGraph::Capture(timer->stream(), [&](cudaStream_t stream) -> Status {
       std::vector<size_t> next(distinct.size(), 0);
       for (const int32_t g : log.sequence) {
         Distinct& d = distinct[static_cast<size_t>(g)];
@@ -70,8 +70,8 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
       return Status::Ok();
     });
   };
-  KSELECT_ASSIGN_OR_RETURN(const tuner::CapturedGraph reference_graph, capture(false));
-  KSELECT_ASSIGN_OR_RETURN(const tuner::CapturedGraph tuned_graph, capture(true));
+  KSELECT_ASSIGN_OR_RETURN(const timing::CapturedGraph reference_graph, capture(false));
+  KSELECT_ASSIGN_OR_RETURN(const timing::CapturedGraph tuned_graph, capture(true));
   // One launch of each to warm up.
   KSELECT_RETURN_IF_ERROR(timer->TimeGraph(reference_graph).status());
   KSELECT_RETURN_IF_ERROR(timer->TimeGraph(tuned_graph).status());

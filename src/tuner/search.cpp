@@ -13,91 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/provider_comparison.h"
 #include "core/json_codec.h"
+#include "kselect/head_to_head.h"
 #include "kselect/model.h"
 #include "kselect/selector.h"
 #include "kselect/version.h"
 #include "providers/tile/tile_engine.h"
-#include "tuner/interleaved.h"
 
 namespace kselect {
-
-// ---------------------------------------------------------------------------------------------
-// The space.
-
-double TileSearchGroup::Size() const {
-  double size = 1;
-  for (const std::vector<int64_t>& v : values) size *= static_cast<double>(v.size());
-  return size;
-}
-
-double TileSearchSpace::Size() const {
-  double size = 0;
-  for (const TileSearchGroup& g : groups) size += g.Size();
-  return size;
-}
-
-TileConfig TileSearchSpace::Config(size_t group, std::span<const int32_t> indices) const {
-  KernelConfig config{TileConfig{}};
-  const TileSearchGroup& g = groups.at(group);
-  for (size_t gene = 0; gene < genes.size(); ++gene) {
-    genes[gene]->set(config, g.values[gene].at(static_cast<size_t>(indices[gene])));
-  }
-  return tile::WithDerivedFields(std::get<TileConfig>(config));
-}
-
-StatusOr<TileSearchSpace> MakeTileSearchSpace(const RuleSet& rules) {
-  KSELECT_ASSIGN_OR_RETURN(const std::vector<std::vector<TileConfig>> generated,
-                           tile::ExpandGeneratorGroups(rules));
-  TileSearchSpace space;
-  space.rule_set = rules.name;
-  space.rules_fingerprint = rules.fingerprint;
-  // Every identity field a config's value can be set through: the pipeline, tiles, warps, the
-  // instruction shape, masks, split-K, clusters, swizzle. Not MakeSearchSpace's genes, which leave
-  // out the fields the tuner never moves on their own (warps_k, instr), though the generator
-  // varies them (the decode family's warps_k, the warp-specialized instr_n).
-  for (const ConfigField& field : TileConfigSchema().fields) {
-    if (field.IsInteger() && field.set != nullptr && !field.key_label.empty()) {
-      space.genes.push_back(&field);
-    }
-  }
-  std::map<int64_t, size_t> group_of;  // pipeline -> group
-  std::vector<std::vector<std::set<int64_t>>> seen;
-  for (const std::vector<TileConfig>& group : generated) {
-    for (const TileConfig& c : group) {
-      const KernelConfig config(c);
-      const auto [it, inserted] =
-          group_of.emplace(static_cast<int64_t>(c.pipeline), space.groups.size());
-      if (inserted) {
-        space.groups.push_back({.pipeline = c.pipeline});
-        seen.emplace_back(space.genes.size());
-      }
-      for (size_t gene = 0; gene < space.genes.size(); ++gene) {
-        seen[it->second][gene].insert(space.genes[gene]->get(config));
-      }
-    }
-  }
-  if (space.groups.empty()) {
-    return InvalidArgumentError("rule set " + rules.name + ": its generator makes no configs");
-  }
-  for (size_t g = 0; g < space.groups.size(); ++g) {
-    for (const std::set<int64_t>& values : seen[g]) {
-      space.groups[g].values.emplace_back(values.begin(), values.end());
-    }
-    // A field the pipeline derives from others (tile::WithDerivedFields) is no gene of its own:
-    // one value, so mutations are not spent on it.
-    TileConfig probe;
-    probe.pipeline = space.groups[g].pipeline;
-    for (size_t gene = 0; gene < space.genes.size(); ++gene) {
-      std::vector<int64_t>& values = space.groups[g].values[gene];
-      KernelConfig moved{probe};
-      space.genes[gene]->set(moved, space.genes[gene]->get(KernelConfig(probe)) + 1000);
-      const KernelConfig derived(tile::WithDerivedFields(std::get<TileConfig>(moved)));
-      if (space.genes[gene]->get(derived) != space.genes[gene]->get(moved)) values.resize(1);
-    }
-  }
-  return space;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Validity.
@@ -673,7 +597,7 @@ json MeasurementJson(const SearchMeasurement& m, const GemmProblem& problem) {
     }
     configs.push_back(std::move(row));
   }
-  return {{"cublaslt_pick", tuner::FigureJson(m.cublaslt_pick, problem, m.peak_gb_s)},
+  return {{"cublaslt_pick", bench::FigureJson(m.cublaslt_pick, problem, m.peak_gb_s)},
           {"configs", std::move(configs)},
           {"note", m.note}};
 }

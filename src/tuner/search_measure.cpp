@@ -4,17 +4,17 @@
 // rotated past L2, with the head to head's helpers (tuner/interleaved.h).
 #include <set>
 
+#include "bench/provider_comparison.h"
 #include "kselect/search.h"
 #include "kselect/verify.h"
-#include "tuner/graph_timer.h"
-#include "tuner/interleaved.h"
+#include "timing/graph_timer.h"
 
 namespace kselect {
 namespace {
 
 class Measurer final : public SearchMeasurer {
  public:
-  Measurer(const SearchMeasureOptions& options, tuner::TileAndCublasLt device)
+  Measurer(const SearchMeasureOptions& options, bench::TileAndCublasLt device)
       : options_(options), device_(std::move(device)) {}
 
   const HardwareProfile& hardware() const override { return device_.hardware; }
@@ -49,17 +49,17 @@ class Measurer final : public SearchMeasurer {
     }
 
     KSELECT_ASSIGN_OR_RETURN(
-        const tuner::TileAndCublasLt::Operands buffers,
+        const bench::TileAndCublasLt::Operands buffers,
         device_.RotatingOperands(problem, options_.provider.max_workspace_bytes,
                                  options_.rotate_bytes));
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
                              device_.verifier->MakeCase(problem, buffers.specs));
-    std::vector<tuner::Contender> contenders{{device_.cublaslt.get(), picks[0]}};
+    std::vector<timing::Contender> contenders{{device_.cublaslt.get(), picks[0]}};
     std::vector<size_t> slot_of(m.configs.size(), 0);  // 0: not timed
     for (size_t i = 0; i < m.configs.size(); ++i) {
       MeasuredConfig& c = m.configs[i];
-      KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
-                               tuner::VerifyConfig(*device_.tile, KernelConfig(c.config), *check));
+      KSELECT_ASSIGN_OR_RETURN(const bench::DeviceVerdict verdict,
+                               bench::VerifyConfig(*device_.tile, KernelConfig(c.config), *check));
       c.verified = verdict.passed;
       c.verification = verdict.detail;
       if (!verdict.passed) {
@@ -71,9 +71,9 @@ class Measurer final : public SearchMeasurer {
       contenders.push_back({device_.tile.get(), KernelConfig(c.config)});
     }
     KSELECT_ASSIGN_OR_RETURN(
-        const tuner::InterleavedRun run,
-        tuner::TimeContenders(*device_.timer, problem, contenders, *buffers.rotating,
-                              options_.batch_ms, options_.rounds));
+        const timing::InterleavedRun run,
+        timing::TimeContenders(*device_.timer, problem, contenders, *buffers.rotating,
+                               options_.batch_ms, options_.rounds));
     m.cublaslt_pick = run.figures[0];
     m.cublaslt_tflops = problem.Flops() / (m.cublaslt_pick.median_ms * 1e-3) / 1e12;
     for (size_t i = 0; i < m.configs.size(); ++i) {
@@ -91,15 +91,15 @@ class Measurer final : public SearchMeasurer {
 
  private:
   SearchMeasureOptions options_;
-  tuner::TileAndCublasLt device_;
+  bench::TileAndCublasLt device_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<SearchMeasurer>> SearchMeasurer::Create(
     const SearchMeasureOptions& options) {
-  KSELECT_ASSIGN_OR_RETURN(tuner::TileAndCublasLt device,
-                           tuner::TileAndCublasLt::Create(options.provider));
+  KSELECT_ASSIGN_OR_RETURN(bench::TileAndCublasLt device,
+                           bench::TileAndCublasLt::Create(options.provider));
   return std::unique_ptr<SearchMeasurer>(std::make_unique<Measurer>(options, std::move(device)));
 }
 

@@ -10,13 +10,13 @@
 #include <set>
 #include <thread>
 
+#include "bench/provider_comparison.h"
 #include "core/text.h"
 #include "kselect/selector.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "kselect/version.h"
-#include "tuner/graph_timer.h"
-#include "tuner/interleaved.h"
+#include "timing/graph_timer.h"
 
 namespace kselect {
 namespace {
@@ -38,7 +38,7 @@ class TuneWorker {
     ProviderOptions po = options_.provider_options;
     po.device = device_;
     KSELECT_ASSIGN_OR_RETURN(provider_, CreateProvider(options_.provider, po));
-    KSELECT_ASSIGN_OR_RETURN(timer_, tuner::GraphTimer::Create(device_));
+    KSELECT_ASSIGN_OR_RETURN(timer_, timing::GraphTimer::Create(device_));
     verify::VerifyOptions vo;
     vo.device = device_;
     KSELECT_ASSIGN_OR_RETURN(verifier_, verify::Verifier::Create(vo));
@@ -175,8 +175,8 @@ class TuneWorker {
       if (i == reference || static_cast<int>(candidates.size()) >= options_.confirm_candidates) {
         continue;
       }
-      KSELECT_ASSIGN_OR_RETURN(const tuner::DeviceVerdict verdict,
-                               tuner::VerifyConfig(*provider_, space.configs[i], *check));
+      KSELECT_ASSIGN_OR_RETURN(const bench::DeviceVerdict verdict,
+                               bench::VerifyConfig(*provider_, space.configs[i], *check));
       if (!verdict.checked) {
         out.note += ConfigKey(space.configs[i]) + " not verified: " + verdict.detail + "; ";
         continue;
@@ -202,12 +202,12 @@ class TuneWorker {
     constexpr size_t kNone = static_cast<size_t>(-1);
     const size_t model_slot = model_pick ? add(*model_pick) : kNone;
     const size_t pick_slot = best_pick ? add(*best_pick) : kNone;
-    std::vector<tuner::Contender> contenders;
+    std::vector<timing::Contender> contenders;
     for (const size_t i : compared) contenders.push_back({provider_.get(), space.configs[i]});
     KSELECT_ASSIGN_OR_RETURN(
-        const tuner::InterleavedRun run,
-        tuner::TimeContenders(*timer_, problem, contenders, *operands,
-                              options_.interleaved_batch_ms, options_.interleaved_rounds));
+        const timing::InterleavedRun run,
+        timing::TimeContenders(*timer_, problem, contenders, *operands,
+                               options_.interleaved_batch_ms, options_.interleaved_rounds));
     out.confirm_s = Seconds(confirm_start);
     const std::vector<InterleavedFigure>& figures = run.figures;
     out.reference = figures[0];
@@ -238,7 +238,7 @@ class TuneWorker {
   const TuneOptions& options_;
   int device_;
   std::unique_ptr<KernelProvider> provider_;
-  std::unique_ptr<tuner::GraphTimer> timer_;
+  std::unique_ptr<timing::GraphTimer> timer_;
   std::unique_ptr<verify::Verifier> verifier_;
   std::unique_ptr<Selector> selector_;
   Status sticky_;

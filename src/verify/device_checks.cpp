@@ -8,6 +8,7 @@
 #include "cuda/driver_api.h"
 #include "cuda/nvrtc_compile.h"
 #include "cuda/runtime.h"
+#include "kselect/timing.h"
 #include "kselect/verify.h"
 
 namespace kselect::verify {
@@ -692,18 +693,6 @@ uint64_t OperandSeed(const Problem& problem) {
   return hash;
 }
 
-int64_t RotatingSetCount(std::span<const OperandSpec> operands, int64_t rotate_bytes,
-                         int64_t max_sets) {
-  int64_t set_bytes = 0;
-  for (const OperandSpec& operand : operands) set_bytes += operand.bytes;
-  set_bytes = std::max<int64_t>(set_bytes, 1);
-  // One more than reaches the target when a set is smaller than it, so the set read next is
-  // never one still in L2.
-  const int64_t sets = std::max<int64_t>(
-      1, (rotate_bytes + set_bytes - 1) / set_bytes + (set_bytes < rotate_bytes ? 1 : 0));
-  return std::min(sets, std::max<int64_t>(max_sets, 1));
-}
-
 StatusOr<std::unique_ptr<DeviceOperands>> DeviceOperands::CreateRotating(
     std::span<const OperandSpec> operands, int64_t workspace_bytes, uint64_t seed,
     int64_t rotate_bytes, int64_t max_sets) {
@@ -711,25 +700,6 @@ StatusOr<std::unique_ptr<DeviceOperands>> DeviceOperands::CreateRotating(
   KSELECT_RETURN_IF_ERROR(owned->Allocate(operands, workspace_bytes, seed,
                                           RotatingSetCount(operands, rotate_bytes, max_sets)));
   return std::unique_ptr<DeviceOperands>(std::move(owned));
-}
-
-StatusOr<double> MedianLaunchMs(PreparedKernel& kernel, const KernelOperands& operands, int repeats,
-                                int warmup) {
-  KSELECT_CHECK(repeats >= 1);
-  for (int i = 0; i < warmup; ++i) KSELECT_RETURN_IF_ERROR(kernel.Launch(operands, nullptr));
-  KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer timer, cuda::EventTimer::Create());
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    KSELECT_RETURN_IF_ERROR(timer.Start(nullptr));
-    KSELECT_RETURN_IF_ERROR(kernel.Launch(operands, nullptr));
-    KSELECT_RETURN_IF_ERROR(timer.Stop(nullptr));
-    KSELECT_ASSIGN_OR_RETURN(const double elapsed, timer.ElapsedMs());
-    ms.push_back(elapsed);
-  }
-  KSELECT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 }  // namespace kselect::verify

@@ -12,6 +12,7 @@
 #include "cuda/runtime.h"
 #include "kselect/provider.h"
 #include "providers/tile/tile_provider.h"
+#include "timing/graph_timer.h"
 
 namespace kselect::tile {
 namespace {
@@ -42,7 +43,7 @@ StatusOr<double> TimeCublasLtPick(const GemmProblem& problem, int repeats) {
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::DeviceOperands> operands,
                            verify::DeviceOperands::Create(specs, kernel->WorkspaceBytes(), 7));
   KSELECT_ASSIGN_OR_RETURN(const double ms,
-                           verify::MedianLaunchMs(*kernel, operands->operands(), repeats));
+                           timing::MedianLaunchMs(*kernel, operands->operands(), repeats));
   return p.Flops() / (ms * 1e-3) / 1e12;
 }
 
@@ -170,7 +171,7 @@ Status TimeTileRuleSet(const TileRuleSet& rules, const CompilerOptions& compiler
       if (!kernel.ok()) continue;
       const std::unique_ptr<PreparedKernel> bound = BindTileKernel(p, **kernel);
       KSELECT_ASSIGN_OR_RETURN(const double ms,
-                               verify::MedianLaunchMs(*bound, operands->operands(), repeats));
+                               timing::MedianLaunchMs(*bound, operands->operands(), repeats));
       report.configs.push_back({SpecKey(specs[i]), p.Flops() / (ms * 1e-3) / 1e12});
     }
     std::sort(report.configs.begin(), report.configs.end(),

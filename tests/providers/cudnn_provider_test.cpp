@@ -13,6 +13,7 @@
 #include "kselect/verify.h"
 #include "providers/cudnn/cudnn_config.h"
 #include "providers/cudnn/cudnn_library.h"
+#include "timing/graph_timer.h"
 
 namespace kselect::cudnn {
 namespace {
@@ -204,7 +205,7 @@ TEST_F(CudnnGpuTest, SerialisedPlanReloadsAndRuns) {
   const auto specs = fresh->Operands(p).value();
   auto operands = verify::DeviceOperands::Create(specs, (*loaded)->WorkspaceBytes(), 7);
   ASSERT_TRUE(operands.ok()) << operands.status().ToString();
-  StatusOr<double> ms = verify::MedianLaunchMs(**loaded, (*operands)->operands(), 3);
+  StatusOr<double> ms = timing::MedianLaunchMs(**loaded, (*operands)->operands(), 3);
   ASSERT_TRUE(ms.ok()) << ms.status().ToString();
   EXPECT_GT(*ms, 0.0);
   // Bytes that are not a plan: a clear refusal, not a crash.

@@ -1,6 +1,8 @@
 // Cross-provider selection without a GPU: the shipped manifest, decisions on measured data (a
 // head-to-head fixture with every config screened in one process), and bad manifests.
 #include "kselect/cross_provider.h"
+#include "kselect/eval.h"
+#include "kselect/head_to_head.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

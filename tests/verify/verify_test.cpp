@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kselect/provider.h"
+#include "kselect/timing.h"
 #include "kselect/verify.h"
 
 namespace kselect::verify {

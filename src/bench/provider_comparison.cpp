@@ -1,18 +1,19 @@
-#include "tuner/interleaved.h"
+#include "bench/provider_comparison.h"
 
 #include <memory>
 
 #include "core/json_codec.h"
 #include "core/statistics.h"
 #include "kselect/config_schema.h"
+#include "kselect/head_to_head.h"
 
-namespace kselect::tuner {
+namespace kselect::bench {
 
 StatusOr<TileAndCublasLt> TileAndCublasLt::Create(const ProviderOptions& options) {
   TileAndCublasLt d;
   KSELECT_ASSIGN_OR_RETURN(d.cublaslt, CreateProvider(Provider::kCublasLt, options));
   KSELECT_ASSIGN_OR_RETURN(d.tile, CreateProvider(Provider::kTile, options));
-  KSELECT_ASSIGN_OR_RETURN(d.timer, GraphTimer::Create(options.device));
+  KSELECT_ASSIGN_OR_RETURN(d.timer, timing::GraphTimer::Create(options.device));
   verify::VerifyOptions vo;
   vo.device = options.device;
   KSELECT_ASSIGN_OR_RETURN(d.verifier, verify::Verifier::Create(vo));
@@ -38,31 +39,6 @@ StatusOr<DeviceVerdict> VerifyConfig(KernelProvider& provider, const KernelConfi
   return DeviceVerdict{false, false, checked.status().message()};
 }
 
-StatusOr<InterleavedRun> TimeContenders(GraphTimer& timer, const Problem& problem,
-                                        std::span<const Contender> contenders,
-                                        const verify::DeviceOperands& operands, double batch_ms,
-                                        int rounds) {
-  std::vector<std::unique_ptr<PreparedKernel>> kernels;
-  std::vector<PreparedKernel*> pointers;
-  for (const Contender& c : contenders) {
-    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> kernel,
-                             c.provider->Prepare(problem, c.config));
-    pointers.push_back(kernel.get());
-    kernels.push_back(std::move(kernel));
-  }
-  InterleavedRun run;
-  KSELECT_ASSIGN_OR_RETURN(
-      run.rounds, timer.TimeInterleaved(pointers, operands, batch_ms, rounds, &run.gpu_ms));
-  for (size_t slot = 0; slot < contenders.size(); ++slot) {
-    InterleavedFigure f;
-    f.config = contenders[slot].config;
-    f.median_ms = Median(run.rounds[slot]);
-    f.speedup = MedianRatio(run.rounds[0], run.rounds[slot]);
-    run.figures.push_back(std::move(f));
-  }
-  return run;
-}
-
 nlohmann::json FigureJson(const InterleavedFigure& f, const GemmProblem& p, double peak_gb_s) {
   return {{"config", json_codec::KernelConfigToJson(f.config)},
           {"name", SchemaOf(f.config).describe(f.config)},
@@ -72,4 +48,4 @@ nlohmann::json FigureJson(const InterleavedFigure& f, const GemmProblem& p, doub
           {"speedup_over_pick", f.speedup}};
 }
 
-}  // namespace kselect::tuner
+}  // namespace kselect::bench

@@ -1,6 +1,8 @@
-// Timing for the tuner and replay: launches captured into CUDA graphs and timed with events, so
-// a 5 us decode GEMM is timed as GPU time, not as the host's launch rate, and the interleaved
-// comparison runs each config exactly as an application's CUDA graph would.
+// CUDA-graph timing (kselect/timing.h's method, batches as graphs): launches captured into CUDA
+// graphs and timed with events, so a 5 us decode GEMM is timed as GPU time, not as the host's
+// launch rate, and the interleaved comparison runs each config exactly as an application's CUDA
+// graph would. Used by the tuner, replay, the head-to-head and the search; MedianLaunchMs is the
+// plain eager timing of verify and the GPU tests.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,12 +12,13 @@
 #include <span>
 #include <vector>
 
-#include "cuda/runtime.h"
 #include "kselect/provider.h"
 #include "kselect/status.h"
+#include "kselect/timing.h"
 #include "kselect/verify.h"
+#include "timing/event_timer.h"
 
-namespace kselect::tuner {
+namespace kselect::timing {
 
 // A captured and instantiated graph, destroyed with its owner.
 class CapturedGraph {
@@ -76,8 +79,34 @@ class GraphTimer {
   GraphTimer() = default;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::unique_ptr<cuda::EventTimer> timer_;
+  std::unique_ptr<EventTimer> timer_;
   int64_t l2_bytes_ = 0;
 };
 
-}  // namespace kselect::tuner
+// A config and the provider that runs it.
+struct Contender {
+  KernelProvider* provider = nullptr;
+  KernelConfig config;
+};
+
+struct InterleavedRun {
+  std::vector<std::vector<double>> rounds;  // per contender, the ms of one launch in each round
+  // Per contender: its median ms and the median over rounds of contender 0's ms over its ms.
+  std::vector<InterleavedFigure> figures;
+  double gpu_ms = 0;  // GPU time spent timing
+};
+
+// Prepares every contender for `problem` and times them interleaved (GraphTimer::TimeInterleaved)
+// on `operands`; contender 0 is the reference.
+StatusOr<InterleavedRun> TimeContenders(GraphTimer& timer, const Problem& problem,
+                                        std::span<const Contender> contenders,
+                                        const verify::DeviceOperands& operands, double batch_ms,
+                                        int rounds);
+
+// The median GPU time of one eager launch (ms) on the legacy default stream: `warmup` launches,
+// then `repeats` launches each timed alone with events. For checks and tests of a single kernel,
+// not for comparisons (no batches, no rotation, no interleaving).
+StatusOr<double> MedianLaunchMs(PreparedKernel& kernel, const KernelOperands& operands, int repeats,
+                                int warmup = 3);
+
+}  // namespace kselect::timing

@@ -1,11 +1,12 @@
-#include "tuner/graph_timer.h"
+#include "timing/graph_timer.h"
 
 #include "core/statistics.h"
+#include "cuda/runtime.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace kselect::tuner {
+namespace kselect::timing {
 
 using cuda::RuntimeStatus;
 
@@ -54,8 +55,8 @@ StatusOr<std::unique_ptr<GraphTimer>> GraphTimer::Create(int device) {
   timer->l2_bytes_ = l2;
   KSELECT_RETURN_IF_ERROR(RuntimeStatus(
       cudaStreamCreateWithFlags(&timer->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
-  KSELECT_ASSIGN_OR_RETURN(cuda::EventTimer events, cuda::EventTimer::Create());
-  timer->timer_ = std::make_unique<cuda::EventTimer>(std::move(events));
+  KSELECT_ASSIGN_OR_RETURN(EventTimer events, EventTimer::Create());
+  timer->timer_ = std::make_unique<EventTimer>(std::move(events));
   return timer;
 }
 
@@ -105,10 +106,6 @@ StatusOr<CapturedGraph> CaptureLaunches(cudaStream_t stream, PreparedKernel& ker
   });
 }
 
-int LaunchesFor(double batch_ms, double estimate_ms) {
-  return std::clamp(static_cast<int>(std::ceil(batch_ms / std::max(estimate_ms, 1e-4))), 1, 256);
-}
-
 }  // namespace
 
 StatusOr<double> GraphTimer::Time(PreparedKernel& kernel, const verify::DeviceOperands& operands,
@@ -121,7 +118,7 @@ StatusOr<double> GraphTimer::Time(PreparedKernel& kernel, const verify::DeviceOp
   KSELECT_ASSIGN_OR_RETURN(const double estimate, EagerLaunchMs(kernel, operands.set(1)));
   *gpu_ms += first + estimate;
   if (abort_bound_ms > 0 && estimate > abort_bound_ms) return estimate;
-  const int iters = LaunchesFor(batch_ms, estimate);
+  const int iters = LaunchesPerBatch(batch_ms, estimate, 256);
   KSELECT_ASSIGN_OR_RETURN(const CapturedGraph graph,
                            CaptureLaunches(stream_, kernel, operands, iters));
   KSELECT_ASSIGN_OR_RETURN(const double warm, TimeGraph(graph));
@@ -145,7 +142,7 @@ StatusOr<std::vector<std::vector<double>>> GraphTimer::TimeInterleaved(
     KSELECT_ASSIGN_OR_RETURN(const double first, EagerLaunchMs(*kernel, operands.set(0)));
     KSELECT_ASSIGN_OR_RETURN(const double estimate, EagerLaunchMs(*kernel, operands.set(1)));
     *gpu_ms += first + estimate;
-    iters.push_back(LaunchesFor(batch_ms, estimate));
+    iters.push_back(LaunchesPerBatch(batch_ms, estimate, 256));
     KSELECT_ASSIGN_OR_RETURN(CapturedGraph graph,
                              CaptureLaunches(stream_, *kernel, operands, iters.back()));
     KSELECT_ASSIGN_OR_RETURN(const double warm, TimeGraph(graph));
@@ -165,4 +162,48 @@ StatusOr<std::vector<std::vector<double>>> GraphTimer::TimeInterleaved(
   return ms;
 }
 
-}  // namespace kselect::tuner
+StatusOr<InterleavedRun> TimeContenders(GraphTimer& timer, const Problem& problem,
+                                        std::span<const Contender> contenders,
+                                        const verify::DeviceOperands& operands, double batch_ms,
+                                        int rounds) {
+  std::vector<std::unique_ptr<PreparedKernel>> kernels;
+  std::vector<PreparedKernel*> pointers;
+  for (const Contender& c : contenders) {
+    KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedKernel> kernel,
+                             c.provider->Prepare(problem, c.config));
+    pointers.push_back(kernel.get());
+    kernels.push_back(std::move(kernel));
+  }
+  InterleavedRun run;
+  KSELECT_ASSIGN_OR_RETURN(
+      run.rounds, timer.TimeInterleaved(pointers, operands, batch_ms, rounds, &run.gpu_ms));
+  for (size_t slot = 0; slot < contenders.size(); ++slot) {
+    InterleavedFigure f;
+    f.config = contenders[slot].config;
+    f.median_ms = Median(run.rounds[slot]);
+    f.speedup = MedianRatio(run.rounds[0], run.rounds[slot]);
+    run.figures.push_back(std::move(f));
+  }
+  return run;
+}
+
+StatusOr<double> MedianLaunchMs(PreparedKernel& kernel, const KernelOperands& operands, int repeats,
+                                int warmup) {
+  KSELECT_CHECK(repeats >= 1);
+  for (int i = 0; i < warmup; ++i) KSELECT_RETURN_IF_ERROR(kernel.Launch(operands, nullptr));
+  KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  KSELECT_ASSIGN_OR_RETURN(EventTimer timer, EventTimer::Create());
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    KSELECT_RETURN_IF_ERROR(timer.Start(nullptr));
+    KSELECT_RETURN_IF_ERROR(kernel.Launch(operands, nullptr));
+    KSELECT_RETURN_IF_ERROR(timer.Stop(nullptr));
+    KSELECT_ASSIGN_OR_RETURN(const double elapsed, timer.ElapsedMs());
+    ms.push_back(elapsed);
+  }
+  KSELECT_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace kselect::timing

@@ -1,6 +1,6 @@
-// What the tuner, the head to head and the search share on the device: verifying a config against
-// the reference, timing contenders interleaved against a reference (slot 0), and a timed figure as
-// JSON.
+// What the head to head, the search and the tuner share on the device: both providers with the
+// graph timer (timing/graph_timer.h) and the verifier, verifying a config against the reference,
+// and a timed figure as JSON.
 #pragma once
 
 #include <memory>
@@ -12,17 +12,17 @@
 
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
-#include "kselect/tuner.h"
+#include "kselect/timing.h"
 #include "kselect/verify.h"
-#include "tuner/graph_timer.h"
+#include "timing/graph_timer.h"
 
-namespace kselect::tuner {
+namespace kselect::bench {
 
 // The device side of a comparison of the tile engine with cuBLASLt (the head to head, the
 // search's measurements): both providers, the graph timer, the verifier and the device's profile.
 struct TileAndCublasLt {
   std::unique_ptr<KernelProvider> cublaslt, tile;
-  std::unique_ptr<GraphTimer> timer;
+  std::unique_ptr<timing::GraphTimer> timer;
   std::unique_ptr<verify::Verifier> verifier;
   HardwareProfile hardware;
 
@@ -51,28 +51,8 @@ struct DeviceVerdict {
 StatusOr<DeviceVerdict> VerifyConfig(KernelProvider& provider, const KernelConfig& config,
                                      verify::VerifyCase& check);
 
-// A config and the provider that runs it.
-struct Contender {
-  KernelProvider* provider = nullptr;
-  KernelConfig config;
-};
-
-struct InterleavedRun {
-  std::vector<std::vector<double>> rounds;  // per contender, the ms of one launch in each round
-  // Per contender: its median ms and the median over rounds of contender 0's ms over its ms.
-  std::vector<InterleavedFigure> figures;
-  double gpu_ms = 0;  // GPU time spent timing
-};
-
-// Prepares every contender for `problem` and times them interleaved (GraphTimer::TimeInterleaved)
-// on `operands`; contender 0 is the reference.
-StatusOr<InterleavedRun> TimeContenders(GraphTimer& timer, const Problem& problem,
-                                        std::span<const Contender> contenders,
-                                        const verify::DeviceOperands& operands, double batch_ms,
-                                        int rounds);
-
 // {config, name, median_ms, tflops, hbm_fraction, speedup_over_pick}: one timed figure.
 nlohmann::json FigureJson(const InterleavedFigure& figure, const GemmProblem& problem,
                           double peak_gb_s);
 
-}  // namespace kselect::tuner
+}  // namespace kselect::bench
