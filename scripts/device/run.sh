@@ -5,7 +5,9 @@
 #
 #   scripts/device/run.sh list                    the table of checks
 #   scripts/device/run.sh CHECK [ARGS...]         one check: its script with ARGS, output in $OUT
-#   scripts/device/run.sh CHECK1,CHECK2,...       several in one device call, each in $OUT/CHECK
+#   scripts/device/run.sh CHECK1,CHECK2,...       several in one device call, each in $OUT/CHECK,
+#                                                 packed into $OUT/CHECK.tar.gz after it (PACK=0:
+#                                                 left as folders)
 #   scripts/device/run.sh --dry-run CHECK[,...]   what would run, and whether its build is here
 #   scripts/device/run.sh --check-index           checks.tsv, README.md and the files here agree
 #                                                 (no GPU, no build: a CTest test runs it)
@@ -54,8 +56,9 @@ list() {
     echo
   done
   echo "Run one: scripts/device/run.sh NAME [ARGS...]; several in one call: NAME1,NAME2 (each"
-  echo "writes under \$OUT/NAME; at most 8 files come back from a device call). Settings come from"
-  echo "the environment (see each script's header); the index is scripts/device/README.md."
+  echo "writes under \$OUT/NAME, packed into \$OUT/NAME.tar.gz: a call brings back 8 files of at"
+  echo "most 16 MiB). Settings come from the environment (see each script's header); the index is"
+  echo "scripts/device/README.md."
 }
 
 # carry_dir: the folder the current row's carried build is read from ("" when it names none).
@@ -193,6 +196,10 @@ for c in "${checks[@]}"; do
   OUT="$out" bash "scripts/device/$script" "$@"
   rc=$?
   [ "$status" = 0 ] && status=$rc
+  # A device call brings back 8 files: with several checks, one archive each (PACK=0: folders).
+  if [ ${#checks[@]} -gt 1 ] && [ "${PACK:-1}" != 0 ]; then
+    (cd "$OUT" && tar czf "$name.tar.gz" "$name" && rm -rf "$name")
+  fi
   results+=("$(printf '%-14s rc=%-3s %5s s  %s' "$name" "$rc" "$(( $(date +%s) - start ))" "$script")")
 done
 [ "$dry" = 1 ] && exit $(( missing * 2 ))
