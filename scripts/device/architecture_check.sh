@@ -6,14 +6,16 @@
 set -uo pipefail
 BIN="${BIN:-.devcarry-arch}"
 OUT="${OUT:-/tmp/kselect-out}"
+# The standard set-up less the carried lib/ and cuDNN from the wheels.
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh" --parts
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
+use_cuda_libs
+use_repo_rules
 export KSELECT_CACHE_DIR=/tmp/kselect-cache
 # The test binary was built with /work/main as its source root (fixtures, rules).
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
+link_source_root
+record_gpu "$OUT/gpu.txt"
 start=$(date +%s)
 timeout 420 "$BIN/kselect_tests" --gtest_filter="${GPU_TEST_FILTER:-*}" > "$OUT/tests.log" 2>&1
 echo "kselect_tests rc=$? in $(( $(date +%s) - start )) s"

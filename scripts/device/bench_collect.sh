@@ -35,5 +35,5 @@ for entry in "${entries[@]}"; do
   summary+=("$name rc=$rc $(( $(date +%s) - s )) s, $(tail -n +"$((skip + 1))" "$file" | grep -c '"type":"problem_done"') problems done here, $(grep -c '"type":"problem_done"' "$file") in all, $(( $(wc -l < "$file") - skip )) new lines")
   tail -1 "$OUT/logs/bench_$name.log"
 done
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
-(cd "$OUT" && tar czf logs.tar.gz logs && rm -rf logs)
+print_summary_to "$OUT/summary.txt"
+pack_folder logs

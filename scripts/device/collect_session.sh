@@ -37,9 +37,11 @@ KIND="${KIND:-nvidia-h200}"
 WORK=/tmp/kselect-work
 rm -rf "$WORK"  # a warm machine keeps the last call's files
 mkdir -p "$OUT" "$WORK"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh" --parts
+use_cuda_libs
+use_repo_rules
+link_source_root
 START=$(date +%s)
 left() { echo $((START + BUDGET_S - $(date +%s))); }
 step() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -47,8 +49,7 @@ LOG="$WORK/session.log"
 say() { echo "$*" | tee -a "$LOG"; }
 bench() { "$BIN/kselect" bench --device-kind "$KIND" "$@"; }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.used \
-  --format=csv | tee -a "$LOG"
+record_gpu "$LOG" memory.used  # the first line of $LOG: $WORK was emptied above
 
 if step snapshot; then
   for rules in $SNAPSHOT_RULES; do

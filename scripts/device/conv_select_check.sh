@@ -30,5 +30,5 @@ for k in ${TIME_TOP_K:-0 5}; do
   summary+=("example select_conv --time-top-k $k rc=$? ($(grep -c ': PASS$' "$OUT/example_k$k.txt") layers PASS, $(grep -c ': FAIL$' "$OUT/example_k$k.txt") FAIL, $(grep -c 'decided by: model' "$OUT/example_k$k.txt") decided by the model), $(( $(date +%s) - s )) s; $(grep 'live A/B over' "$OUT/example_k$k.txt")")
   grep -E "^== |^[A-Z0-9].*: |ran rank|live A/B|note" "$OUT/example_k$k.txt" | head -60
 done
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+print_summary_to "$OUT/summary.txt"
 pack_logs

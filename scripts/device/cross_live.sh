@@ -53,4 +53,4 @@ for run in ${E2E_RUNS:-}; do
 done
 pack_logs
 echo "== summary"
-printf '%s\n' "${summary[@]}"
+print_summary

@@ -27,6 +27,6 @@ probe g32 --n 32 --c 256 --k 256 --g 32 --hi 28 --wi 28 --y 3 --x 3 --pad 1
 # probe dil2 --n 8 --c 256 --k 256 --hi 32 --wi 32 --y 3 --x 3 --pad 2 --dilation 2
 probe c3d --n 2 --c 64 --k 64 --di 16 --hi 56 --wi 56 --z 3 --y 3 --x 3 --pad 1
 "$BIN/kselect" conv list --direction fwd --n 32 --c 64 --k 64 --hi 56 --wi 56 --y 3 --x 3 --pad 1 --json > "$OUT/lists/r3x3_fwd.jsonl" 2>&1
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+print_summary_to "$OUT/summary.txt"
 # The device tool returns only a few files: one archive of the lists.
 (cd "$OUT" && tar czf lists.tar.gz lists tests.log && rm -rf lists tests.log)

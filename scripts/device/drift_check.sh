@@ -44,5 +44,5 @@ done
 cp "$OUT/tests.log" "$WORK/runs/" 2>/dev/null
 (cd "$WORK" && tar czf "$OUT/runs.tar.gz" runs)
 rm -f "$OUT/tests.log"
-printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+print_summary_to "$OUT/summary.txt"
 cat "$OUT/drift.txt"

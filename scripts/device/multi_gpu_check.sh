@@ -15,8 +15,10 @@ RULES="${RULES:-tiny}"
 TWO="${TWO:-0,1}"
 WORK=/tmp/kselect-multi
 mkdir -p "$OUT" "$WORK"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh" --parts
+use_cuda_libs
+use_repo_rules
 LOG="$WORK/multi_gpu.log"
 say() { echo "$*" | tee -a "$LOG"; }
 

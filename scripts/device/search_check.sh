@@ -47,4 +47,4 @@ done
 echo "== head to head"
 cat "$OUT/head_to_head.txt" 2>/dev/null
 echo "== summary"
-printf '%s\n' "${summary[@]}"
+print_summary

@@ -8,14 +8,17 @@
 set -uo pipefail
 BIN="${BIN:-.devcarry-sel}"
 OUT="${OUT:-/tmp/kselect-out}"
+# The standard set-up less cuDNN from the wheels, with the cache always in /tmp/kselect-cache.
+# shellcheck source=scripts/device/check_common.sh
+source "$(dirname "$0")/check_common.sh" --parts
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KSELECT_RULES_DIR="$PWD/rules"
+use_cuda_libs
+use_carried_libs
+use_repo_rules
 export KSELECT_CACHE_DIR=/tmp/kselect-cache
 # The binaries were built with /work/main as their source root (models, fixtures, rules).
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
-  --format=csv | tee "$OUT/gpu.txt"
+link_source_root
+record_gpu "$OUT/gpu.txt"
 summary=()
 
 start=$(date +%s)

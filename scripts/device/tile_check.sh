@@ -31,4 +31,4 @@ pack_logs
 echo "== bench"
 cat "$OUT/bench.txt"
 echo "== summary"
-printf '%s\n' "${summary[@]}"
+print_summary

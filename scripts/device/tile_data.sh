@@ -46,4 +46,4 @@ done
 for f in screen.json cross.json; do [ -f "$OUT/$f" ] && gzip -f "$OUT/$f"; done
 pack_logs
 echo "== summary"
-printf '%s\n' "${summary[@]}"
+print_summary

@@ -65,5 +65,5 @@ cat "$OUT/replay.txt"
 tail -1 "$OUT/e2e.txt" | cut -c1-900
 cat "$OUT/tunableop_ops.txt"
 tail -6 "$OUT/tunableop.txt" | cut -c1-300
-printf '%s\n' "${summary[@]}"
+print_summary
 find "$OUT" -mindepth 1 -delete && mv /tmp/logs.tar.gz "$OUT/"
