@@ -1,7 +1,7 @@
 // Tree scoring at run time, one thread: the same model and the same feature rows through kselect's
 // compiled scorer (CompiledTrees, what Model scores with), its reference evaluator (TreeEnsemble)
 // and LightGBM's own predictor (LGBM_BoosterPredictForMat). Each reports ns_per_row_tree, CPU time
-// per (row x tree), the figure docs/notes/compiled_scorer.md compares.
+// per (row x tree), the figure docs/lab/compiled_scorer.md compares.
 //
 // The model is the shipped bf16 TN peer ranker (models/h200_cublaslt_default_bf16_tn,
 // model_tflops.lgbm.gz). The rows are real: 100 valid candidates (evenly spaced by config key) of

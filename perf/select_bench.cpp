@@ -3,7 +3,7 @@
 //   BM_Select/cold        a framework-orientation bf16 TN problem (PyTorch nn.Linear: m = out
 //                         features, n = tokens) not in the cache, heuristic picks supplied,
 //                         first stage of 64 candidates (measured not to change held-out quality:
-//                         docs/notes/selector.md)
+//                         docs/lab/selector.md)
 //   BM_Select/cold_with_times  the same plus the predicted TFLOPS and latency of the top 8
 //   BM_Select/cold_full   every candidate scored (no first stage)
 //   BM_Select/cached      a decision already in the cache; also from 8 threads at once

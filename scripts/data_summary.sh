@@ -18,8 +18,8 @@ done
 echo
 echo "=== baselines of the bf16 TN cuBLASLt data"
 "$KSELECT" data report "$ROOT/data/h200/cublaslt_default_bf16_tn_wide.parquet" \
-  --full-sample "$ROOT/docs/data_results/cublaslt_full_sample_bf16_tn_loss_probe.parquet" \
-  "$ROOT/docs/data_results/cublaslt_loss_probe_bf16_tn_probe2.parquet" \
+  --full-sample "$ROOT/data/results/cublaslt_loss_probe/cublaslt_full_sample_bf16_tn_loss_probe.parquet" \
+  "$ROOT/data/results/cublaslt_loss_probe/cublaslt_loss_probe_bf16_tn_probe2.parquet" \
   --rules-dir "$ROOT/rules" | awk '/^## /{on=1} /^Worst top-1/{on=0} /^### Rule set/{on=1}
     on && /^\\| m x n x k/{on=0; done=1} on && !done'
 

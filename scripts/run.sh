@@ -32,7 +32,7 @@ predict() {  # model m n k [dtype layout] [more predict options]
 # The bf16 TN ranker reads cuBLASLt's own picks as features, asked of the library on a GPU
 # host; here they come from the picks recorded when its test set (LLM layers it never trained on,
 # measured with the tokens in m) was benchmarked. Scoring 64 candidates of 4,933 (the first
-# stage) left its held-out quality unchanged (docs/notes/selector.md).
+# stage) left its held-out quality unchanged (docs/lab/selector.md).
 PEER="$ROOT/data/h200/cublaslt_default_bf16_tn_holdout_peer_picks.parquet"
 for shape in "1 6144 4096" "24 4096 14336" "64 28672 4096"; do
   predict h200_cublaslt_default_bf16_tn $shape bf16 rcc --peer-data "$PEER" --first-stage 64

@@ -1,6 +1,6 @@
 // kselect bench: times (problem, config) pairs on the GPU into streaming JSONL
 // (docs/formats.md, "kselect.bench.jsonl" version 1), following the measurement method of
-// docs/notes/cublaslt_bench.md: warm-up, CUDA-event timing of batches of launches, median of the
+// docs/lab/cublaslt_bench.md: warm-up, CUDA-event timing of batches of launches, median of the
 // batches with their CV, inputs rotated past L2, random non-zero data, early abort of configs
 // clearly slower than the best so far, a time budget per config, and the provider heuristic's
 // top picks recorded with their ranks.
@@ -126,7 +126,7 @@ struct BenchOptions {
   std::vector<int> devices = {0};
   std::string device_kind;  // lender's kind name, recorded in the run record ("nvidia-h200")
   std::string run_id;       // "" = derived from the start time and shard
-  // Method (docs/notes/cublaslt_bench.md). The defaults time a config in about 0.6 ms of GPU
+  // Method (docs/lab/cublaslt_bench.md). The defaults time a config in about 0.6 ms of GPU
   // time when its kernel is short, in 4 launches when it is long, and abort a clearly slow one
   // after 1 launch. 0.1 ms warm-up and batches (session 3) against 0.25 / 0.15 ms before: the
   // same configs timed both ways on an H200 differ by a uniform +0.8 % (median), 1.2x the rate.

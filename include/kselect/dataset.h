@@ -268,7 +268,7 @@ Dataset FilterDataset(const Dataset& dataset, const RowFilter& filter);
 
 // Streaming operations on dataset files: they read row groups batch by batch and only the
 // columns they need, holding no DatasetRow per row, so their memory does not grow with the file
-// (docs/notes/data_layer.md). Every read applies the checks of ReadDataset.
+// (docs/lab/data_layer.md). Every read applies the checks of ReadDataset.
 
 // A file's row count and kselect.* metadata, from its footer (no data is read).
 struct DatasetFileInfo {

@@ -95,7 +95,7 @@ struct SelectorOptions {
   // that reread them. On by default: every dataset and eval times configs this way, and on the
   // 174 held-out LLM shapes it lifted the cross-provider decision's geomean over cuBLASLt's pick
   // from 1.0402x to 1.0423x and its worst shape from 0.865x to 0.950x (same process; notes in
-  // docs/notes/selector.md). The copies (about 2 x L2 plus one set: ~130 MB on an H200) live
+  // docs/lab/selector.md). The copies (about 2 x L2 plus one set: ~130 MB on an H200) live
   // only during the timing; where they cannot be allocated, the timing runs without them.
   bool first_use_cold_l2 = true;
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: `kselect bench --rules default` on shapes/loss_probe2_half.csv in the given
 # layouts with the current bench, to compare its aborted rows with the same shapes' session-5 run
-# (docs/data_results/cublaslt_loss_probe_bf16_*.parquet). GPU binaries in $BIN; JSONL under $OUT.
+# (data/results/cublaslt_loss_probe/cublaslt_loss_probe_bf16_*.parquet). GPU binaries in $BIN;
+# JSONL under $OUT.
 set -uo pipefail
 BIN="${BIN:-.devcarry}"
 OUT="${OUT:-/tmp/kselect-out}"

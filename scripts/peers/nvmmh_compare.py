@@ -48,7 +48,7 @@ aborted gets an upper bound on its efficiency (counted as `best_pick_cut_short`)
 they are counted and listed, never scored as 0 or 1, and each figure says over how many shapes it is.
 
 Usage (needs nvidia-matmul-heuristics, pandas, pyarrow, numpy):
-  python scripts/peers/nvmmh_compare.py --out docs/peers/nvmmh_h200.json [--markdown]
+  python scripts/peers/nvmmh_compare.py --out data/results/peers/nvmmh_h200.json [--markdown]
   python scripts/peers/nvmmh_compare.py --self-check   # mapping rules + 3 shapes; exit 1 on an error
 """
 import argparse

@@ -106,7 +106,7 @@ class WorkerDevice {
   // With a reference (drift control), every timed batch of `config` is followed at once by a
   // batch of `reference`, whose time `reference_ms` (its latest, for sizing) roughly gives: both
   // run in the same clock and power state, so config / reference compares across runs where
-  // either alone drifts (docs/notes/drift.md).
+  // either alone drifts (docs/lab/drift.md).
   json Time(const Problem& p, const KernelConfig& config, double abort_bound_ms,
             const KernelConfig* reference = nullptr, double reference_ms = 0) {
     auto prepared = provider_->Prepare(p, config);

@@ -257,7 +257,7 @@ Command BenchCommand() {
         app.add_flag("--interleave-reference", o.interleave_reference,
                      "drift control: time each config batch by batch interleaved with the "
                      "problem's reference (its first valid config); rows record the reference's "
-                     "time from the same batches (docs/notes/drift.md)");
+                     "time from the same batches (docs/lab/drift.md)");
         app.add_option(
                "--max-configs", o.max_configs_per_problem,
                "time at most the first N catalogue configs per problem (0 = all; smoke runs)")

@@ -1,6 +1,6 @@
 // The GPU's clock, power and temperature as NVML reports them, read while the bench times a
 // config: the state behind a measurement, recorded per row because the same config timed in two
-// runs can differ by up to 18 % when the duty cycle moves clocks and power (docs/notes/drift.md).
+// runs can differ by up to 18 % when the duty cycle moves clocks and power (docs/lab/drift.md).
 // NVML is dlopen'ed (libnvidia-ml.so.1 ships with the driver): without it the sampler is absent
 // and rows record 0 (not sampled), never a failure.
 #pragma once

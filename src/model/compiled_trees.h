@@ -10,7 +10,7 @@
 // node of that feature saying it goes right (a table built at compile time). A node then goes right
 // when (slot << shift) > key. Eight rows walk a tree side by side, one level per step, the next
 // node being child + (went right); leaves point to themselves, and a step where no row moved ends
-// the walk. Why this scheme (and not QuickScorer's bit vectors): docs/notes/compiled_scorer.md.
+// the walk. Why this scheme (and not QuickScorer's bit vectors): docs/lab/compiled_scorer.md.
 //
 // Depends only on kselect's core and TreeEnsemble.
 #pragma once

@@ -76,7 +76,7 @@ StatusOr<CandidateSet> SampleTrainingRows(const CandidateSet& data, const RowSam
       bool keep = true;
       // The heuristic's picks are drawn like any other row: keeping them all would make a pick
       // below the line look more often weak than it is, and the ranker trusted the picks less
-      // (measured, docs/notes/selection_quality.md, session 22). The peer block still reads
+      // (measured, docs/lab/selection_quality.md, session 22). The peer block still reads
       // every pick: the trainer takes them from the unsampled problem.
       if (c.tflops >= sampling.keep_within * best) {
         ++n.near_best;

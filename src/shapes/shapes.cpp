@@ -346,7 +346,7 @@ std::vector<ShapeRow> Fp8Set() {
 }
 
 // About 1 in 29 of the wide set (i mod 29 == 0): 25 shapes from decode to the largest GEMMs, the
-// same pairs timed in separate runs to measure cross-run drift (docs/notes/drift.md).
+// same pairs timed in separate runs to measure cross-run drift (docs/lab/drift.md).
 std::vector<ShapeRow> DriftSet() {
   return WideSample(29, {0});
 }

@@ -1,5 +1,5 @@
 // The tuner's genetic algorithm over a SearchSpace (search_space.h; CPU only). Settings follow what
-// works on discrete kernel-parameter spaces (docs/notes/tuner.md): tournament selection, uniform
+// works on discrete kernel-parameter spaces (docs/lab/tuner.md): tournament selection, uniform
 // crossover over coupled groups, neighbour mutation, elitism (timings are noisy: the best must
 // survive), restarts on stagnation, and a cache so no config is timed twice.
 #include <algorithm>

@@ -31,7 +31,7 @@ bool CudnnSupportsProblem(const Problem& problem);
 // RUNTIME_COMPILATION note) get one config beside the heuristics' own: each costs a compile of
 // about a second, and on the H200 the evenly spread split-K slice counts of two such engines
 // (bwd_weight 69, bwd_data 77) ran past the bench's 30 s watchdog on 12 small problems
-// (docs/notes/cudnn_provider.md).
+// (docs/lab/cudnn_provider.md).
 inline constexpr int64_t kMaxConfigsPerEngine = 64;
 inline constexpr int64_t kMaxConfigsPerRuntimeCompiledEngine = 1;
 inline constexpr int64_t kHeuristicConfigsInSpace = 16;
