@@ -2,7 +2,7 @@
 # One device call for `kselect search` (#18, item 4), run from the repository root on the GPU
 # machine with the GPU-side binaries carried in $BIN (scripts/device/make_selector_carry.sh):
 #   1. the GPU tests of the search, and of the tuner whose verify-and-time helpers it now shares
-#      (tuner/interleaved.h);
+#      (bench/provider_comparison.h);
 #   2. `kselect tile bench` on one decode shape: the head to head, refactored onto the same
 #      helpers, as a regression check;
 #   3. `kselect search --measure` with both strategies on six framework-orientation shapes (rcc:

@@ -1,7 +1,7 @@
 // The device half of kselect search (include/kselect/search.h): the best proposals (and the
 // baselines' best configs) compiled through the tile provider (NVRTC, cubin cache), verified
 // against the reference, and timed interleaved with cuBLASLt's heuristic rank-1 pick on operands
-// rotated past L2, with the head to head's helpers (tuner/interleaved.h).
+// rotated past L2, with the head to head's helpers (bench/provider_comparison.h).
 #include <set>
 
 #include "bench/provider_comparison.h"

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "providers/tile/tile_config.h"
+#include "providers/tile/tile_engine.h"
 
 namespace kselect {
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kselect/provider.h"
-#include "kselect/timing.h"
 #include "kselect/verify.h"
 
 namespace kselect::verify {
@@ -254,32 +253,6 @@ TEST(VerifyShapesTest, CheckProblemsCoverDecodeOddSizesBatchAlphaBetaAndManyTile
     many_tiles |= (p.m + 127) / 128 * ((p.n + 127) / 128) * p.batch > 132;
   }
   EXPECT_TRUE(n1 && m1 && odd_k && batch && alpha_beta && many_tiles);
-}
-
-// The bench's rotation, which cold-L2 first-use timing sizes its copies of the read operands
-// by too: sets past the rotation bytes (one more than reaches them), never more than the cap,
-// one set when a set alone is past them.
-TEST(RotatingSetCountTest, SetsExceedTheRotationBytes) {
-  const int64_t mb = 1 << 20;
-  const int64_t rotate = 2 * 60 * mb;  // 2 x an H200's L2
-  auto read = [](int64_t a, int64_t b) {
-    return std::vector<OperandSpec>{{"a", DataType::kBF16, a, 256, OperandAccess::kRead},
-                                    {"b", DataType::kBF16, b, 256, OperandAccess::kRead}};
-  };
-  // 4096x4096 bf16 weights (32 MiB) with a 1-token activation: 4 sets reach 120 MiB, 5 pass it.
-  EXPECT_EQ(RotatingSetCount(read(32 * mb, 8192), rotate), 5);
-  for (const int64_t a : {int64_t{1}, 3 * mb, 7 * mb, 32 * mb, 59 * mb, 61 * mb, 120 * mb}) {
-    const int64_t sets = RotatingSetCount(read(a, 1), rotate);
-    EXPECT_GE(sets, 1) << a;
-    EXPECT_LE(sets, 512) << a;
-    if (sets < 512) {
-      EXPECT_GT(sets * (a + 1), rotate) << a;
-    }
-  }
-  EXPECT_EQ(RotatingSetCount(read(1, 1), rotate), 512);      // tiny operands: the cap
-  EXPECT_EQ(RotatingSetCount(read(3 * mb, 0), rotate), 41);  // 123 MiB
-  EXPECT_EQ(RotatingSetCount(read(rotate, 1), rotate), 1);   // already past: no copies
-  EXPECT_EQ(RotatingSetCount(read(1, 1), rotate, 16), 16);   // a caller's cap
 }
 
 TEST(OperandSpecTest, GemmOperandsInLaunchOrder) {
