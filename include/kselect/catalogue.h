@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kselect/kernel_config.h"
+#include "kselect/provenance.h"
 #include "kselect/provider.h"
 #include "kselect/status.h"
 
@@ -119,9 +120,11 @@ struct CatalogueSnapshot {
   Provider provider = Provider::kCublasLt;
   std::string rule_set;
   uint64_t rules_fingerprint = 0;
-  std::optional<Problem> problem;                // the problem the catalogue is for
-  std::optional<std::string> device_name, arch;  // the device that enumerated it
-  std::optional<int64_t> cublaslt_version;
+  std::optional<Problem> problem;  // the problem the catalogue is for
+  // The device and libraries that enumerated it (cuBLASLt's; the tile engine's names none). Its
+  // known fields are written, so a snapshot recorded before the record held more reads and writes
+  // back as it was.
+  std::optional<Provenance> provenance;
   std::optional<int64_t> max_workspace_bytes;
   std::optional<int64_t> enumerated;  // configs the provider yielded before the rules
   std::string tool;                   // ToolDescription() of the writer

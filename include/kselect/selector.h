@@ -162,8 +162,10 @@ class Selector {
   // The candidate table's configs for the problem's dtypes and layout (empty when it has none).
   std::span<const KernelConfig> Candidates(const Problem& problem) const;
 
-  // The decision cache on disk: saved with the device, driver, library versions and the model's
-  // fingerprint; loading refuses (kSchemaMismatch) a file made under any other of them.
+  // The decision cache on disk: saved with the provenance record (kselect/provenance.h: device,
+  // driver, library versions, the model's fingerprint) and the SM clock and memory bandwidth the
+  // features read; loading refuses (kSchemaMismatch, naming the field) a file made under any other
+  // of them.
   Status SaveCache(const std::string& path) const;
   Status LoadCache(const std::string& path);
   size_t CachedDecisions() const;

@@ -14,6 +14,7 @@
 #include "kselect/hardware.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
+#include "kselect/provenance.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -33,25 +34,16 @@ struct Solution {
   std::string run_id;  // the tune run that produced it
 };
 
-// Where a library's figures were measured. A library loads only where device_name, sm_count and
-// the provider library's version match (driver and runtime versions are recorded, not enforced:
-// a driver update does not change which kernels cuBLASLt runs).
-struct SolutionIdentity {
-  std::string device_name;  // "NVIDIA H200"
-  std::string device_kind;  // lender's kind when known ("nvidia-h200")
-  std::string arch;         // "sm_90"
-  int32_t sm_count = 0;
-  int32_t driver_version = 0;
-  int32_t runtime_version = 0;
-  int32_t cublaslt_version = 0;
-  int32_t nvrtc_version = 0;
-  bool operator==(const SolutionIdentity&) const = default;
-};
-SolutionIdentity SolutionIdentityOf(const HardwareProfile& profile);
+// Where a library's figures were measured: the provenance record (kselect/provenance.h) under the
+// key "identity". A library loads only where device_name, sm_count and the provider library's
+// version match (driver and runtime versions are recorded, not enforced: a driver update does not
+// change which kernels cuBLASLt runs).
+using SolutionIdentity = Provenance;
 
 struct SolutionLibrary {
+  // Where it was tuned; identity.tool_version is the kselect that tuned it (the file's top-level
+  // "tool_version" names the kselect that wrote the file).
   SolutionIdentity identity;
-  std::string tool_version;         // kselect's version that wrote it
   std::vector<Solution> solutions;  // one per distinct problem (ProblemToString)
   // Index of the solution for `problem`, or nullopt.
   std::optional<size_t> Find(const Problem& problem) const;
@@ -65,7 +57,7 @@ Status SaveSolutionLibrary(const SolutionLibrary& library, const std::string& pa
 
 // OK when `library` was measured where `here` is: the same device name and SM count (checked
 // only when `here` has a device) and the same cuBLASLt version for cuBLASLt solutions (NVRTC's
-// for the tile engine). kSchemaMismatch naming what differs otherwise.
+// for the tile engine). kSchemaMismatch naming the field that differs otherwise (CheckProvenance).
 Status CheckSolutionIdentity(const SolutionLibrary& library, const HardwareProfile& here,
                              const std::string& source);
 
@@ -79,7 +71,8 @@ struct MergeSummary {
 
 // Merges `incoming` into `base` with TensileMergeLibrary's rules: a new problem is added; an
 // existing one is replaced when the incoming solution has the higher speedup over the reference
-// (or `force`), kept otherwise. Both must share one identity (kSchemaMismatch otherwise).
+// (or `force`), kept otherwise. Both must share one identity, tool and model aside
+// (kSchemaMismatch naming the field that differs otherwise).
 StatusOr<MergeSummary> MergeSolutionLibraries(SolutionLibrary& base,
                                               const SolutionLibrary& incoming, bool force);
 

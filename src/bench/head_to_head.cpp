@@ -10,6 +10,7 @@
 
 #include "bench/provider_comparison.h"
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "core/statistics.h"
 #include "core/text.h"
 #include "cuda/runtime.h"
@@ -299,22 +300,17 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
   }
   json root = {{"format", "kselect.head_to_head"},
                {"format_version", 1},
-               {"tool_version", ToolVersion()},
                {"run_id", run_id},
-               {"device_kind", device_kind},
-               {"device_name", hardware.device_name},
-               {"sm_count", hardware.sm_count},
                {"peak_mem_bandwidth_gb_s", hardware.peak_mem_bandwidth_gb_s},
-               {"driver_version", hardware.driver_version},
-               {"runtime_version", hardware.runtime_version},
-               {"cublaslt_version", hardware.cublaslt_version},
-               {"nvrtc_version", hardware.nvrtc_version},
                {"method",
                 "graph timer (CUDA graphs of launches cycling operand sets rotated past 2 x L2), "
                 "screening then the finalists of both providers timed interleaved; medians of "
                 "rounds"},
                {"results", std::move(rows)},
                {"summary", std::move(summary)}};
+  Provenance provenance = ProvenanceOf(hardware);
+  provenance.device_kind = device_kind;
+  json_codec::WriteProvenance(provenance, root);
   return root.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "kselect/catalogue.h"
 
 namespace kselect {
@@ -25,9 +26,9 @@ std::string CatalogueSnapshotToJson(const CatalogueSnapshot& snapshot) {
             {"tool", snapshot.tool},
             {"count", snapshot.configs.size()}};
   if (snapshot.problem) head["problem"] = json_codec::ProblemToJson(*snapshot.problem);
-  if (snapshot.device_name) head["device_name"] = *snapshot.device_name;
-  if (snapshot.arch) head["arch"] = *snapshot.arch;
-  if (snapshot.cublaslt_version) head["cublaslt_version"] = *snapshot.cublaslt_version;
+  if (snapshot.provenance) {
+    json_codec::WriteProvenance(*snapshot.provenance, head, KnownFields(*snapshot.provenance));
+  }
   if (snapshot.max_workspace_bytes) head["max_workspace_bytes"] = *snapshot.max_workspace_bytes;
   if (snapshot.enumerated) head["enumerated"] = *snapshot.enumerated;
   // The head with sorted keys, then the configs last, one a line: a regenerated snapshot's diff
@@ -73,9 +74,9 @@ StatusOr<CatalogueSnapshot> ParseCatalogueSnapshot(std::string_view text, std::s
     if (!parsed.ok()) return parsed.status();
     snapshot.problem = *parsed;
   }
-  if (r.Has("device_name")) snapshot.device_name = r.String("device_name");
-  if (r.Has("arch")) snapshot.arch = r.String("arch");
-  if (r.Has("cublaslt_version")) snapshot.cublaslt_version = r.Int("cublaslt_version");
+  ProvenanceFields recorded;
+  const Provenance provenance = json_codec::ReadProvenance(r, &recorded);
+  if (!recorded.empty()) snapshot.provenance = provenance;
   if (r.Has("max_workspace_bytes")) snapshot.max_workspace_bytes = r.Int("max_workspace_bytes");
   if (r.Has("enumerated")) snapshot.enumerated = r.Int("enumerated");
   const json* configs = r.Child("configs", true);

@@ -109,9 +109,7 @@ int RunCatalogue(const CatalogueArgs& args) {
     if (*provider_id == Provider::kCublasLt) {
       auto hw = QueryHardwareProfile(args.device);
       if (!hw.ok()) return ReportError("catalogue", hw.status());
-      snapshot.device_name = hw->device_name;
-      snapshot.arch = hw->arch;
-      snapshot.cublaslt_version = hw->cublaslt_version;
+      snapshot.provenance = ProvenanceOf(*hw);
     }
     std::ofstream out(args.snapshot, std::ios::binary);
     out << CatalogueSnapshotToJson(snapshot);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "core/text.h"
 #include "kselect/config_schema.h"
 #include "kselect/hardware.h"
@@ -857,17 +858,22 @@ std::optional<double> NumberOrNothing(const json& value) {
 
 }  // namespace
 
-// The identity a saved cache must match: device, driver and library versions, the model.
-static json CacheIdentity(const Selector::Impl& impl) {
-  return {{"arch", impl.hardware.arch},
-          {"sm_count", impl.hardware.sm_count},
-          {"sm_clock_mhz", impl.hardware.sm_clock_mhz},
-          {"mem_bandwidth_gb_s", impl.hardware.mem_bandwidth_gb_s},
-          {"device_name", impl.versions.device_name},
-          {"driver_version", impl.versions.driver_version},
-          {"cublaslt_version", impl.versions.cublaslt_version},
-          {"model_fingerprint", impl.fingerprint}};
+// The provenance a saved cache must match: its decisions were made by this model, with these
+// hardware figures (the model's features read them) and this device's libraries.
+static Provenance CacheProvenance(const Selector::Impl& impl) {
+  Provenance provenance = ProvenanceOf(impl.versions);
+  provenance.arch = impl.hardware.arch;
+  provenance.sm_count = impl.hardware.sm_count;
+  provenance.model_fingerprint = impl.fingerprint;
+  return provenance;
 }
+static constexpr ProvenanceFields kCacheFields =
+    ProvenanceField::kArch | ProvenanceField::kSmCount | ProvenanceField::kDeviceName |
+    ProvenanceField::kDriverVersion | ProvenanceField::kCublasLtVersion |
+    ProvenanceField::kModelFingerprint;
+// The figures beside the record, under their own keys.
+static constexpr const char* kCacheSmClock = "sm_clock_mhz";
+static constexpr const char* kCacheBandwidth = "mem_bandwidth_gb_s";
 
 Status Selector::SaveCache(const std::string& path) const {
   json entries = json::array();
@@ -888,10 +894,13 @@ Status Selector::SaveCache(const std::string& path) const {
                        {"candidates_scored", s.candidates_scored},
                        {"ranked", std::move(ranked)}});
   }
+  json identity = {{kCacheSmClock, impl_->hardware.sm_clock_mhz},
+                   {kCacheBandwidth, impl_->hardware.mem_bandwidth_gb_s}};
+  json_codec::WriteProvenance(CacheProvenance(*impl_), identity);
   const json root = {{"format", kCacheFormat},
                      {"version", 1},
                      {"tool_version", ToolVersion()},
-                     {"identity", CacheIdentity(*impl_)},
+                     {"identity", std::move(identity)},
                      {"entries", std::move(entries)}};
   return text::WriteFileAtomically(path, root.dump(1) + "\n");
 }
@@ -915,16 +924,20 @@ Status Selector::LoadCache(const std::string& path) {
     return ParseError(path + ": format " + format + " version " + std::to_string(version) +
                       ", expected " + std::string(kCacheFormat) + " version 1");
   }
-  const json expected = CacheIdentity(*impl_);
-  for (const auto& [key, value] : expected.items()) {
-    if (!identity->contains(key) || (*identity)[key] != value) {
-      return SchemaMismatchError(
-          path + ": saved under another " + key + " (" +
-          (identity->contains(key) ? json_codec::JsonExcerpt((*identity)[key]) : "none") +
-          ", here " + json_codec::JsonExcerpt(value) +
-          "): its decisions do not hold here; delete it or let the selector rebuild it");
-    }
-  }
+  json_codec::ObjectReader identity_reader(*identity, path + ".identity");
+  const Provenance recorded = json_codec::ReadProvenance(identity_reader);
+  const ProvenanceFigure figures[] = {
+      {kCacheSmClock, identity_reader.NumberOr(kCacheSmClock, 0),
+       1.0 * impl_->hardware.sm_clock_mhz},
+      {kCacheBandwidth, identity_reader.NumberOr(kCacheBandwidth, 0),
+       impl_->hardware.mem_bandwidth_gb_s}};
+  KSELECT_RETURN_IF_ERROR(identity_reader.Finish());
+  KSELECT_RETURN_IF_ERROR(CheckProvenance(
+      recorded, CacheProvenance(*impl_),
+      {.fields = kCacheFields,
+       .artifact = path,
+       .remedy = "its decisions do not hold here; delete it or let the selector rebuild it",
+       .figures = figures}));
   if (!entries->is_array()) return ParseError(path + ".entries: not an array");
   // Parse everything before inserting anything, so a bad file changes nothing.
   std::vector<std::unique_ptr<CacheEntry>> loaded;

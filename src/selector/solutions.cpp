@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "core/text.h"
 #include "kselect/model.h"
 #include "kselect/version.h"
@@ -20,46 +21,7 @@ using json = nlohmann::json;
 constexpr std::string_view kFormat = "kselect.solutions";
 constexpr int64_t kVersion = 2;
 
-json IdentityToJson(const SolutionIdentity& id) {
-  return {{"device_name", id.device_name},
-          {"device_kind", id.device_kind},
-          {"arch", id.arch},
-          {"sm_count", id.sm_count},
-          {"driver_version", id.driver_version},
-          {"runtime_version", id.runtime_version},
-          {"cublaslt_version", id.cublaslt_version},
-          {"nvrtc_version", id.nvrtc_version}};
-}
-
-StatusOr<SolutionIdentity> IdentityFromJson(const json& j, const std::string& where) {
-  json_codec::ObjectReader reader(j, where);
-  SolutionIdentity id;
-  id.device_name = reader.String("device_name");
-  id.device_kind = reader.StringOr("device_kind", "");
-  id.arch = reader.String("arch");
-  id.sm_count = static_cast<int32_t>(reader.Int("sm_count"));
-  id.driver_version = static_cast<int32_t>(reader.IntOr("driver_version", 0));
-  id.runtime_version = static_cast<int32_t>(reader.IntOr("runtime_version", 0));
-  id.cublaslt_version = static_cast<int32_t>(reader.IntOr("cublaslt_version", 0));
-  id.nvrtc_version = static_cast<int32_t>(reader.IntOr("nvrtc_version", 0));
-  KSELECT_RETURN_IF_ERROR(reader.Finish());
-  return id;
-}
-
 }  // namespace
-
-SolutionIdentity SolutionIdentityOf(const HardwareProfile& profile) {
-  SolutionIdentity id;
-  id.device_name = profile.device_name;
-  id.device_kind = profile.device_kind;
-  id.arch = profile.arch;
-  id.sm_count = profile.sm_count;
-  id.driver_version = profile.driver_version;
-  id.runtime_version = profile.runtime_version;
-  id.cublaslt_version = profile.cublaslt_version;
-  id.nvrtc_version = profile.nvrtc_version;
-  return id;
-}
 
 std::optional<size_t> SolutionLibrary::Find(const Problem& problem) const {
   const std::string key = ProblemToString(problem);
@@ -89,10 +51,24 @@ StatusOr<SolutionLibrary> LoadSolutionLibrary(const std::string& path) {
                       ", expected " + std::string(kFormat) + " version 1 or 2");
   }
   SolutionLibrary library;
-  library.tool_version = tool_version;
   if (version >= 2) {
     if (identity == nullptr) return ParseError(path + ": version 2 without an identity");
-    KSELECT_ASSIGN_OR_RETURN(library.identity, IdentityFromJson(*identity, path + ".identity"));
+    json_codec::ObjectReader identity_reader(*identity, path + ".identity");
+    ProvenanceFields present;
+    library.identity = json_codec::ReadProvenance(identity_reader, &present);
+    KSELECT_RETURN_IF_ERROR(identity_reader.Finish());
+    // A library is tuned on a device: an identity without one would load unchecked anywhere.
+    constexpr std::pair<ProvenanceField, const char*> kRequired[] = {
+        {ProvenanceField::kDeviceName, "device_name"},
+        {ProvenanceField::kArch, "arch"},
+        {ProvenanceField::kSmCount, "sm_count"}};
+    for (const auto& [field, key] : kRequired) {
+      if (!present.Has(field)) {
+        return ParseError(path + ".identity." + key + ": required field is missing");
+      }
+    }
+    // Identities written before the record held the tool: the writer's is the best we know.
+    if (!present.Has(ProvenanceField::kToolVersion)) library.identity.tool_version = tool_version;
   }
   if (!entries->is_array()) return ParseError(path + ".solutions: not an array");
   std::map<std::string, size_t> seen;
@@ -140,11 +116,12 @@ Status SaveSolutionLibrary(const SolutionLibrary& library, const std::string& pa
                        {"verification", s.verification},
                        {"run_id", s.run_id}});
   }
+  json identity = json::object();
+  json_codec::WriteProvenance(library.identity, identity);
   const json root = {{"format", kFormat},
                      {"version", kVersion},
-                     {"tool_version", library.tool_version.empty() ? std::string(ToolVersion())
-                                                                   : library.tool_version},
-                     {"identity", IdentityToJson(library.identity)},
+                     {"tool_version", ToolVersion()},
+                     {"identity", std::move(identity)},
                      {"solutions", std::move(entries)}};
   const std::string text = root.dump(1) + "\n";
   if (path.ends_with(".gz")) return WriteGzipFile(path, text);
@@ -153,47 +130,30 @@ Status SaveSolutionLibrary(const SolutionLibrary& library, const std::string& pa
 
 Status CheckSolutionIdentity(const SolutionLibrary& library, const HardwareProfile& here,
                              const std::string& source) {
-  const SolutionIdentity& id = library.identity;
-  if (id.device_name.empty()) return Status::Ok();  // version 1: no provenance to check
-  auto mismatch = [&](std::string_view what, const std::string& theirs, const std::string& ours) {
-    return SchemaMismatchError(source + ": tuned on " + std::string(what) + " " + theirs +
-                               ", this host has " + ours +
-                               ": its measurements do not hold here; tune again here");
-  };
-  if (!here.device_name.empty()) {
-    if (here.device_name != id.device_name) {
-      return mismatch("device", id.device_name, here.device_name);
-    }
-    if (here.sm_count != id.sm_count) {
-      return mismatch("an SM count of", std::to_string(id.sm_count), std::to_string(here.sm_count));
-    }
-  }
-  bool has_cublaslt = false, has_tile = false;
+  // The device where `here` has one (ProvenanceOf leaves its fields unknown otherwise), and the
+  // version of each library whose configs the solutions name.
+  ProvenanceFields fields = ProvenanceField::kDeviceName | ProvenanceField::kSmCount;
   for (const Solution& s : library.solutions) {
-    has_cublaslt |= ProviderOf(s.config) == Provider::kCublasLt;
-    has_tile |= ProviderOf(s.config) == Provider::kTile;
+    if (ProviderOf(s.config) == Provider::kCublasLt) fields |= ProvenanceField::kCublasLtVersion;
+    if (ProviderOf(s.config) == Provider::kTile) fields |= ProvenanceField::kNvrtcVersion;
   }
-  if (has_cublaslt && id.cublaslt_version != here.cublaslt_version) {
-    return mismatch("cuBLASLt", std::to_string(id.cublaslt_version),
-                    std::to_string(here.cublaslt_version));
-  }
-  if (has_tile && id.nvrtc_version != here.nvrtc_version) {
-    return mismatch("NVRTC", std::to_string(id.nvrtc_version), std::to_string(here.nvrtc_version));
-  }
-  return Status::Ok();
+  return CheckProvenance(library.identity, ProvenanceOf(here),
+                         {.fields = fields,
+                          .artifact = source,
+                          .remedy = "its measurements do not hold here; tune again here"});
 }
 
 StatusOr<MergeSummary> MergeSolutionLibraries(SolutionLibrary& base,
                                               const SolutionLibrary& incoming, bool force) {
-  if (!base.identity.device_name.empty() && !incoming.identity.device_name.empty() &&
-      !(base.identity == incoming.identity)) {
-    return SchemaMismatchError("the libraries were tuned on different devices or versions (" +
-                               base.identity.device_name + " cuBLASLt " +
-                               std::to_string(base.identity.cublaslt_version) + " vs " +
-                               incoming.identity.device_name + " cuBLASLt " +
-                               std::to_string(incoming.identity.cublaslt_version) +
-                               "): their speedups are not comparable");
-  }
+  // Speedups compare only where device and libraries are the same; which kselect or model tuned
+  // them does not matter.
+  KSELECT_RETURN_IF_ERROR(CheckProvenance(
+      incoming.identity, base.identity,
+      {.fields = ProvenanceFields::DeviceAndLibraries(),
+       .artifact = "the incoming library",
+       .remedy = "libraries tuned on different devices or versions are not comparable; merge "
+                 "libraries from one device and library version",
+       .here = "the base library"}));
   if (base.identity.device_name.empty()) base.identity = incoming.identity;
   MergeSummary summary;
   for (const Solution& s : incoming.solutions) {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "kselect/config_schema.h"
 #include "kselect/tuner.h"
-#include "kselect/version.h"
 
 namespace kselect {
 namespace {
@@ -112,14 +112,8 @@ std::string TuneReportJson(const TuneResult& result) {
   json root = {
       {"format", "kselect.tune_report"},
       {"version", 1},
-      {"tool_version", ToolVersion()},
       {"run_id", result.run_id},
       {"log", result.log_source},
-      {"device_kind", result.device_kind},
-      {"device_name", result.hardware.device_name},
-      {"driver_version", result.hardware.driver_version},
-      {"runtime_version", result.hardware.runtime_version},
-      {"cublaslt_version", result.hardware.cublaslt_version},
       {"provider", ProviderName(o.provider)},
       {"provider_version", result.provider_version},
       {"options",
@@ -157,6 +151,9 @@ std::string TuneReportJson(const TuneResult& result) {
       {"configs_enumerated", totals.configs_enumerated},
       {"seconds", result.seconds},
       {"gemms", std::move(gemms)}};
+  Provenance provenance = ProvenanceOf(result.hardware);
+  provenance.device_kind = result.device_kind;
+  json_codec::WriteProvenance(provenance, root);
   return root.dump(1) + "\n";
 }
 

@@ -15,10 +15,10 @@
 
 #include "bench/provider_comparison.h"
 #include "core/json_codec.h"
+#include "core/provenance_json.h"
 #include "kselect/head_to_head.h"
 #include "kselect/model.h"
 #include "kselect/selector.h"
-#include "kselect/version.h"
 #include "providers/tile/tile_engine.h"
 
 namespace kselect {
@@ -651,7 +651,6 @@ std::string SearchJson(std::span<const TileSearchResult> results, const TileSear
   json root = {
       {"format", "kselect.search"},
       {"format_version", 1},
-      {"tool_version", ToolVersion()},
       {"run_id", run_id},
       {"model", {{"dir", o.model_dir}, {"fingerprint", searcher.model_fingerprint()}}},
       {"predicted_unit", searcher.ScoresAreTflops()
@@ -669,14 +668,13 @@ std::string SearchJson(std::span<const TileSearchResult> results, const TileSear
         {"crossover", o.search.crossover},
         {"repair_attempts", o.search.repair_attempts}}},
       {"results", std::move(rows)}};
+  // Without a device (the CPU-only search) the record holds the tool and the model alone.
+  Provenance provenance = ProvenanceOf(hardware != nullptr ? *hardware : HardwareProfile{});
+  provenance.device_kind = device_kind;
+  provenance.model_fingerprint = searcher.model_fingerprint();
+  json_codec::WriteProvenance(provenance, root);
   if (hardware != nullptr) {
-    root["device_kind"] = device_kind;
-    root["device_name"] = hardware->device_name;
-    root["sm_count"] = hardware->sm_count;
     root["peak_mem_bandwidth_gb_s"] = hardware->peak_mem_bandwidth_gb_s;
-    root["driver_version"] = hardware->driver_version;
-    root["cublaslt_version"] = hardware->cublaslt_version;
-    root["nvrtc_version"] = hardware->nvrtc_version;
     root["method"] =
         "the best proposals compiled (NVRTC), verified against the reference, then timed with "
         "cuBLASLt's heuristic rank-1 pick in interleaved rounds (graph timer, operands rotated "

@@ -15,7 +15,6 @@
 #include "kselect/selector.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
-#include "kselect/version.h"
 #include "timing/graph_timer.h"
 
 namespace kselect {
@@ -317,8 +316,7 @@ StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms
 
 SolutionLibrary SolutionLibraryOf(const TuneResult& result) {
   SolutionLibrary library;
-  library.identity = SolutionIdentityOf(result.hardware);
-  library.tool_version = ToolVersion();
+  library.identity = ProvenanceOf(result.hardware);
   for (const TunedGemm& t : result.gemms) {
     if (t.reference.median_ms <= 0) continue;    // failed: nothing measured
     if (library.Find(t.gemm.problem)) continue;  // one problem logged with two lds: first wins

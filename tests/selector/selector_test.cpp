@@ -263,6 +263,32 @@ TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
     EXPECT_EQ(ConfigKey((*s)->ranked[0].config), picks[i]);
   }
 
+  // A cache saved before its identity was the provenance record (no device kind, runtime, cuDNN,
+  // NVRTC or tool in it) still loads; one scored with another SM clock is refused naming it.
+  {
+    nlohmann::json old = nlohmann::json::parse(ReadAll(path));
+    for (const char* key :
+         {"device_kind", "runtime_version", "cudnn_version", "nvrtc_version", "tool_version"}) {
+      ASSERT_EQ(old["identity"].erase(key), 1u) << key;
+    }
+    const std::string old_path = (tmp_ / "old_cache.json").string();
+    std::ofstream(old_path) << old.dump(1);
+    auto opened = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(opened.ok());
+    const Status loaded = (*opened)->LoadCache(old_path);
+    EXPECT_TRUE(loaded.ok()) << loaded.ToString();
+    EXPECT_EQ((*opened)->CachedDecisions(), problems.size());
+
+    old["identity"]["sm_clock_mhz"] = 1;
+    std::ofstream(old_path) << old.dump(1);
+    auto other_clock = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(other_clock.ok());
+    const Status refused = (*other_clock)->LoadCache(old_path);
+    EXPECT_EQ(refused.code(), StatusCode::kSchemaMismatch);
+    EXPECT_TRUE(Contains(refused.message(), "made with sm_clock_mhz 1, this host has"))
+        << refused.message();
+  }
+
   // Another model (the same trees, another candidate table file) refuses the file.
   const std::string other = CopyModel("h200_tile_bf16_tn");
   auto table = LoadCandidateTable(other);

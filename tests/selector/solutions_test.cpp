@@ -81,6 +81,9 @@ TEST_F(SolutionsTest, RefusesBadFiles) {
       {R"({"format": "kselect.solutions", "version": 3, "solutions": []})", "version 3"},
       {R"({"format": "kselect.solutions", "version": 2, "solutions": []})", "identity"},
       {R"({"format": "other", "version": 1, "solutions": []})", "format other"},
+      {R"({"format": "kselect.solutions", "version": 2, "identity": {"arch": "sm_90",
+          "sm_count": 132}, "solutions": []})",
+       "identity.device_name: required field is missing"},
   };
   for (const auto& [text, expected] : cases) {
     std::ofstream(path) << text;
@@ -144,7 +147,7 @@ TEST_F(SolutionsTest, SelectorRefusesALibraryFromAnotherLibraryVersion) {
   ASSERT_TRUE(SaveSolutionLibrary(library, options.solution_library).ok());
   auto refused = Selector::Open(ModelDir("h200_cublaslt_default_bf16_tn"), options);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("tuned on cuBLASLt 100"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("made with cublaslt_version 100"), std::string::npos)
       << refused.status().message();
 }
 
@@ -168,8 +171,42 @@ TEST_F(SolutionsTest, MergeReplacesOnlyWhenFasterOrForced) {
 
   SolutionLibrary elsewhere = incoming;
   elsewhere.identity.device_name = "NVIDIA H100 80GB HBM3";
-  EXPECT_EQ(MergeSolutionLibraries(base, elsewhere, false).status().code(),
-            StatusCode::kSchemaMismatch);
+  const Status refused = MergeSolutionLibraries(base, elsewhere, false).status();
+  EXPECT_EQ(refused.code(), StatusCode::kSchemaMismatch);
+  // The message names the field that differs, not two descriptions.
+  EXPECT_NE(refused.message().find("made with device_name \"NVIDIA H100 80GB HBM3\", the base "
+                                   "library has \"NVIDIA H200\""),
+            std::string::npos)
+      << refused.message();
+  // Which kselect or model tuned them does not matter.
+  SolutionLibrary newer = incoming;
+  newer.identity.tool_version = "9.9.9";
+  newer.identity.model_fingerprint = "0123456789abcdef";
+  EXPECT_TRUE(MergeSolutionLibraries(base, newer, false).ok());
+}
+
+// Identities written before the record held cuDNN, tool and model still load, the file's writer
+// standing in for the tool; the next save writes the whole record.
+TEST_F(SolutionsTest, LoadsIdentitiesWithoutTheNewerKeys) {
+  const std::string path = (tmp_ / "old.json").string();
+  std::ofstream(path) << R"({"format": "kselect.solutions", "version": 2, "tool_version": "0.0.9",
+    "identity": {"device_name": "NVIDIA H200", "device_kind": "nvidia-h200", "arch": "sm_90",
+                 "sm_count": 132, "driver_version": 13000, "runtime_version": 13000,
+                 "cublaslt_version": 130100, "nvrtc_version": 13000},
+    "solutions": []})";
+  auto loaded = LoadSolutionLibrary(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->identity.cublaslt_version, 130100);
+  EXPECT_EQ(loaded->identity.cudnn_version, 0);
+  EXPECT_EQ(loaded->identity.tool_version, "0.0.9");
+  ASSERT_TRUE(SaveSolutionLibrary(*loaded, path).ok());
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"cudnn_version\""), std::string::npos);
+  EXPECT_NE(text.find("\"model_fingerprint\""), std::string::npos);
+  auto again = LoadSolutionLibrary(path);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->identity, loaded->identity);
 }
 
 }  // namespace
