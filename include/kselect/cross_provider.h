@@ -104,6 +104,8 @@ class CrossProviderSelector {
   Selector& challenger() { return *challenger_; }
   Selector* reference_ranker() { return reference_ranker_.get(); }
   int time_top_k() const { return time_top_k_; }
+  // The vendor guard's record over this selector's first-use timings so far.
+  FirstUseGuardReport first_use_guard_report();
 
  private:
   friend StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& problem,
@@ -127,10 +129,10 @@ class CrossProviderSelector {
   size_t cache_capacity_ = 0;
   std::mutex decisions_mutex_;
   std::unordered_map<std::string, CrossDecision> decisions_;
-  // First-use timings across both providers: per problem, the timed configs' keys, fastest
-  // first.
+  // First-use timings across both providers: per problem, what the timing settled (the reference
+  // provider heuristic's pick timed beside the candidates: the vendor guard).
   std::mutex first_use_mutex_;
-  std::unordered_map<std::string, std::vector<std::string>> first_use_orders_;
+  std::unordered_map<std::string, FirstUseRecord> first_use_orders_;
 };
 
 // Runs the decision (falling back to the other provider's config when it cannot prepare or

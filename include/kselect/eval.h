@@ -83,6 +83,12 @@ StatusOr<CandidateSet> BuildCandidateSet(const Dataset& dataset, std::optional<P
 // Without `provider` the source is read twice.
 StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Provider> provider);
 
+// The vendor guard's decision from measured efficiencies: the peer's pick (`peer`) unless the
+// best of the timed candidates (`best`) is faster by more than `margin` (a fraction).
+inline double GuardedEfficiency(double best, double peer, double margin) {
+  return best > peer * (1 + margin) ? best : peer;
+}
+
 // How many of the model's best-ranked configs "timed at first use" figures time (the selector's
 // SelectorOptions::time_top_k): the best measured of them is what dispatch would run. 10 and 20
 // show what timing deeper buys (cuDNN's viable engine configs of a layer number 15-20).
@@ -160,6 +166,14 @@ struct EvalSummary {
     int k = 0;
     EfficiencyStats efficiency;
     double speedup_over_peer_top1 = 0;
+    // With the vendor guard (SelectorOptions::first_use_vendor_margin), over problems with a
+    // peer rank-1 row: the peer's pick timed beside the top k and kept unless the best of them is
+    // faster by more than the margin. Its efficiency, geomean and worst ratio over the peer's
+    // pick, and how often the pick was kept.
+    EfficiencyStats guarded_efficiency;
+    double guarded_speedup_over_peer_top1 = 0;
+    double guarded_worst_over_peer_top1 = 0;
+    int64_t guarded_problems = 0, vendor_kept = 0;
   };
   std::array<TimedTopK, kTimedTopK.size()> timed = [] {
     std::array<TimedTopK, kTimedTopK.size()> entries{};

@@ -16,6 +16,7 @@
 #include "kselect/hardware.h"
 #include "kselect/problem.h"
 #include "kselect/provider.h"
+#include "kselect/selector.h"
 #include "kselect/status.h"
 #include "kselect/timing.h"
 
@@ -37,6 +38,8 @@ struct HeadToHeadOptions {
   // kselect::Gemm runs after timing the candidates of both providers at the problem's first use
   // (on the problem's first operand set), the same path an application takes.
   int cross_time_top_k = 0;
+  // The cross-provider selector's SelectorOptions::first_use_vendor_margin.
+  double cross_vendor_margin = SelectorOptions{}.first_use_vendor_margin;
   // The cross-provider selector's SelectorOptions::first_use_cold_l2 (on by default, as there).
   bool cross_first_use_cold_l2 = true;
   // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
@@ -69,7 +72,11 @@ struct HeadToHead {
   // With HeadToHeadOptions::cross_model: the cross-provider decision, timed interleaved.
   std::optional<InterleavedFigure> cross_pick;
   double cross_predicted_gain = 0;
-  int cross_timed_configs = 0;  // configs the decision timed at first use (cross_time_top_k)
+  int cross_timed_configs = 0;
+  // With cross_time_top_k >= 2: whether cuBLASLt's pick was timed beside the candidates and
+  // stayed the choice (the vendor guard); unset when it was not timed.
+  std::optional<bool>
+      cross_vendor_kept;  // configs the decision timed at first use (cross_time_top_k)
   bool cross_first_use_cold_l2 = false;  // ... with the read operands rotated past 2 x L2
   // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
   // the cross-provider decision), so configs can be compared with each other in one run.

@@ -98,6 +98,16 @@ struct SelectorOptions {
   // docs/lab/selector.md). The copies (about 2 x L2 plus one set: ~130 MB on an H200) live
   // only during the timing; where they cannot be allocated, the timing runs without them.
   bool first_use_cold_l2 = true;
+  // The guard against losing to the vendor: first-use timing always times the provider
+  // heuristic's own first pick (cuBLASLt's rank 1, cuDNN's mode A first) beside the model's top
+  // k, in the same interleaved rounds, and runs it unless the fastest candidate's median is
+  // faster by more than this fraction. 0.01, measured on the H200 (docs/lab/selector.md, the
+  // vendor guard): over 174 held-out shapes the margins 0, 0.5, 1, 2 and 3 % gave 1.0434x,
+  // 1.0429x, 1.0427x, 1.0422x and 1.0393x cuBLASLt's pick in geomean; 1 % keeps the geomean
+  // and lifts the worst shape most (0.939x at 0). Shapes below 0.98x remain where first-use
+  // timing (eager) and CUDA-graph timing disagree by more than any margin.
+  // Untimed decisions (time_top_k < 2) are not guarded, and their dispatch note says so.
+  double first_use_vendor_margin = 0.01;
 };
 
 struct RankedConfig {
@@ -107,6 +117,21 @@ struct RankedConfig {
   double score = 0;
   std::optional<double> predicted_tflops;
   std::optional<double> predicted_latency_ms;
+};
+
+// What first-use timing settled for one problem (SelectorOptions::time_top_k).
+struct FirstUseRecord {
+  std::vector<std::string> order;           // ConfigKeys of the timed configs, the one to run first
+  std::optional<KernelConfig> vendor_pick;  // the provider heuristic's first pick, timed beside
+  bool vendor_timed = false;                // the pick ran in the timed rounds
+  bool vendor_kept = false;                 // it runs: no candidate beat it by more than the margin
+};
+
+// How often first-use timing kept the vendor's pick, over the problems a selector timed.
+struct FirstUseGuardReport {
+  int64_t timed_problems = 0;  // problems timed at first use
+  int64_t vendor_timed = 0;    // ... with the vendor's pick among the timed configs
+  int64_t vendor_kept = 0;     // ... where it stayed the choice
 };
 
 struct Selection {
@@ -185,6 +210,8 @@ class Selector {
   // The provider the model's configs run on (dispatch prepares kernels through it); kUnavailable
   // in builds or on hosts without one.
   StatusOr<KernelProvider*> provider();
+  // The vendor guard's record over this selector's first-use timings so far.
+  FirstUseGuardReport first_use_guard_report();
   struct Impl;
 
  private:
@@ -197,9 +224,9 @@ class Selector {
   // Dispatch's prepared kernels per (problem, config), under the provider's mutex.
   std::mutex& dispatch_mutex();
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared_kernels();
-  // Dispatch's first-use timings (SelectorOptions::time_top_k): per problem, the timed configs'
-  // keys, fastest first; under the same mutex.
-  std::unordered_map<std::string, std::vector<std::string>>& first_use_orders();
+  // Dispatch's first-use timings (SelectorOptions::time_top_k): per problem, what the timing
+  // settled; under the same mutex.
+  std::unordered_map<std::string, FirstUseRecord>& first_use_orders();
 
   explicit Selector(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -214,6 +241,9 @@ struct DispatchInfo {
   // Configs this call timed before running (SelectorOptions::time_top_k; the problem's first
   // dispatch), 0 otherwise.
   int timed_configs = 0;
+  // On the call that timed: whether the vendor's pick was timed beside the candidates and stayed
+  // the choice (SelectorOptions::first_use_vendor_margin); unset when it was not timed.
+  std::optional<bool> vendor_kept;
 };
 
 // C = alpha * op(A) op(B) + beta * C with the selector's choice for `problem` (alpha and beta

@@ -40,6 +40,7 @@ class Runner final : public HeadToHeadRunner {
       so.provider = options_.provider_options;
       so.time_top_k = options_.cross_time_top_k;
       so.first_use_cold_l2 = options_.cross_first_use_cold_l2;
+      so.first_use_vendor_margin = options_.cross_vendor_margin;
       KSELECT_ASSIGN_OR_RETURN(cross_, CrossProviderSelector::Open(options_.cross_model, so));
     } else if (options_.cross_only) {
       return InvalidArgumentError("head to head: cross_only needs a cross-provider model");
@@ -146,6 +147,7 @@ class Runner final : public HeadToHeadRunner {
         KSELECT_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
         decided = info.config;
         out.cross_timed_configs = info.timed_configs;
+        out.cross_vendor_kept = info.vendor_kept;
         out.cross_first_use_cold_l2 = options_.cross_first_use_cold_l2;
       }
       const std::string key = ConfigKey(decided);
@@ -244,8 +246,9 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
                            const std::string& device_kind, const std::string& run_id) {
   json rows = json::array();
   double log_tile = 0, log_pick = 0;
-  int compared = 0, at_or_above = 0, crossed = 0;
-  double log_cross = 0;
+  int compared = 0, at_or_above = 0, crossed = 0, vendor_timed = 0, vendor_kept = 0;
+  int cross_below_098 = 0;
+  double log_cross = 0, worst_cross = 0;
   for (const HeadToHead& h : results) {
     json row = {
         {"problem", json_codec::GemmProblemToJson(h.problem)},
@@ -267,6 +270,7 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
       row["cross_predicted_gain"] = h.cross_predicted_gain;
       row["cross_timed_configs"] = h.cross_timed_configs;
       row["cross_first_use_cold_l2"] = h.cross_first_use_cold_l2;
+      if (h.cross_vendor_kept) row["cross_vendor_kept"] = *h.cross_vendor_kept;
     }
     if (!h.screened.empty()) {
       json screened = json::array();
@@ -283,8 +287,15 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
       at_or_above += h.tile_over_cublaslt_best >= 1.0;
     }
     if (h.cross_pick) {
+      worst_cross =
+          crossed == 0 ? h.cross_pick->speedup : std::min(worst_cross, h.cross_pick->speedup);
       ++crossed;
       log_cross += std::log(h.cross_pick->speedup);
+      cross_below_098 += h.cross_pick->speedup < 0.98 ? 1 : 0;
+      if (h.cross_vendor_kept) {
+        ++vendor_timed;
+        vendor_kept += *h.cross_vendor_kept ? 1 : 0;
+      }
     }
   }
   json summary = {
@@ -297,6 +308,11 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
   if (crossed > 0) {
     summary["problems_with_a_cross_pick"] = crossed;
     summary["geomean_cross_pick_over_cublaslt_pick"] = std::exp(log_cross / crossed);
+    summary["worst_cross_pick_over_cublaslt_pick"] = worst_cross;
+    summary["cross_picks_below_0_98_of_cublaslt_pick"] = cross_below_098;
+    // The vendor guard at first use: problems where cuBLASLt's pick was timed, and kept.
+    summary["first_use_vendor_timed"] = vendor_timed;
+    summary["first_use_vendor_kept"] = vendor_kept;
   }
   json root = {{"format", "kselect.head_to_head"},
                {"format_version", 1},

@@ -60,6 +60,7 @@ struct TileOptions {
   std::string cross_model;
   int cross_time_top_k = 0;
   bool cross_first_use_warm_l2 = false;
+  double cross_vendor_margin = SelectorOptions{}.first_use_vendor_margin;
   bool cross_only = false;
   // tile cross
   std::vector<std::string> screened_files;
@@ -272,6 +273,7 @@ int RunBench(const TileOptions& o) {
   options.cross_model = o.cross_model;
   options.cross_time_top_k = o.cross_time_top_k;
   options.cross_first_use_cold_l2 = !o.cross_first_use_warm_l2;
+  options.cross_vendor_margin = o.cross_vendor_margin;
   options.cross_only = o.cross_only;
   StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
   if (!runner.ok()) return ReportError(kWhat, runner.status());
@@ -435,6 +437,14 @@ Command TileCommand() {
                         "with --cross-time-top-k: the first-use timing reuses the caller's A and "
                         "B at every launch (weights that fit in L2 stay there) instead of "
                         "cycling through copies past 2 x L2 as the bench times (the default)");
+        bench
+            ->add_option("--cross-vendor-margin", o->cross_vendor_margin,
+                         "with --cross-time-top-k: the vendor guard's margin "
+                         "(SelectorOptions::first_use_vendor_margin): cuBLASLt's pick, timed "
+                         "beside the candidates, runs unless one is faster by more than this "
+                         "fraction")
+            ->check(CLI::Range(0.0, 1.0))
+            ->capture_default_str();
         bench->add_flag("--cross-only", o->cross_only,
                         "with --cross-model: time only cuBLASLt's pick and the decision (no "
                         "screening)");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kselect/config_schema.h"
+#include "kselect/selector.h"
 #include "kselect/version.h"
 
 namespace kselect {
@@ -430,6 +431,27 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes) {
     timed->efficiency = ComputeStats(std::move(values));
     timed->speedup_over_peer_top1 =
         with_peer > 0 ? std::exp(log_sum / static_cast<double>(with_peer)) : 0;
+    // The vendor guard, as dispatch applies it (the same margin).
+    const double margin = SelectorOptions{}.first_use_vendor_margin;
+    std::vector<double> guarded;
+    double log_guarded = 0;
+    for (const ProblemOutcome& o : outcomes) {
+      if (!o.peer_top1_efficiency || *o.peer_top1_efficiency <= 0) continue;
+      const double peer = *o.peer_top1_efficiency;
+      const double e = GuardedEfficiency(o.model_timed_efficiency[i], peer, margin);
+      guarded.push_back(e);
+      log_guarded += std::log(e / peer);
+      timed->guarded_worst_over_peer_top1 =
+          timed->guarded_problems == 0 ? e / peer
+                                       : std::min(timed->guarded_worst_over_peer_top1, e / peer);
+      ++timed->guarded_problems;
+      timed->vendor_kept += e == peer ? 1 : 0;
+    }
+    timed->guarded_efficiency = ComputeStats(std::move(guarded));
+    timed->guarded_speedup_over_peer_top1 =
+        timed->guarded_problems > 0
+            ? std::exp(log_guarded / static_cast<double>(timed->guarded_problems))
+            : 0;
   }
   s.top1 = hits[0] / count;
   s.top3 = hits[1] / count;
@@ -514,6 +536,15 @@ std::string EvalSummaryToJson(const EvalSummary& s, const std::string& model_dir
     nlohmann::json t = StatsJson(timed.efficiency);
     t["geomean_speedup_over_peer_top1"] = timed.speedup_over_peer_top1;
     j["timed_at_first_use"]["model_top" + std::to_string(timed.k)] = std::move(t);
+    if (timed.guarded_problems > 0) {
+      nlohmann::json g = StatsJson(timed.guarded_efficiency);
+      g["geomean_speedup_over_peer_top1"] = timed.guarded_speedup_over_peer_top1;
+      g["worst_over_peer_top1"] = timed.guarded_worst_over_peer_top1;
+      g["vendor_kept"] = timed.vendor_kept;
+      g["vendor_kept_share"] =
+          static_cast<double>(timed.vendor_kept) / static_cast<double>(timed.guarded_problems);
+      j["timed_at_first_use_guarded"]["model_top" + std::to_string(timed.k)] = std::move(g);
+    }
   }
   nlohmann::json& peers = j["peers"];
   peers["peer_name"] = s.peer_names.a.name;
@@ -546,6 +577,10 @@ std::string EvalSummaryToMarkdown(const EvalSummary& s, const std::string& model
     const std::string name =
         "kselect model, its top " + std::to_string(timed.k) + " timed at first use";
     row(name.c_str(), timed.efficiency);
+    if (timed.guarded_problems > 0) {
+      const std::string guarded = name + ", the peer's pick beside them (vendor guard)";
+      row(guarded.c_str(), timed.guarded_efficiency);
+    }
   }
   const PeerNames& names = s.peer_names;
   const std::string a_top1 = names.a.name + " (rank 1)",

@@ -304,6 +304,11 @@ StatusOr<CrossDecision> CrossProviderSelector::DecideLive(const GemmProblem& pro
   return d;
 }
 
+FirstUseGuardReport CrossProviderSelector::first_use_guard_report() {
+  std::lock_guard lock(first_use_mutex_);
+  return GuardReportOf(first_use_orders_);
+}
+
 StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& problem,
                             const void* a, const void* b, void* c, void* workspace,
                             int64_t workspace_bytes, void* stream) {
@@ -317,8 +322,11 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
   };
   int timed_configs = 0;
   std::string timing_note;
+  std::optional<bool> vendor_kept;
   if (selector.time_top_k_ >= 2 && d.ranked.size() >= 2) {
-    auto time_now = [&]() -> StatusOr<std::vector<std::string>> {
+    // The vendor guard: cuBLASLt's own pick is timed beside the candidates and kept unless one
+    // beats it by more than the margin.
+    auto time_now = [&]() -> StatusOr<FirstUseRecord> {
       KernelOperands operands;
       operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
       operands.workspace = workspace;
@@ -329,23 +337,41 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
         if (!kernel.ok() || (*kernel)->WorkspaceBytes() > workspace_bytes) continue;
         contenders.push_back({ConfigKey(r.config), *kernel});
       }
+      const std::string vendor_key = ConfigKey(d.reference_pick);
+      if (std::none_of(contenders.begin(), contenders.end(),
+                       [&](const timing::FirstUseContender& c) { return c.key == vendor_key; })) {
+        auto kernel = PreparedForDispatch(selector.reference(), Problem(problem), d.reference_pick);
+        if (kernel.ok() && (*kernel)->WorkspaceBytes() <= workspace_bytes) {
+          contenders.push_back({vendor_key, *kernel});
+        }
+      }
+      if (contenders.size() < 2) return FirstUseRecord{};
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
       KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
                                provider->Operands(Problem(problem)));
-      return timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
-                                              selector.reference().options().first_use_cold_l2,
-                                              stream);
+      const SelectorOptions& options = selector.reference().options();
+      KSELECT_ASSIGN_OR_RETURN(
+          std::vector<timing::TimedContender> timed,
+          timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
+                                           options.first_use_cold_l2, stream));
+      return GuardedRecord(std::move(timed), d.reference_pick, options.first_use_vendor_margin);
     };
     std::lock_guard lock(selector.first_use_mutex_);
     KSELECT_ASSIGN_OR_RETURN(
-        const std::vector<std::string>* timed,
+        const FirstUseRecord* record,
         FirstUseOrder(selector.first_use_orders_, ProblemToString(Problem(problem)), stream,
                       time_now, &timed_configs, &timing_note));
-    if (timed != nullptr && !timed->empty()) {
+    if (record != nullptr && !record->order.empty()) {
+      const std::vector<RankedConfig> candidates = WithVendorPick(d.ranked, record);
       std::vector<RankedConfig> reordered;
-      for (size_t r : TimedFirst(d.ranked, *timed)) reordered.push_back(d.ranked[r]);
+      for (size_t r : TimedFirst(candidates, record->order)) reordered.push_back(candidates[r]);
       d.ranked = std::move(reordered);
+      if (timed_configs > 0) timing_note = GuardNote(*record);
+      if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
     }
+  } else {
+    timing_note =
+        "not guarded: untimed (time_top_k < 2), the vendor's pick was not timed beside it";
   }
   std::string failures;
   for (size_t r = 0; r < d.ranked.size(); ++r) {
@@ -356,6 +382,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
     if (info.ok()) {
       info->rank = static_cast<int>(r + 1);
       info->timed_configs = timed_configs;
+      info->vendor_kept = vendor_kept;
       if (!failures.empty()) info->note = "fell back past " + failures;
       if (timed_configs > 0) {
         info->note += std::string(info->note.empty() ? "" : "; ") + "timed " +

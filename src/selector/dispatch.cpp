@@ -2,6 +2,7 @@
 // down the ranking when a config cannot be prepared or launched; with time_top_k, the best-ranked
 // few are timed at a problem's first dispatch and the fastest runs from then on.
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <numeric>
 
@@ -31,13 +32,14 @@ StatusOr<PreparedKernel*> PreparedLocked(
   return it->second.get();
 }
 
-// Times the first `count` configs of `ranked` that prepare and fit the workspace (see
-// TimeContendersAtFirstUse). The caller holds the dispatch mutex.
-StatusOr<std::vector<std::string>> TimeFirstUse(
+// Times the first `count` configs of `ranked` that prepare and fit the workspace, and the
+// provider heuristic's first pick beside them (the vendor guard; see TimeContendersAtFirstUse
+// and GuardedRecord). The caller holds the dispatch mutex, which guards the provider.
+StatusOr<FirstUseRecord> TimeFirstUse(
     std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& prepared,
     KernelProvider& provider, const Problem& problem, const std::string& problem_key,
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
-    bool cold_l2, cudaStream_t stream) {
+    const SelectorOptions& options, cudaStream_t stream) {
   std::vector<timing::FirstUseContender> contenders;
   for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
     const KernelConfig& config = ranked[r].config;
@@ -46,17 +48,32 @@ StatusOr<std::vector<std::string>> TimeFirstUse(
     if (!kernel.ok() || (*kernel)->WorkspaceBytes() > operands.workspace_bytes) continue;
     contenders.push_back({ConfigKey(config), *kernel});
   }
-  if (contenders.size() < 2) return std::vector<std::string>{};
+  std::optional<KernelConfig> vendor;
+  if (StatusOr<std::vector<KernelConfig>> picks = provider.HeuristicPicks(problem, 1);
+      picks.ok() && !picks->empty()) {
+    vendor = picks->front();
+    const std::string key = ConfigKey(*vendor);
+    const bool listed =
+        std::any_of(contenders.begin(), contenders.end(),
+                    [&](const timing::FirstUseContender& c) { return c.key == key; });
+    auto kernel = PreparedLocked(prepared, provider, problem, problem_key, *vendor);
+    if (!listed && kernel.ok() && (*kernel)->WorkspaceBytes() <= operands.workspace_bytes) {
+      contenders.push_back({key, *kernel});
+    }
+  }
+  if (contenders.size() < 2) return FirstUseRecord{};
   KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
-  return timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands, cold_l2, stream);
+  KSELECT_ASSIGN_OR_RETURN(std::vector<timing::TimedContender> timed,
+                           timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
+                                                            options.first_use_cold_l2, stream));
+  return GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
 }
 
 }  // namespace
 
-StatusOr<const std::vector<std::string>*> FirstUseOrder(
-    std::unordered_map<std::string, std::vector<std::string>>& orders,
-    const std::string& problem_key, void* stream,
-    const std::function<StatusOr<std::vector<std::string>>()>& time_now, int* timed,
+StatusOr<const FirstUseRecord*> FirstUseOrder(
+    std::unordered_map<std::string, FirstUseRecord>& orders, const std::string& problem_key,
+    void* stream, const std::function<StatusOr<FirstUseRecord>()>& time_now, int* timed,
     std::string* note) {
   *timed = 0;
   auto it = orders.find(problem_key);
@@ -67,9 +84,63 @@ StatusOr<const std::vector<std::string>*> FirstUseOrder(
     *note = "not timed: the stream is being captured into a graph";
     return nullptr;
   }
-  KSELECT_ASSIGN_OR_RETURN(std::vector<std::string> order, time_now());
-  *timed = static_cast<int>(order.size());
-  return &orders.emplace(problem_key, std::move(order)).first->second;
+  KSELECT_ASSIGN_OR_RETURN(FirstUseRecord record, time_now());
+  *timed = static_cast<int>(record.order.size());
+  return &orders.emplace(problem_key, std::move(record)).first->second;
+}
+
+FirstUseRecord GuardedRecord(std::vector<timing::TimedContender> timed,
+                             const std::optional<KernelConfig>& vendor, double margin) {
+  FirstUseRecord record;
+  record.vendor_pick = vendor;
+  if (vendor && !timed.empty()) {
+    const std::string vendor_key = ConfigKey(*vendor);
+    auto at = std::find_if(timed.begin(), timed.end(),
+                           [&](const timing::TimedContender& t) { return t.key == vendor_key; });
+    if (at != timed.end()) {
+      record.vendor_timed = true;
+      // The fastest replaces the pick only when faster by more than the margin.
+      if (at != timed.begin() && timed.front().median_ms * (1 + margin) >= at->median_ms) {
+        std::rotate(timed.begin(), at, at + 1);
+      }
+      record.vendor_kept = timed.front().key == vendor_key;
+    }
+  }
+  for (timing::TimedContender& t : timed) record.order.push_back(std::move(t.key));
+  return record;
+}
+
+std::string GuardNote(const FirstUseRecord& record) {
+  if (!record.vendor_pick) return "not guarded: the vendor's heuristic had no pick";
+  if (!record.vendor_timed) return "not guarded: the vendor's pick could not be timed";
+  return record.vendor_kept ? "the vendor's pick kept (no candidate beat it by the margin)"
+                            : "a candidate beat the vendor's pick by more than the margin";
+}
+
+FirstUseGuardReport GuardReportOf(const std::unordered_map<std::string, FirstUseRecord>& orders) {
+  FirstUseGuardReport report;
+  for (const auto& [key, record] : orders) {
+    if (record.order.empty()) continue;
+    ++report.timed_problems;
+    report.vendor_timed += record.vendor_timed ? 1 : 0;
+    report.vendor_kept += record.vendor_kept ? 1 : 0;
+  }
+  return report;
+}
+
+std::vector<RankedConfig> WithVendorPick(std::span<const RankedConfig> ranked,
+                                         const FirstUseRecord* record) {
+  std::vector<RankedConfig> out(ranked.begin(), ranked.end());
+  if (record == nullptr || !record->vendor_pick) return out;
+  const std::string key = ConfigKey(*record->vendor_pick);
+  for (const RankedConfig& r : out) {
+    if (ConfigKey(r.config) == key) return out;
+  }
+  RankedConfig vendor;
+  vendor.config = *record->vendor_pick;
+  vendor.score = -std::numeric_limits<double>::infinity();  // ranked by nobody: timing decides
+  out.push_back(std::move(vendor));
+  return out;
 }
 
 std::vector<size_t> TimedFirst(std::span<const RankedConfig> ranked,
@@ -152,24 +223,35 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   int timed_configs = 0;
   std::string timing_note;
   const size_t time_top_k = static_cast<size_t>(std::max(selector.options().time_top_k, 0));
+  // The configs dispatch may run: the selection, and the vendor's pick when first-use timing
+  // timed it beside them (the vendor guard).
+  std::vector<RankedConfig> candidates(ranked.begin(), ranked.end());
+  std::optional<bool> vendor_kept;
   if (time_top_k >= 2 && ranked.size() >= 2) {
     std::lock_guard lock(selector.dispatch_mutex());
-    KSELECT_ASSIGN_OR_RETURN(const std::vector<std::string>* timed,
+    KSELECT_ASSIGN_OR_RETURN(const FirstUseRecord* record,
                              FirstUseOrder(
                                  selector.first_use_orders(), problem_key, stream,
                                  [&] {
                                    return TimeFirstUse(selector.prepared_kernels(), *provider,
                                                        problem, problem_key, ranked, time_top_k,
-                                                       operands,
-                                                       selector.options().first_use_cold_l2,
+                                                       operands, selector.options(),
                                                        static_cast<cudaStream_t>(stream));
                                  },
                                  &timed_configs, &timing_note));
-    if (timed != nullptr && !timed->empty()) order = TimedFirst(ranked, *timed);
+    if (record != nullptr && !record->order.empty()) {
+      candidates = WithVendorPick(ranked, record);
+      order = TimedFirst(candidates, record->order);
+      if (timed_configs > 0) timing_note = GuardNote(*record);
+      if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
+    }
+  } else if (time_top_k < 2 && ranked.size() >= 2) {
+    timing_note =
+        "not guarded: untimed (time_top_k < 2), the vendor's pick was not timed beside it";
   }
   std::string failures;
   for (size_t r : order) {
-    const KernelConfig& config = ranked[r].config;
+    const KernelConfig& config = candidates[r].config;
     if (ProviderOf(config) != provider->id()) {
       failures += (failures.empty() ? "" : "; ") + DescribeConfig(config) + ": not a " +
                   std::string(ProviderName(provider->id())) + " config";
@@ -204,11 +286,13 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
     info.path = path;
     info.rank = static_cast<int>(r + 1);
     info.timed_configs = timed_configs;
+    info.vendor_kept = vendor_kept;
     if (!failures.empty()) info.note = "fell back past " + failures;
     if (timed_configs > 0) {
-      info.note += std::string(info.note.empty() ? "" : "; ") + "timed the top " +
-                   std::to_string(timed_configs) + " at first use: rank " +
-                   std::to_string(info.rank) + " was the fastest";
+      info.note += std::string(info.note.empty() ? "" : "; ") + "timed " +
+                   std::to_string(timed_configs) + " configs at first use: " +
+                   (r < ranked.size() ? "rank " + std::to_string(info.rank) + " runs"
+                                      : std::string("the vendor's pick runs"));
     }
     if (!timing_note.empty()) info.note += (info.note.empty() ? "" : "; ") + timing_note;
     return info;

@@ -1,9 +1,12 @@
 // First-use orders shared by the dispatchers (dispatch.cpp for one selector, cross_provider.cpp
 // for a decision over two providers): kept per problem, made by the timing module's
-// timing::TimeContendersAtFirstUse (timing/first_use.h), never while a stream is captured.
+// timing::TimeContendersAtFirstUse (timing/first_use.h), never while a stream is captured, and
+// guarded: the vendor heuristic's first pick is timed beside the candidates and kept unless one
+// beats it by more than SelectorOptions::first_use_vendor_margin.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -12,6 +15,7 @@
 #include "kselect/provider.h"
 #include "kselect/selector.h"
 #include "kselect/status.h"
+#include "timing/first_use.h"
 
 namespace kselect {
 
@@ -19,11 +23,27 @@ namespace kselect {
 // `time_now` and kept there (the caller holds the lock guarding `orders`). None (null) while
 // `stream` is being captured into a graph, and `*note` says so. `*timed` = the configs this call
 // timed (0 when the order was found).
-StatusOr<const std::vector<std::string>*> FirstUseOrder(
-    std::unordered_map<std::string, std::vector<std::string>>& orders,
-    const std::string& problem_key, void* stream,
-    const std::function<StatusOr<std::vector<std::string>>()>& time_now, int* timed,
+StatusOr<const FirstUseRecord*> FirstUseOrder(
+    std::unordered_map<std::string, FirstUseRecord>& orders, const std::string& problem_key,
+    void* stream, const std::function<StatusOr<FirstUseRecord>()>& time_now, int* timed,
     std::string* note);
+
+// The record of one first-use timing (`timed`, fastest first): the vendor's pick (`vendor`, when
+// it was timed) first unless the fastest candidate's median is below the pick's by more than
+// `margin` (a fraction), then the rest fastest first.
+FirstUseRecord GuardedRecord(std::vector<timing::TimedContender> timed,
+                             const std::optional<KernelConfig>& vendor, double margin);
+
+// "vendor's pick kept ..." / "... beat the vendor's pick by X %": the dispatch note of a record.
+std::string GuardNote(const FirstUseRecord& record);
+
+// Counts over the records (the caller holds their lock).
+FirstUseGuardReport GuardReportOf(const std::unordered_map<std::string, FirstUseRecord>& orders);
+
+// `ranked` with the vendor's pick appended when the record has one that `ranked` lacks, so that
+// dispatch can run it.
+std::vector<RankedConfig> WithVendorPick(std::span<const RankedConfig> ranked,
+                                         const FirstUseRecord* record);
 
 // Indices into `ranked`: the configs `timed_order` names (fastest first), then the rest in rank
 // order.

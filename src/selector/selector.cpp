@@ -24,6 +24,7 @@
 #include "kselect/model.h"
 #include "kselect/version.h"
 #include "selector/decision_cache.h"
+#include "selector/first_use_timing.h"
 
 namespace kselect {
 
@@ -141,7 +142,7 @@ struct Selector::Impl {
   std::ofstream record;
   // Dispatch: prepared kernels per (problem, config).
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>> prepared;
-  std::unordered_map<std::string, std::vector<std::string>> first_use_orders;
+  std::unordered_map<std::string, FirstUseRecord> first_use_orders;
 
   Impl(Model m, size_t cache_capacity) : model(std::move(m)), cache(cache_capacity) {}
 
@@ -382,8 +383,13 @@ std::mutex& Selector::dispatch_mutex() {
 std::unordered_map<std::string, std::unique_ptr<PreparedKernel>>& Selector::prepared_kernels() {
   return impl_->prepared;
 }
-std::unordered_map<std::string, std::vector<std::string>>& Selector::first_use_orders() {
+std::unordered_map<std::string, FirstUseRecord>& Selector::first_use_orders() {
   return impl_->first_use_orders;
+}
+
+FirstUseGuardReport Selector::first_use_guard_report() {
+  std::lock_guard lock(impl_->provider_mutex);
+  return GuardReportOf(impl_->first_use_orders);
 }
 
 StatusOr<std::vector<KernelConfig>> Selector::Impl::LockedHeuristicPicks(const Problem& problem,

@@ -69,7 +69,7 @@ StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>&
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
+StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
     const KernelOperands& operands, bool cold_l2, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
@@ -81,7 +81,7 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
   };
   std::vector<Timed> timed;
   for (FirstUseContender& c : contenders) timed.push_back({std::move(c.key), c.kernel, 1, {}});
-  if (timed.size() < 2) return std::vector<std::string>{};
+  if (timed.size() < 2) return std::vector<TimedContender>{};
   if (specs.size() != operands.buffers.size()) {
     return InvalidArgumentError("dispatch: " + std::to_string(operands.buffers.size()) +
                                 " operands given, the problem has " + std::to_string(specs.size()));
@@ -128,7 +128,7 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
         std::clamp(static_cast<int>(kTimedBatchMs / std::max(*ms, 1e-4)), 1, kMaxLaunchesPerBatch);
     runnable.push_back(std::move(t));
   }
-  if (runnable.size() < 2) return std::vector<std::string>{};
+  if (runnable.size() < 2) return std::vector<TimedContender>{};
   // One untimed round of whole batches, so that the timed ones start at working clocks.
   for (Timed& t : runnable) KSELECT_RETURN_IF_ERROR(time_batch(t).status());
   for (int batch = 0; batch < kTimedBatches; ++batch) {
@@ -139,13 +139,11 @@ StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
       t.ms_per_launch.push_back(ms);
     }
   }
-  std::vector<std::pair<double, std::string>> medians;
-  for (Timed& t : runnable) medians.emplace_back(Median(std::move(t.ms_per_launch)), t.key);
+  std::vector<TimedContender> order;
+  for (Timed& t : runnable) order.push_back({t.key, Median(std::move(t.ms_per_launch))});
   // Stable: between equal medians the model's order decides.
-  std::stable_sort(medians.begin(), medians.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::string> order;
-  for (auto& [ms, key] : medians) order.push_back(std::move(key));
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.median_ms < b.median_ms; });
   return order;  // ElapsedMs waited for the last batch: the scratch and copies are free to go
 }
 

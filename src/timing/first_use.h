@@ -16,14 +16,20 @@ struct FirstUseContender {
   PreparedKernel* kernel = nullptr;
 };
 
+// A timed contender: its key and the median ms of one launch over the timed batches.
+struct TimedContender {
+  std::string key;
+  double median_ms = 0;
+};
+
 // Times `contenders` interleaved (warm-up, batches of at least 0.3 ms, the median of 7 in a
 // rotated order) on `operands` with scratch copies of the operands `specs` marks as written (the
-// caller's output is untouched, and beta * C reads real values), and returns their keys, fastest
-// first; a contender that fails its warm-up launches is left out. Empty when fewer than two could
-// be timed. `cold_l2`: launches cycle through copies of the read operands that together exceed
-// 2 x L2 (SelectorOptions::first_use_cold_l2). `stream` is a cudaStream_t. Returns after the
-// last batch completed.
-StatusOr<std::vector<std::string>> TimeContendersAtFirstUse(
+// caller's output is untouched, and beta * C reads real values), and returns them with their
+// medians, fastest first; a contender that fails its warm-up launches is left out. Empty when fewer
+// than two could be timed. `cold_l2`: launches cycle through copies of the read operands that
+// together exceed 2 x L2 (SelectorOptions::first_use_cold_l2). `stream` is a cudaStream_t. Returns
+// after the last batch completed.
+StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
     const KernelOperands& operands, bool cold_l2, void* stream);
 
