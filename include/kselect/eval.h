@@ -30,6 +30,7 @@
 #include "kselect/kernel_config.h"
 #include "kselect/model.h"
 #include "kselect/problem.h"
+#include "kselect/selector.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -86,7 +87,7 @@ StatusOr<CandidateSet> BuildCandidateSet(const RowSource& rows, std::optional<Pr
 // The vendor guard's decision from measured efficiencies: the peer's pick (`peer`) unless the
 // best of the timed candidates (`best`) is faster by more than `margin` (a fraction).
 inline double GuardedEfficiency(double best, double peer, double margin) {
-  return best > peer * (1 + margin) ? best : peer;
+  return ReplacesVendorPick(best / peer, margin) ? best : peer;
 }
 
 // How many of the model's best-ranked configs "timed at first use" figures time (the selector's

@@ -110,6 +110,13 @@ struct SelectorOptions {
   double first_use_vendor_margin = 0.01;
 };
 
+// The vendor guard's rule, for dispatch (timed medians) and eval (measured efficiencies) alike:
+// a candidate replaces the vendor's pick only when its speedup over the pick (pick ms / its ms)
+// exceeds 1 + `margin`.
+inline bool ReplacesVendorPick(double speedup_over_pick, double margin) {
+  return speedup_over_pick > 1 + margin;
+}
+
 struct RankedConfig {
   KernelConfig config;
   // What the deciding stage ordered by (higher = better): the model's score (TFLOPS for a

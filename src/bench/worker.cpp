@@ -23,6 +23,7 @@
 #include "cuda/runtime.h"
 #include "kselect/hardware.h"
 #include "kselect/provider.h"
+#include "kselect/timing.h"
 #include "kselect/verify.h"
 #include "timing/gated_regions.h"
 
@@ -169,17 +170,13 @@ class WorkerDevice {
       return Aborted(estimate, abort_bound_ms, 1, method);
     }
     // Warm-up: launches covering warmup_ms (none when the estimate alone covers it).
-    const int warmup =
-        estimate >= options_.warmup_ms
-            ? 0
-            : std::clamp(static_cast<int>(std::ceil(options_.warmup_ms / std::max(estimate, 1e-4))),
-                         1, options_.warmup_iters);
+    const int warmup = estimate >= options_.warmup_ms
+                           ? 0
+                           : LaunchesPerBatch(options_.warmup_ms, estimate, options_.warmup_iters);
     for (int i = 0; i < warmup; ++i) {
       if (Status s = launch(); !s.ok()) return Fail(s.ToString(), IsSticky());
     }
-    int iters =
-        std::clamp(static_cast<int>(std::ceil(options_.batch_ms / std::max(estimate, 1e-4))), 1,
-                   options_.max_iters_per_batch);
+    int iters = LaunchesPerBatch(options_.batch_ms, estimate, options_.max_iters_per_batch);
     int repeats = options_.repeats;
     const double per_batch = estimate * iters;
     if (per_batch * repeats > options_.config_budget_ms) {

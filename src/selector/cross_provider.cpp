@@ -337,24 +337,13 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
         if (!kernel.ok() || (*kernel)->WorkspaceBytes() > workspace_bytes) continue;
         contenders.push_back({ConfigKey(r.config), *kernel});
       }
-      const std::string vendor_key = ConfigKey(d.reference_pick);
-      if (std::none_of(contenders.begin(), contenders.end(),
-                       [&](const timing::FirstUseContender& c) { return c.key == vendor_key; })) {
-        auto kernel = PreparedForDispatch(selector.reference(), Problem(problem), d.reference_pick);
-        if (kernel.ok() && (*kernel)->WorkspaceBytes() <= workspace_bytes) {
-          contenders.push_back({vendor_key, *kernel});
-        }
-      }
-      if (contenders.size() < 2) return FirstUseRecord{};
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
-      KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs,
-                               provider->Operands(Problem(problem)));
-      const SelectorOptions& options = selector.reference().options();
-      KSELECT_ASSIGN_OR_RETURN(
-          std::vector<timing::TimedContender> timed,
-          timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
-                                           options.first_use_cold_l2, stream));
-      return GuardedRecord(std::move(timed), d.reference_pick, options.first_use_vendor_margin);
+      return TimeWithVendorPick(
+          std::move(contenders), d.reference_pick,
+          [&] {
+            return PreparedForDispatch(selector.reference(), Problem(problem), d.reference_pick);
+          },
+          *provider, Problem(problem), operands, selector.reference().options(), stream);
     };
     std::lock_guard lock(selector.first_use_mutex_);
     KSELECT_ASSIGN_OR_RETURN(
@@ -369,7 +358,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       if (timed_configs > 0) timing_note = GuardNote(*record);
       if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
     }
-  } else {
+  } else if (selector.time_top_k_ < 2) {
     timing_note =
         "not guarded: untimed (time_top_k < 2), the vendor's pick was not timed beside it";
   }

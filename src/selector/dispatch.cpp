@@ -52,21 +52,11 @@ StatusOr<FirstUseRecord> TimeFirstUse(
   if (StatusOr<std::vector<KernelConfig>> picks = provider.HeuristicPicks(problem, 1);
       picks.ok() && !picks->empty()) {
     vendor = picks->front();
-    const std::string key = ConfigKey(*vendor);
-    const bool listed =
-        std::any_of(contenders.begin(), contenders.end(),
-                    [&](const timing::FirstUseContender& c) { return c.key == key; });
-    auto kernel = PreparedLocked(prepared, provider, problem, problem_key, *vendor);
-    if (!listed && kernel.ok() && (*kernel)->WorkspaceBytes() <= operands.workspace_bytes) {
-      contenders.push_back({key, *kernel});
-    }
   }
-  if (contenders.size() < 2) return FirstUseRecord{};
-  KSELECT_ASSIGN_OR_RETURN(std::vector<OperandSpec> specs, provider.Operands(problem));
-  KSELECT_ASSIGN_OR_RETURN(std::vector<timing::TimedContender> timed,
-                           timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
-                                                            options.first_use_cold_l2, stream));
-  return GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
+  return TimeWithVendorPick(
+      std::move(contenders), vendor,
+      [&] { return PreparedLocked(prepared, provider, problem, problem_key, *vendor); }, provider,
+      problem, operands, options, stream);
 }
 
 }  // namespace
@@ -89,6 +79,29 @@ StatusOr<const FirstUseRecord*> FirstUseOrder(
   return &orders.emplace(problem_key, std::move(record)).first->second;
 }
 
+StatusOr<FirstUseRecord> TimeWithVendorPick(
+    std::vector<timing::FirstUseContender> contenders, const std::optional<KernelConfig>& vendor,
+    const std::function<StatusOr<PreparedKernel*>()>& prepare_vendor, KernelProvider& provider,
+    const Problem& problem, const KernelOperands& operands, const SelectorOptions& options,
+    void* stream) {
+  if (vendor) {
+    const std::string key = ConfigKey(*vendor);
+    if (std::none_of(contenders.begin(), contenders.end(),
+                     [&](const timing::FirstUseContender& c) { return c.key == key; })) {
+      StatusOr<PreparedKernel*> kernel = prepare_vendor();
+      if (kernel.ok() && (*kernel)->WorkspaceBytes() <= operands.workspace_bytes) {
+        contenders.push_back({key, *kernel});
+      }
+    }
+  }
+  if (contenders.size() < 2) return FirstUseRecord{};
+  KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider.Operands(problem));
+  KSELECT_ASSIGN_OR_RETURN(std::vector<timing::TimedContender> timed,
+                           timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
+                                                            options.first_use_cold_l2, stream));
+  return GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
+}
+
 FirstUseRecord GuardedRecord(std::vector<timing::TimedContender> timed,
                              const std::optional<KernelConfig>& vendor, double margin) {
   FirstUseRecord record;
@@ -100,7 +113,8 @@ FirstUseRecord GuardedRecord(std::vector<timing::TimedContender> timed,
     if (at != timed.end()) {
       record.vendor_timed = true;
       // The fastest replaces the pick only when faster by more than the margin.
-      if (at != timed.begin() && timed.front().median_ms * (1 + margin) >= at->median_ms) {
+      if (at != timed.begin() &&
+          !ReplacesVendorPick(at->median_ms / timed.front().median_ms, margin)) {
         std::rotate(timed.begin(), at, at + 1);
       }
       record.vendor_kept = timed.front().key == vendor_key;

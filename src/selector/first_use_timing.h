@@ -28,6 +28,17 @@ StatusOr<const FirstUseRecord*> FirstUseOrder(
     void* stream, const std::function<StatusOr<FirstUseRecord>()>& time_now, int* timed,
     std::string* note);
 
+// First-use timing with the vendor guard, for both dispatchers: times `contenders` with the
+// vendor's pick (`vendor`) beside them, prepared by `prepare_vendor` when they lack it and left
+// out when it cannot run within `operands`' workspace, on the operands `provider` describes for
+// `problem`; then GuardedRecord with SelectorOptions' margin. An empty record (nothing timed)
+// with fewer than two contenders.
+StatusOr<FirstUseRecord> TimeWithVendorPick(
+    std::vector<timing::FirstUseContender> contenders, const std::optional<KernelConfig>& vendor,
+    const std::function<StatusOr<PreparedKernel*>()>& prepare_vendor, KernelProvider& provider,
+    const Problem& problem, const KernelOperands& operands, const SelectorOptions& options,
+    void* stream);
+
 // The record of one first-use timing (`timed`, fastest first): the vendor's pick (`vendor`, when
 // it was timed) first unless the fastest candidate's median is below the pick's by more than
 // `margin` (a fraction), then the rest fastest first.
