@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "providers/cublaslt/cublaslt_algo.h"
 #include "providers/cublaslt/cublaslt_ids.h"
 
 namespace kselect::cublaslt {
@@ -170,7 +171,7 @@ T ReadConfigAttribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfig
   return value;
 }
 
-CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo) {
+CublasLtConfig ReadAlgoConfig(const cublasLtMatmulAlgo_t& algo) {
   CublasLtConfig c;
   c.algo_id = ReadConfigAttribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
   c.tile_id =
@@ -447,7 +448,7 @@ class CublasLtProvider final : public KernelProvider {
     KSELECT_RETURN_IF_ERROR(Check(status, "cublasLtMatmulAlgoGetHeuristic"));
     for (int i = 0; i < returned; ++i) {
       if (results[static_cast<size_t>(i)].state != CUBLAS_STATUS_SUCCESS) continue;
-      picks.emplace_back(ConfigOfAlgo(results[static_cast<size_t>(i)].algo));
+      picks.emplace_back(ReadAlgoConfig(results[static_cast<size_t>(i)].algo));
     }
     return picks;
   }
@@ -531,6 +532,34 @@ class CublasLtProvider final : public KernelProvider {
 };
 
 }  // namespace
+
+StatusOr<cublasLtMatmulAlgo_t> InitAlgoForConfig(cublasLtHandle_t handle,
+                                                 cublasComputeType_t compute,
+                                                 cudaDataType_t scale, cudaDataType_t a,
+                                                 cudaDataType_t b, cudaDataType_t c,
+                                                 cudaDataType_t d, const CublasLtConfig& config) {
+  cublasLtMatmulAlgo_t algo;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoInit(handle, compute, scale, a, b, c, d, config.algo_id, &algo);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return CannotImplementError("algo " + std::to_string(config.algo_id) +
+                                " does not exist for these types: " + CublasText(status));
+  }
+  KSELECT_RETURN_IF_ERROR(ApplyConfig(config, algo));
+  return algo;
+}
+
+CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo) { return ReadAlgoConfig(algo); }
+
+std::optional<DataType> DataTypeOfCuda(cudaDataType_t type) {
+  for (const DataType t : {DataType::kF32, DataType::kF16, DataType::kBF16, DataType::kF8E4M3,
+                           DataType::kF8E5M2}) {
+    if (CudaType(t) == type) return t;
+  }
+  return std::nullopt;
+}
+
+std::string CublasStatusText(cublasStatus_t status) { return CublasText(status); }
 
 bool CublasLtSupportsProblem(const Problem& problem) {
   const GemmProblem* p = std::get_if<GemmProblem>(&problem);

@@ -1,0 +1,518 @@
+#include "layer/layer.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <unordered_map>
+
+#include "core/text.h"
+#include "kselect/hardware.h"
+#include "kselect/provenance.h"
+#include "kselect/selector.h"
+#include "kselect/version.h"
+#include "providers/cublaslt/cublaslt_algo.h"
+#include "nlohmann/json.hpp"
+
+namespace kselect::layer {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<uint64_t> g_generation{1};
+
+// Decisions per thread: the fast path takes no lock. Dropped when the layer's generation changes.
+struct ThreadCache {
+  uint64_t generation = 0;
+  std::unordered_map<LtCallKey, CallDecision, LtCallKeyHash> decisions;
+};
+thread_local ThreadCache t_cache;
+// A program making descriptors per call with ever-changing contents (say a fresh bias pointer
+// each time) would grow the cache without bound: past this many it starts again.
+constexpr size_t kMaxCachedDecisions = 4096;
+
+// cuBLASLt's default alignment preference, under which kselect's configs were enumerated and
+// checked: a chosen config runs only on operands aligned so.
+constexpr uintptr_t kOperandAlignment = 256;
+
+std::string WithPid(std::string path) {
+  const size_t at = path.find("%p");
+  if (at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
+  return path;
+}
+
+std::string CallKeyText(const LtCall& call) {
+  std::string key = call.problem.ToString();
+  // ToString leaves the scalars out; a library entry is per exact problem, scalars included.
+  if (call.problem.alpha != 1.0 || call.problem.beta != 0.0) {
+    char scalars[64];
+    std::snprintf(scalars, sizeof(scalars), " alpha=%g beta=%g", call.problem.alpha,
+                  call.problem.beta);
+    key += scalars;
+  }
+  key += " lda=" + std::to_string(call.lda) + " ldb=" + std::to_string(call.ldb) +
+         " ldc=" + std::to_string(call.ldc);
+  if (call.ldd != call.ldc) key += " ldd=" + std::to_string(call.ldd);
+  const std::string epilogue = EpilogueName(call.epilogue);
+  if (!epilogue.empty()) key += " epilogue=" + epilogue;
+  return key;
+}
+
+}  // namespace
+
+std::string_view LayerModeName(LayerMode mode) {
+  switch (mode) {
+    case LayerMode::kOff:
+      return "off";
+    case LayerMode::kRecord:
+      return "record";
+    case LayerMode::kLibrary:
+      return "library";
+    case LayerMode::kSelect:
+      return "select";
+  }
+  return "off";
+}
+
+StatusOr<LayerMode> ParseLayerMode(std::string_view name) {
+  for (const LayerMode mode :
+       {LayerMode::kOff, LayerMode::kRecord, LayerMode::kLibrary, LayerMode::kSelect}) {
+    if (name == LayerModeName(mode)) return mode;
+  }
+  return InvalidArgumentError("unknown layer mode '" + std::string(name) +
+                              "' (off, record, library, select)");
+}
+
+std::string_view PassReasonName(PassReason reason) {
+  switch (reason) {
+    case PassReason::kMode:
+      return "mode";
+    case PassReason::kNotUnderstood:
+      return "not_understood";
+    case PassReason::kNoDecision:
+      return "no_decision";
+    case PassReason::kWorkspace:
+      return "workspace";
+    case PassReason::kAlignment:
+      return "alignment";
+    case PassReason::kLaunchFailed:
+      return "launch_failed";
+    case PassReason::kCapture:
+      return "capture";
+    case PassReason::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+StatusOr<LayerSettings> LayerSettings::FromEnvironment(
+    const std::function<const char*(const char*)>& get) {
+  auto value = [&](const char* name) {
+    const char* v = get(name);
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  LayerSettings settings;
+  settings.solutions = value("KSELECT_SOLUTIONS");
+  settings.model = value("KSELECT_MODEL");
+  settings.stats_path = WithPid(value("KSELECT_STATS"));
+  settings.record_path = WithPid(value("KSELECT_RECORD"));
+  settings.verbose = value("KSELECT_LAYER_VERBOSE") == "1";
+  const std::string mode = value("KSELECT_MODE");
+  if (!mode.empty()) {
+    auto parsed = ParseLayerMode(mode);
+    if (!parsed.ok()) return InvalidArgumentError("KSELECT_MODE: " + parsed.status().message());
+    settings.mode = *parsed;
+  } else if (!settings.model.empty()) {
+    settings.mode = LayerMode::kSelect;
+  } else if (!settings.solutions.empty()) {
+    settings.mode = LayerMode::kLibrary;
+  } else if (!settings.record_path.empty()) {
+    settings.mode = LayerMode::kRecord;
+  }
+  std::vector<std::string> inputs;
+  if (!settings.solutions.empty()) inputs.push_back(settings.solutions);
+  for (const auto& [path, name] : {std::pair{settings.stats_path, "KSELECT_STATS"},
+                                   std::pair{settings.record_path, "KSELECT_RECORD"}}) {
+    if (path.empty()) continue;
+    KSELECT_RETURN_IF_ERROR(text::CheckOutputFile(path, name, inputs));
+  }
+  if (!settings.stats_path.empty() && settings.stats_path == settings.record_path) {
+    return InvalidArgumentError("KSELECT_STATS and KSELECT_RECORD name one file: " +
+                                settings.stats_path);
+  }
+  return settings;
+}
+
+Layer::Layer(LayerSettings settings)
+    : settings_(std::move(settings)),
+      mode_(settings_.mode),
+      generation_(g_generation.fetch_add(1) + 1) {}
+
+Layer::~Layer() = default;
+
+void Layer::SetMode(LayerMode mode) {
+  std::lock_guard lock(mutex_);
+  mode_.store(mode, std::memory_order_relaxed);
+  generation_.store(g_generation.fetch_add(1) + 1, std::memory_order_release);
+}
+
+GemmStats& Layer::StatsFor(const std::string& key) {
+  std::unique_ptr<GemmStats>& slot = stats_[key];
+  if (!slot) {
+    slot = std::make_unique<GemmStats>();
+    slot->key = key;
+    slot->decision = "none";
+  }
+  return *slot;
+}
+
+void Layer::EnsureLoaded() {
+  if (loaded_) return;
+  loaded_ = true;
+  const auto start = std::chrono::steady_clock::now();
+  if (cudaGetDevice(&device_) != cudaSuccess) device_ = 0;
+  auto hardware = QueryHardwareProfile(device_);
+  if (hardware.ok()) provenance_json_ = ProvenanceToJson(ProvenanceOf(*hardware));
+  if (!settings_.solutions.empty()) {
+    auto library = LoadSolutionLibrary(settings_.solutions);
+    if (!library.ok()) {
+      library_status_ = library.status().message();
+    } else if (!hardware.ok()) {
+      library_status_ = "cannot check where it was tuned: " + hardware.status().message();
+    } else if (Status same = CheckSolutionIdentity(*library, *hardware, settings_.solutions);
+               !same.ok()) {
+      library_status_ = same.message();
+    } else {
+      library_ = std::move(*library);
+    }
+    if (!library_status_.empty()) {
+      std::fprintf(stderr, "kselect layer: the solution library is not used: %s\n",
+                   library_status_.c_str());
+    }
+  }
+  if (mode_.load() == LayerMode::kSelect || !settings_.model.empty()) {
+    if (settings_.model.empty()) {
+      model_status_ = "no model (KSELECT_MODEL is unset)";
+    } else {
+      SelectorOptions options;
+      options.top_k = settings_.top_k;
+      options.provider.device = device_;
+      // The layer checks each config on the application's own descriptors.
+      options.check_can_implement = false;
+      options.predicted_times = 0;
+      auto selector = Selector::Open(settings_.model, options);
+      if (selector.ok()) {
+        selector_ = std::move(*selector);
+      } else {
+        model_status_ = selector.status().message();
+        std::fprintf(stderr, "kselect layer: the model is not used: %s\n", model_status_.c_str());
+      }
+    }
+  }
+  load_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
+                           cublasLtMatmulDesc_t desc, const void* alpha,
+                           cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                           const void* beta, cublasLtMatrixLayout_t c_desc,
+                           cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                           size_t workspace_bytes, cudaStream_t stream) {
+  (void)key;
+  std::lock_guard lock(mutex_);
+  CallDecision decision;
+  auto read = ReadLtCall(desc, a_desc, b_desc, c_desc, d_desc, alpha, beta);
+  if (!read.ok()) {
+    GemmStats& stats = StatsFor("not understood: " + read.status().message());
+    stats.why = read.status().message();
+    decision.stats = &stats;
+    decision.reason = PassReason::kNotUnderstood;
+    return decision;
+  }
+  const LtCall& call = *read;
+  decision.host_scalars = true;
+  decision.alpha = static_cast<float>(call.problem.alpha);
+  decision.beta = static_cast<float>(call.problem.beta);
+  GemmStats& stats = StatsFor(CallKeyText(call));
+  decision.stats = &stats;
+  if (!stats.call) stats.call = call;
+  if (algo != nullptr && stats.application_algo.empty()) {
+    stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
+  }
+  const LayerMode mode = mode_.load(std::memory_order_relaxed);
+  if (mode == LayerMode::kOff || mode == LayerMode::kRecord) {
+    decision.reason = PassReason::kMode;
+    stats.why = std::string(LayerModeName(mode)) + " mode";
+    return decision;
+  }
+  if (!loaded_) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    // (Where the query itself fails there is no capture to protect.)
+    if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone) {
+      decision.reason = PassReason::kCapture;
+      decision.cacheable = false;
+      stats.why = "first seen under stream capture, before the layer had loaded";
+      return decision;
+    }
+    EnsureLoaded();
+  }
+  // The configs to try, best first, with where each came from.
+  std::vector<std::pair<CublasLtConfig, std::string>> candidates;
+  std::string why;
+  if (library_) {
+    if (const auto at = library_->Find(call.problem)) {
+      const KernelConfig& config = library_->solutions[*at].config;
+      if (const auto* lt = std::get_if<CublasLtConfig>(&config)) {
+        candidates.emplace_back(*lt, "library");
+      } else {
+        why = "the library's entry is a " + std::string(ProviderName(ProviderOf(config))) +
+              " kernel (the layer runs cuBLASLt configs); ";
+      }
+    } else {
+      why = "no library entry; ";
+    }
+  } else if (!settings_.solutions.empty()) {
+    why = "library not used (" + library_status_ + "); ";
+  }
+  if (mode == LayerMode::kSelect) {
+    if (selector_) {
+      auto selection = selector_->Select(call.problem);
+      if (selection.ok()) {
+        for (const RankedConfig& ranked : (*selection)->ranked) {
+          if (const auto* lt = std::get_if<CublasLtConfig>(&ranked.config)) {
+            candidates.emplace_back(*lt, "model");
+          }
+        }
+        if (candidates.empty()) why += "the model ranked no cuBLASLt config; ";
+      } else {
+        why += "the model did not decide: " + selection.status().message() + "; ";
+      }
+    } else {
+      why += "model not used (" + model_status_ + "); ";
+    }
+  }
+  for (const auto& [config, source] : candidates) {
+    auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type,
+                                            call.type_a, call.type_b, call.type_c, call.type_d,
+                                            config);
+    if (!made.ok()) {
+      why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
+      continue;
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    const cublasStatus_t checked =
+        cublasLtMatmulAlgoCheck(handle, desc, a_desc, b_desc, c_desc, d_desc, &*made, &result);
+    if (checked != CUBLAS_STATUS_SUCCESS) {
+      why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call (" +
+             cublaslt::CublasStatusText(checked) + "); ";
+      continue;
+    }
+    if (result.workspaceSize > workspace_bytes) {
+      why += DescribeConfig(KernelConfig(config)) + ": needs " +
+             std::to_string(result.workspaceSize) + " bytes of workspace, the call gives " +
+             std::to_string(workspace_bytes) + "; ";
+      continue;
+    }
+    decision.run_choice = true;
+    decision.algo = *made;
+    decision.workspace = result.workspaceSize;
+    stats.decision = source;
+    stats.config = DescribeConfig(KernelConfig(config));
+    stats.why = why.empty() ? "" : why.substr(0, why.size() - 2);
+    if (settings_.verbose) {
+      std::fprintf(stderr, "kselect layer: %s -> %s (%s)\n", stats.key.c_str(),
+                   stats.config.c_str(), source.c_str());
+    }
+    return decision;
+  }
+  decision.reason = PassReason::kNoDecision;
+  stats.decision = "none";
+  stats.config.clear();
+  stats.why = why.empty() ? "nothing to decide with" : why.substr(0, why.size() - 2);
+  if (settings_.verbose) {
+    std::fprintf(stderr, "kselect layer: %s passes through: %s\n", stats.key.c_str(),
+                 stats.why.c_str());
+  }
+  return decision;
+}
+
+cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                             const void* alpha, const void* a, cublasLtMatrixLayout_t a_desc,
+                             const void* b, cublasLtMatrixLayout_t b_desc, const void* beta,
+                             const void* c, cublasLtMatrixLayout_t c_desc, void* d,
+                             cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                             void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  auto pass = [&] {
+    return real(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo,
+                workspace, workspace_bytes, stream);
+  };
+  if (mode_.load(std::memory_order_relaxed) == LayerMode::kOff || desc == nullptr ||
+      a_desc == nullptr || b_desc == nullptr || c_desc == nullptr || d_desc == nullptr) {
+    return pass();
+  }
+  ThreadCache& cache = t_cache;
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.generation != generation) {
+    cache.decisions.clear();
+    cache.generation = generation;
+  }
+  const LtCallKey key = LtCallKey::Of(handle, desc, a_desc, b_desc, c_desc, d_desc);
+  auto it = cache.decisions.find(key);
+  if (it != cache.decisions.end() && it->second.host_scalars) {
+    // Alpha and beta are not in the descriptors: the decision holds for the values it was made
+    // for (host pointers, as ReadLtCall checked).
+    float alpha_value = 0, beta_value = 0;
+    std::memcpy(&alpha_value, alpha, sizeof(float));
+    std::memcpy(&beta_value, beta, sizeof(float));
+    if (alpha_value != it->second.alpha || beta_value != it->second.beta) {
+      cache.decisions.erase(it);
+      it = cache.decisions.end();
+    }
+  }
+  if (it == cache.decisions.end()) {
+    CallDecision fresh = Decide(key, handle, desc, alpha, a_desc, b_desc, beta, c_desc, d_desc,
+                                algo, workspace_bytes, stream);
+    if (!fresh.cacheable) {
+      fresh.stats->calls.fetch_add(1, std::memory_order_relaxed);
+      fresh.stats->passed[static_cast<int>(fresh.reason)].fetch_add(1, std::memory_order_relaxed);
+      return pass();
+    }
+    if (cache.decisions.size() >= kMaxCachedDecisions) cache.decisions.clear();
+    it = cache.decisions.emplace(key, fresh).first;
+  }
+  CallDecision& decision = it->second;
+  GemmStats& stats = *decision.stats;
+  stats.calls.fetch_add(1, std::memory_order_relaxed);
+  auto pass_for = [&](PassReason reason) {
+    stats.passed[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+    return pass();
+  };
+  if (!decision.run_choice) return pass_for(decision.reason);
+  if (workspace_bytes < decision.workspace) return pass_for(PassReason::kWorkspace);
+  if (((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
+        reinterpret_cast<uintptr_t>(c) | reinterpret_cast<uintptr_t>(d)) &
+       (kOperandAlignment - 1)) != 0) {
+    return pass_for(PassReason::kAlignment);
+  }
+  const cublasStatus_t status = real(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc,
+                                     d, d_desc, &decision.algo, workspace, workspace_bytes, stream);
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    stats.overridden.fetch_add(1, std::memory_order_relaxed);
+    return status;
+  }
+  // The application's own call still runs; this thread stops trying the choice.
+  decision.run_choice = false;
+  decision.reason = PassReason::kLaunchFailed;
+  {
+    std::lock_guard lock(mutex_);
+    stats.why = stats.config + " failed to launch (" + cublaslt::CublasStatusText(status) +
+                "): the application's own choice runs";
+  }
+  return pass_for(PassReason::kLaunchFailed);
+}
+
+LayerTotals Layer::Totals() const {
+  std::lock_guard lock(mutex_);
+  LayerTotals totals;
+  for (const auto& [key, stats] : stats_) {
+    totals.calls += stats->calls.load();
+    totals.overridden += stats->overridden.load();
+    for (const auto& passed : stats->passed) totals.passed += passed.load();
+  }
+  return totals;
+}
+
+std::string Layer::StatsJson() const {
+  std::lock_guard lock(mutex_);
+  json out;
+  out["format"] = "kselect.layer_stats";
+  out["format_version"] = 1;
+  out["tool_version"] = ToolVersion();
+  out["pid"] = static_cast<int64_t>(getpid());
+  out["mode"] = std::string(LayerModeName(mode_.load()));
+  out["solutions"] = settings_.solutions;
+  out["model"] = settings_.model;
+  out["library_status"] = settings_.solutions.empty() ? "none given"
+                          : library_status_.empty()   ? (loaded_ ? "used" : "not loaded yet")
+                                                      : library_status_;
+  out["model_status"] = settings_.model.empty() ? "none given"
+                        : model_status_.empty() ? (selector_ ? "used" : "not loaded yet")
+                                                : model_status_;
+  out["load_ms"] = load_ms_;
+  out["identity"] = provenance_json_.empty() ? json(nullptr) : json::parse(provenance_json_);
+  int64_t calls = 0, overridden = 0;
+  json reasons = json::object();
+  json gemms = json::array();
+  for (const auto& [key, stats] : stats_) {
+    json g;
+    g["gemm"] = key;
+    g["calls"] = stats->calls.load();
+    g["overridden"] = stats->overridden.load();
+    int64_t passed = 0;
+    json why_passed = json::object();
+    for (int r = 0; r < static_cast<int>(PassReason::kCount); ++r) {
+      const int64_t n = stats->passed[r].load();
+      if (n == 0) continue;
+      passed += n;
+      const std::string name(PassReasonName(static_cast<PassReason>(r)));
+      why_passed[name] = n;
+      reasons[name] = reasons.value(name, int64_t{0}) + n;
+    }
+    g["passed_through"] = passed;
+    g["pass_reasons"] = why_passed;
+    g["decision"] = stats->decision;
+    g["config"] = stats->config;
+    g["application_algo"] = stats->application_algo;
+    g["why"] = stats->why;
+    calls += stats->calls.load();
+    overridden += stats->overridden.load();
+    gemms.push_back(std::move(g));
+  }
+  out["calls"] = calls;
+  out["overridden"] = overridden;
+  out["passed_through"] = calls - overridden;
+  out["pass_reasons"] = reasons;
+  out["gemms"] = std::move(gemms);
+  return out.dump(2) + "\n";
+}
+
+std::string Layer::RecordCsv() const {
+  std::lock_guard lock(mutex_);
+  std::string csv = "m,n,k,batch,transa,transb,a,b,c,compute,alpha,beta,lda,ldb,ldc,epilogue,calls\n";
+  for (const auto& [key, stats] : stats_) {
+    if (!stats->call) continue;
+    const LtCall& call = *stats->call;
+    const GemmProblem& p = call.problem;
+    const int64_t calls = stats->calls.load();
+    if (calls == 0) continue;
+    auto op = [](MatrixOrder order) { return order == MatrixOrder::kRowMajor ? "T" : "N"; };
+    char alpha[32], beta[32];
+    std::snprintf(alpha, sizeof(alpha), "%.9g", p.alpha);
+    std::snprintf(beta, sizeof(beta), "%.9g", p.beta);
+    csv += std::to_string(p.m) + "," + std::to_string(p.n) + "," + std::to_string(p.k) + "," +
+           std::to_string(p.batch) + "," + op(p.layout.a) + "," + op(p.layout.b) + "," +
+           std::string(DataTypeName(p.dtype_a)) + "," + std::string(DataTypeName(p.dtype_b)) +
+           "," + std::string(DataTypeName(p.dtype_c)) + "," +
+           std::string(DataTypeName(p.compute)) + "," + alpha + "," + beta + "," +
+           std::to_string(call.lda) + "," + std::to_string(call.ldb) + "," +
+           std::to_string(call.ldc) + "," + EpilogueName(call.epilogue) + "," +
+           std::to_string(calls) + "\n";
+  }
+  return csv;
+}
+
+Status Layer::Flush() const {
+  if (!settings_.stats_path.empty()) {
+    KSELECT_RETURN_IF_ERROR(text::WriteFileAtomically(settings_.stats_path, StatsJson()));
+  }
+  if (!settings_.record_path.empty()) {
+    KSELECT_RETURN_IF_ERROR(text::WriteFileAtomically(settings_.record_path, RecordCsv()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kselect::layer

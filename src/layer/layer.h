@@ -1,0 +1,157 @@
+// The preloaded layer's logic (include/kselect/layer.h says what it does for an application):
+// settings from the environment, the decision per distinct call, the per-call fast path and the
+// statistics and record it writes. The preloaded shim (preload_shim.cpp) reaches it through the
+// C entry points in layer_entry.cpp.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kselect/solutions.h"
+#include "kselect/status.h"
+#include "layer/lt_call.h"
+
+namespace kselect {
+class Selector;
+}
+
+namespace kselect::layer {
+
+enum class LayerMode { kOff, kRecord, kLibrary, kSelect };
+std::string_view LayerModeName(LayerMode mode);  // "off", "record", "library", "select"
+StatusOr<LayerMode> ParseLayerMode(std::string_view name);
+
+struct LayerSettings {
+  LayerMode mode = LayerMode::kOff;
+  std::string solutions;    // KSELECT_SOLUTIONS
+  std::string model;        // KSELECT_MODEL
+  std::string stats_path;   // KSELECT_STATS, "%p" replaced
+  std::string record_path;  // KSELECT_RECORD, "%p" replaced
+  bool verbose = false;     // KSELECT_LAYER_VERBOSE
+  // Configs of the model's ranking tried against the application's descriptors.
+  int top_k = 8;
+
+  // From the environment (`get` is getenv in the library, a table in tests). An unknown mode or
+  // an output path that cannot be written (CheckOutputFile: a folder, a FIFO, an input) is an
+  // error naming the variable.
+  static StatusOr<LayerSettings> FromEnvironment(
+      const std::function<const char*(const char*)>& get);
+};
+
+// cublasLtMatmul's signature: the real one, which the layer calls.
+using RealMatmul = cublasStatus_t (*)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*,
+                                      const void*, cublasLtMatrixLayout_t, const void*,
+                                      cublasLtMatrixLayout_t, const void*, const void*,
+                                      cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
+                                      const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t);
+
+// Why a call ran the application's own choice.
+enum class PassReason {
+  kMode,           // the mode decides nothing (off, record)
+  kNotUnderstood,  // the descriptors hold something the layer does not run
+  kNoDecision,     // no library entry (and no model decision) that cuBLASLt accepts here
+  kWorkspace,      // the choice needs more workspace than the call gave
+  kAlignment,      // an operand is not 256-byte aligned (the configs were checked so)
+  kLaunchFailed,   // the choice's launch failed: the call ran the application's own
+  kCapture,        // first seen while its stream was captured, before the layer had loaded
+  kCount
+};
+std::string_view PassReasonName(PassReason reason);
+
+// One distinct GEMM the application called (its problem, leading dimensions and epilogue).
+struct GemmStats {
+  std::optional<LtCall> call;  // unset for calls the layer could not read
+  std::string key;             // the problem and extras, or the reason it was not read
+  std::string decision;        // "library", "model" or "none"
+  std::string config;          // what runs (DescribeConfig), "" when passing through
+  std::string application_algo;  // the config the application passed (its heuristic's pick)
+  std::string why;               // why the decision is what it is
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> overridden{0};
+  std::atomic<int64_t> passed[static_cast<int>(PassReason::kCount)] = {};
+};
+
+// What the layer does with one distinct call (kept per thread, keyed by the descriptors' bytes).
+struct CallDecision {
+  GemmStats* stats = nullptr;
+  bool run_choice = false;  // run `algo`; else pass through for `reason`
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;  // what `algo` needs
+  PassReason reason = PassReason::kMode;
+  // The host alpha and beta the decision was made for (a library entry is per exact problem).
+  bool host_scalars = false;
+  float alpha = 0, beta = 0;
+  bool cacheable = true;  // false: decide again next time (first call under capture)
+};
+
+struct LayerTotals {
+  int64_t calls = 0, overridden = 0, passed = 0;
+};
+
+class Layer {
+ public:
+  explicit Layer(LayerSettings settings);
+  ~Layer();
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // The intercepted call: kselect's choice or `real` with the application's own arguments.
+  cublasStatus_t Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                        const void* alpha, const void* a, cublasLtMatrixLayout_t a_desc,
+                        const void* b, cublasLtMatrixLayout_t b_desc, const void* beta,
+                        const void* c, cublasLtMatrixLayout_t c_desc, void* d,
+                        cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                        void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+  // Every later call decides again under `mode`.
+  void SetMode(LayerMode mode);
+  LayerMode mode() const { return mode_.load(std::memory_order_relaxed); }
+  const LayerSettings& settings() const { return settings_; }
+
+  LayerTotals Totals() const;
+  // "kselect.layer_stats" JSON.
+  std::string StatsJson() const;
+  // The record: the CSV `kselect tune` reads, one row per distinct GEMM read.
+  std::string RecordCsv() const;
+  // Writes the statistics and the record where the settings say (atomically).
+  Status Flush() const;
+
+ private:
+  CallDecision Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                  const void* alpha, cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                  const void* beta, cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                  const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes, cudaStream_t stream);
+  GemmStats& StatsFor(const std::string& key);
+  // Loads the library and the model once (outside stream capture); the reasons they are not
+  // used are kept for the statistics.
+  void EnsureLoaded();
+
+  LayerSettings settings_;
+  std::atomic<LayerMode> mode_;
+  // Taken from a process-wide counter by SetMode and by every Layer: the per-thread decision
+  // caches are dropped when it changes.
+  std::atomic<uint64_t> generation_;
+
+  mutable std::mutex mutex_;  // the rest, on the miss path only
+  std::map<std::string, std::unique_ptr<GemmStats>> stats_;
+  bool loaded_ = false;
+  int device_ = -1;
+  std::optional<SolutionLibrary> library_;
+  std::string library_status_;  // "" when loaded and used, else why not
+  std::unique_ptr<Selector> selector_;
+  std::string model_status_;
+  std::string provenance_json_;
+  double load_ms_ = 0;
+};
+
+}  // namespace kselect::layer
