@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The tracked tree (data/ and models/ above all) is larger than the 64 MiB a device call carries.
-# `slim_tree.sh stash [MODEL...]` moves data/ and every model directory not named out of the
-# working tree into $STASH (default /work/stash_<repo dir name>); `slim_tree.sh restore` moves
-# them back. `status` says which state the tree is in. Never commit while stashed: git sees the
-# files as deleted (restore first; the script refuses to stash twice).
+# `slim_tree.sh stash [MODEL...]` moves data/ (leaving a copy of data/hardware) and every model
+# directory not named out of the working tree into $STASH (default /work/stash_<repo dir name>);
+# `slim_tree.sh restore` moves them back. `status` says which state the tree is in. Never commit
+# while stashed: git sees the files as deleted (restore first; the script refuses to stash twice).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 STASH=${STASH:-/work/stash_$(basename "$ROOT")}
@@ -17,6 +17,8 @@ case "$cmd" in
     fi
     mkdir -p "$STASH/models"
     mv "$ROOT/data" "$STASH/data"
+    # The hardware profiles are a few KB and some checks read them (log summarize --hw).
+    mkdir -p "$ROOT/data" && cp -r "$STASH/data/hardware" "$ROOT/data/"
     for m in "$ROOT"/models/*/; do
       name=$(basename "$m")
       keep=0
@@ -27,6 +29,7 @@ case "$cmd" in
     ;;
   restore)
     [ -e "$STASH/data" ] || { echo "slim_tree: nothing stashed in $STASH" >&2; exit 1; }
+    rm -rf "$ROOT/data"  # the hardware profiles' copy
     mv "$STASH/data" "$ROOT/data"
     for m in "$STASH"/models/*/; do
       [ -e "$m" ] || continue

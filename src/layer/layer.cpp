@@ -239,6 +239,7 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
   GemmStats& stats = StatsFor(CallKeyText(call));
   decision.stats = &stats;
   if (!stats.call) stats.call = call;
+  stats.workspace_bytes = workspace_bytes;
   if (algo != nullptr && stats.application_algo.empty()) {
     stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
   }
@@ -467,6 +468,7 @@ std::string Layer::StatsJson() const {
     g["decision"] = stats->decision;
     g["config"] = stats->config;
     g["application_algo"] = stats->application_algo;
+    g["application_workspace_bytes"] = stats->workspace_bytes;
     g["why"] = stats->why;
     calls += stats->calls.load();
     overridden += stats->overridden.load();

@@ -76,6 +76,7 @@ struct GemmStats {
   std::string config;          // what runs (DescribeConfig), "" when passing through
   std::string application_algo;  // the config the application passed (its heuristic's pick)
   std::string why;               // why the decision is what it is
+  size_t workspace_bytes = 0;    // the workspace the application gave (at the decision)
   std::atomic<int64_t> calls{0};
   std::atomic<int64_t> overridden{0};
   std::atomic<int64_t> passed[static_cast<int>(PassReason::kCount)] = {};
