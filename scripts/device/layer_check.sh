@@ -4,85 +4,125 @@
 # benchmark, then the whole workflow on an unmodified PyTorch program (scripts/device/
 # layer_e2e.py): record its GEMMs through the layer, `kselect tune` the record, `kselect replay`
 # it, and the step times with the layer off, running the library and running the model's
-# choices, interleaved in one process; a process without the layer for the baseline.
-# Binaries come in $BIN (scripts/device/make_selector_carry.sh). Logs land in $OUT.
-#   LAYERS (8), BUDGET (s per GEMM, 6), MODEL (models/h200_cublaslt_bf16_tn_rank), TESTS (1),
-#   ROUNDS (7)
+# choices, interleaved in one process, for PyTorch's cuBLASLt backend and its default (cuBLAS)
+# one; then processes with and without the layer preloaded (nothing set), alternated.
+# Binaries come in $BIN (scripts/device/make_selector_carry.sh). Logs land in $OUT/logs.tar.gz;
+# the key files beside it.
+#   LAYERS (8), BUDGET (s per GEMM, 4), MODEL (models/h200_cublaslt_bf16_tn_rank), TESTS (1),
+#   ROUNDS (7), LIBRARY (a solutions.json to use instead of tuning), AB (2: process pairs)
 set -uo pipefail
 BIN="${BIN:-.devcarry-layer}"
 OUT="${OUT:-/tmp/kselect-out}"
 LAYERS="${LAYERS:-8}"
-BUDGET="${BUDGET:-6}"
+BUDGET="${BUDGET:-4}"
 ROUNDS="${ROUNDS:-7}"
+AB="${AB:-2}"
 MODEL="${MODEL:-models/h200_cublaslt_bf16_tn_rank}"
 # shellcheck source=scripts/device/check_common.sh
 source "$(dirname "$0")/check_common.sh"
 PRELOAD="$PWD/$BIN/lib/libkselect_preload.so"
+W="$OUT/work"
+mkdir -p "$W"
 
-[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Layer*:*LtCall*}"
+[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Layer*:*LtCall*:*BlasCall*}"
 
 timeout 120 bash tests/layer/preload_check.sh "$BIN/kselect_preload_app" "$PRELOAD" "$MODEL" \
-  "$OUT/preload" "$BIN/kselect" > "$OUT/preload_check.txt" 2>&1
+  "$W/preload" "$BIN/kselect" > "$OUT/preload_check.txt" 2>&1
 summary+=("preload_check rc=$?, $(lap)")
+rm -f "$W"/preload/*.bin
 
-timeout 120 "$BIN/kselect_bench_layer" --benchmark_min_time=0.2s > "$OUT/layer_bench.txt" 2>&1
+timeout 120 "$BIN/kselect_bench_layer" --benchmark_min_time=0.2 > "$W/layer_bench.txt" 2>&1
 summary+=("layer_bench rc=$?, $(lap)")
 
-LD_PRELOAD="$PRELOAD" KSELECT_RECORD="$OUT/gemms.csv" KSELECT_STATS="$OUT/record_stats.json" \
-  timeout 240 python3 scripts/device/layer_e2e.py record --out "$OUT" --layers "$LAYERS" \
-  > "$OUT/record.txt" 2>&1
-summary+=("record rc=$? $(($(wc -l < "$OUT/gemms.csv" 2>/dev/null || echo 1) - 1)) GEMMs, $(lap)")
-"$BIN/kselect" log summarize --hw data/hardware/nvidia-h200.json "$OUT/gemms.csv" \
-  > "$OUT/summary.txt" 2>&1
+LD_PRELOAD="$PRELOAD" KSELECT_RECORD="$W/gemms.csv" KSELECT_STATS="$W/record_stats.json" \
+  timeout 240 python3 scripts/device/layer_e2e.py record --out "$W" --layers "$LAYERS" \
+  > "$W/record.txt" 2>&1
+summary+=("record rc=$? $(($(wc -l < "$W/gemms.csv" 2>/dev/null || echo 1) - 1)) GEMMs, $(lap)")
+"$BIN/kselect" log summarize --hw data/hardware/nvidia-h200.json "$W/gemms.csv" \
+  > "$W/summary.txt" 2>&1
 
-timeout 420 "$BIN/kselect" tune "$OUT/gemms.csv" --model "$MODEL" -o "$OUT/tune" \
-  --budget "$BUDGET" --device-kind nvidia-h200 ${TUNE_ARGS:-} > "$OUT/tune.txt" 2>&1
-summary+=("tune rc=$? $(grep -c '^\[' "$OUT/tune.txt") GEMMs, $(lap)")
+if [ -n "${LIBRARY:-}" ]; then
+  mkdir -p "$W/tune" && cp "$LIBRARY" "$W/tune/solutions.json"
+  summary+=("tune skipped: LIBRARY=$LIBRARY")
+else
+  timeout 420 "$BIN/kselect" tune "$W/gemms.csv" --model "$MODEL" -o "$W/tune" \
+    --budget "$BUDGET" --device-kind nvidia-h200 ${TUNE_ARGS:-} > "$W/tune.txt" 2>&1
+  summary+=("tune rc=$? $(grep -c '^\[' "$W/tune.txt") GEMMs, $(lap)")
+fi
+cp "$W/tune/solutions.json" "$OUT/solutions.json" 2>/dev/null
 
-timeout 120 "$BIN/kselect" replay "$OUT/gemms.csv" --library "$OUT/tune/solutions.json" \
-  --device-kind nvidia-h200 > "$OUT/replay.txt" 2>&1
-summary+=("replay rc=$? $(grep -iE 'uplift|speedup' "$OUT/replay.txt" | head -1), $(lap)")
+timeout 120 "$BIN/kselect" replay "$W/gemms.csv" --library "$W/tune/solutions.json" \
+  --device-kind nvidia-h200 > "$W/replay.txt" 2>&1
+summary+=("replay rc=$? $(grep -iE 'uplift' "$W/replay.txt" | head -1), $(lap)")
 
-LD_PRELOAD="$PRELOAD" KSELECT_SOLUTIONS="$OUT/tune/solutions.json" KSELECT_MODEL="$MODEL" \
-  KSELECT_MODE=off KSELECT_STATS="$OUT/measure_stats.json" \
-  timeout 400 python3 scripts/device/layer_e2e.py measure --out "$OUT" --layers "$LAYERS" \
-  --rounds "$ROUNDS" > "$OUT/measure.txt" 2>&1
-summary+=("measure rc=$?, $(lap)")
+for backend in cublaslt default; do
+  LD_PRELOAD="$PRELOAD" KSELECT_SOLUTIONS="$W/tune/solutions.json" KSELECT_MODEL="$MODEL" \
+    KSELECT_MODE=off KSELECT_STATS="$W/measure_stats_$backend.json" \
+    timeout 400 python3 scripts/device/layer_e2e.py measure --out "$W" --layers "$LAYERS" \
+    --rounds "$ROUNDS" --backend "$backend" > "$W/measure_$backend.txt" 2>&1
+  summary+=("measure $backend rc=$?, $(lap)")
+done
 
-timeout 300 python3 scripts/device/layer_e2e.py baseline --out "$OUT" --layers "$LAYERS" \
-  --rounds "$ROUNDS" > "$OUT/baseline.txt" 2>&1
-summary+=("baseline rc=$?, $(lap)")
+# Alternated processes: without the layer, with it preloaded and nothing set.
+for i in $(seq 1 "$AB"); do
+  for preload in no yes; do
+    if [ $preload = yes ]; then pre="$PRELOAD"; else pre=""; fi
+    LD_PRELOAD="$pre" timeout 200 python3 scripts/device/layer_e2e.py baseline --out "$W" \
+      --layers "$LAYERS" --rounds 5 > "$W/ab_${i}_$preload.txt" 2>&1
+  done
+done
+summary+=("a/b processes done, $(lap)")
 
-pack_logs
-echo
-grep -E '^\[  FAILED|Failure' "$OUT/tests.log" 2>/dev/null | head -20 | cut -c1-300
-tail -25 "$OUT/preload_check.txt"
-grep -E '^BM_' "$OUT/layer_bench.txt"
-tail -3 "$OUT/replay.txt"
-python3 - "$OUT" <<'PY'
-import json, sys, os
-out = sys.argv[1]
-def last_json(name):
+python3 - "$W" > "$OUT/figures.txt" 2>&1 <<'PY'
+import json, sys, os, glob
+w = sys.argv[1]
+def last_json(path):
     try:
-        return json.loads(open(os.path.join(out, name)).read().strip().splitlines()[-1])
+        return json.loads(open(path).read().strip().splitlines()[-1])
     except Exception as e:
-        return {"error": str(e)}
-m, b = last_json("measure.txt"), last_json("baseline.txt")
-if "error" in m:
-    print("measure:", m, open(os.path.join(out, "measure.txt")).read()[-3000:])
-else:
+        return {"error": f"{path}: {e}"}
+for backend in ("cublaslt", "default"):
+    m = last_json(os.path.join(w, f"measure_{backend}.txt"))
+    print(f"== backend {backend}")
+    if "error" in m:
+        print(m)
+        print(open(os.path.join(w, f"measure_{backend}.txt")).read()[-3000:])
+        continue
     print("logits rel diff vs off:", m["logits_rel_diff"])
     for key in ("eager_decode", "eager_prefill", "graph_decode", "graph_prefill"):
-        print(f"{key:14s}", json.dumps(m[key]), " no-layer process:", json.dumps(b.get(key)))
-    print("per call (us):")
+        print(f"{key:14s}", json.dumps({k: round(v, 4) for k, v in m[key].items()}))
+    print("per call (us, wall / cpu):")
     for shape, row in m["per_call"].items():
-        base = b.get("per_call", {}).get(shape, {}).get("plain", {})
-        print(f"  {shape:16s}", json.dumps(row), " no-layer:", json.dumps(base))
-try:
-    s = json.load(open(os.path.join(out, "measure_stats.json")))
-    print("layer stats:", {k: s[k] for k in ("mode", "library_status", "model_status", "calls",
-                                            "overridden", "pass_reasons")})
-except Exception as e:
-    print("stats:", e)
+        print(f"  {shape:16s}", "  ".join(f"{mode} {v['wall_us']:.2f}/{v['cpu_us']:.2f}"
+                                          for mode, v in row.items()))
+    try:
+        s = json.load(open(os.path.join(w, f"measure_stats_{backend}.json")))
+        print("stats:", {k: s[k] for k in ("calls", "overridden", "pass_reasons")})
+        for g in s["gemms"]:
+            print(f'  {g["calls"]:6d} {g["overridden"]:6d} {g["decision"]:8s} {g["gemm"][:64]:64s} '
+                  f'{g["config"]} | app {g["application_algo"]} ws {g["application_workspace_bytes"]}')
+    except Exception as e:
+        print("stats:", e)
+print("== processes without / with the layer (nothing set)")
+rows = {}
+for path in sorted(glob.glob(os.path.join(w, "ab_*_*.txt"))):
+    b = last_json(path)
+    if "error" in b:
+        print(b)
+        continue
+    tag = "with" if b["layer_preloaded"] else "without"
+    for key in ("eager_decode", "eager_prefill", "graph_decode", "graph_prefill"):
+        rows.setdefault(key, {}).setdefault(tag, []).append(b[key]["plain_ms"])
+for key, v in rows.items():
+    print(f"{key:14s}", json.dumps({t: [round(x, 4) for x in xs] for t, xs in v.items()}))
 PY
+
+{ echo "== per-call benchmark"; grep -E '^BM_' "$W/layer_bench.txt"
+  echo "== replay"; tail -4 "$W/replay.txt"; echo "== tune"; tail -15 "$W/tune.txt"; } >> "$OUT/figures.txt" 2>&1
+pack_logs_work() { (cd "$OUT" && tar czf logs.tar.gz work && rm -rf work); }
+pack_logs_work
+echo
+grep -E '^\[  FAILED|Failure' "$OUT/tests.log" 2>/dev/null | head -20 | cut -c1-300
+tail -32 "$OUT/preload_check.txt"
+cat "$OUT/figures.txt"
 print_summary_to "$OUT/summary_lines.txt"

@@ -10,7 +10,10 @@ that off, library and select run in one process, interleaved.
   LD_PRELOAD=... KSELECT_SOLUTIONS=S KSELECT_MODEL=M KSELECT_MODE=off KSELECT_STATS=F \\
       layer_e2e.py measure --out DIR      step times per mode: eager and CUDA graphs, prefill and
                                           decode; logits per mode against off; per-call CPU time
-  layer_e2e.py baseline --out DIR         the same step times without the layer (another process)
+  layer_e2e.py baseline --out DIR         the same step times in a process without the layer (or
+                                          with it preloaded and nothing set)
+  --backend cublaslt | default            PyTorch's BLAS backend (default: plain matmuls reach
+                                          cuBLAS's cublasGemmEx, which the layer covers too)
 Every mode prints one JSON line last.
 """
 import argparse
@@ -46,9 +49,12 @@ def median(values):
     return llama_e2e.median(values)
 
 
-def model(torch, layers):
-    torch.backends.cuda.preferred_blas_library("cublaslt")
-    return llama_e2e.build(torch, layers, llama_e2e.torch_linear(torch))
+def model(torch, args):
+    """The model, with PyTorch's BLAS backend as asked: "cublaslt", or "default" (plain matmuls
+    reach cuBLAS's cublasGemmEx, which the layer covers as well)."""
+    if args.backend == "cublaslt":
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+    return llama_e2e.build(torch, args.layers, llama_e2e.torch_linear(torch))
 
 
 def mode_record(args):
@@ -56,7 +62,7 @@ def mode_record(args):
     lib = layer()
     if lib is None:
         raise SystemExit("libkselect_preload.so is not preloaded")
-    prefill, decode = model(torch, args.layers)
+    prefill, decode = model(torch, args)
     switch(lib, "record")
     llama_e2e.run_steps(torch, prefill, decode)
     flushed = lib.kselect_layer_flush()
@@ -153,7 +159,7 @@ def mode_measure(args):
     if lib is None:
         raise SystemExit("libkselect_preload.so is not preloaded")
     modes = args.modes.split(",")
-    prefill, decode = model(torch, args.layers)
+    prefill, decode = model(torch, args)
     logits = {}
     with torch.no_grad():
         for mode in modes:
@@ -173,18 +179,19 @@ def mode_measure(args):
     switch(lib, modes[-1])
     lib.kselect_layer_flush()
     return {"mode": "measure", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-            "layers": args.layers, "modes": modes, "logits_rel_diff": rel,
+            "layers": args.layers, "backend": args.backend, "modes": modes, "logits_rel_diff": rel,
             "first_step_after_switch_s": warm_s, **results}
 
 
 def mode_baseline(args):
+    """Step times with whatever is preloaded left as it is: without the layer, or with it and
+    nothing configured (alternating such processes shows what the layer costs when idle)."""
     import torch
-    if layer() is not None:
-        raise SystemExit("run the baseline without LD_PRELOAD")
-    prefill, decode = model(torch, args.layers)
+    prefill, decode = model(torch, args)
     results = timings(torch, None, ["plain"], prefill, decode, args.rounds)
     results["per_call"] = per_call_cost(torch, None, ["plain"], 5)
-    return {"mode": "baseline", "torch": torch.__version__, "layers": args.layers, **results}
+    return {"mode": "baseline", "torch": torch.__version__, "layers": args.layers,
+            "backend": args.backend, "layer_preloaded": layer() is not None, **results}
 
 
 def main():
@@ -195,6 +202,8 @@ def main():
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--modes", default="off,library,select")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--backend", choices=["cublaslt", "default"], default="cublaslt",
+                        help="PyTorch's BLAS backend (default: plain matmuls go to cuBLAS)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     result = {"record": mode_record, "measure": mode_measure, "baseline": mode_baseline}[

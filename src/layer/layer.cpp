@@ -37,6 +37,10 @@ constexpr size_t kMaxCachedDecisions = 4096;
 // checked: a chosen config runs only on operands aligned so.
 constexpr uintptr_t kOperandAlignment = 256;
 
+// The layer's own workspace per stream, for cuBLAS calls whose handle's workspace is unknown:
+// the limit the shipped catalogues were enumerated under.
+constexpr size_t kLayerWorkspaceBytes = size_t{32} << 20;
+
 std::string WithPid(std::string path) {
   const size_t at = path.find("%p");
   if (at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
@@ -215,57 +219,12 @@ void Layer::EnsureLoaded() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
-                           cublasLtMatmulDesc_t desc, const void* alpha,
-                           cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
-                           const void* beta, cublasLtMatrixLayout_t c_desc,
-                           cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
-                           size_t workspace_bytes, cudaStream_t stream) {
-  (void)key;
-  std::lock_guard lock(mutex_);
-  CallDecision decision;
-  auto read = ReadLtCall(desc, a_desc, b_desc, c_desc, d_desc, alpha, beta);
-  if (!read.ok()) {
-    GemmStats& stats = StatsFor("not understood: " + read.status().message());
-    stats.why = read.status().message();
-    decision.stats = &stats;
-    decision.reason = PassReason::kNotUnderstood;
-    return decision;
-  }
-  const LtCall& call = *read;
-  decision.host_scalars = true;
-  decision.alpha = static_cast<float>(call.problem.alpha);
-  decision.beta = static_cast<float>(call.problem.beta);
-  GemmStats& stats = StatsFor(CallKeyText(call));
-  decision.stats = &stats;
-  if (!stats.call) stats.call = call;
-  stats.workspace_bytes = workspace_bytes;
-  if (algo != nullptr && stats.application_algo.empty()) {
-    stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
-  }
-  const LayerMode mode = mode_.load(std::memory_order_relaxed);
-  if (mode == LayerMode::kOff || mode == LayerMode::kRecord) {
-    decision.reason = PassReason::kMode;
-    stats.why = std::string(LayerModeName(mode)) + " mode";
-    return decision;
-  }
-  if (!loaded_) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    // (Where the query itself fails there is no capture to protect.)
-    if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-        capture != cudaStreamCaptureStatusNone) {
-      decision.reason = PassReason::kCapture;
-      decision.cacheable = false;
-      stats.why = "first seen under stream capture, before the layer had loaded";
-      return decision;
-    }
-    EnsureLoaded();
-  }
-  // The configs to try, best first, with where each came from.
+std::vector<std::pair<CublasLtConfig, std::string>> Layer::CandidatesFor(
+    const GemmProblem& problem, std::string& why) {
   std::vector<std::pair<CublasLtConfig, std::string>> candidates;
-  std::string why;
+  const LayerMode mode = mode_.load(std::memory_order_relaxed);
   if (library_) {
-    if (const auto at = library_->Find(call.problem)) {
+    if (const auto at = library_->Find(problem)) {
       const KernelConfig& config = library_->solutions[*at].config;
       if (const auto* lt = std::get_if<CublasLtConfig>(&config)) {
         candidates.emplace_back(*lt, "library");
@@ -281,14 +240,15 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
   }
   if (mode == LayerMode::kSelect) {
     if (selector_) {
-      auto selection = selector_->Select(call.problem);
+      auto selection = selector_->Select(problem);
       if (selection.ok()) {
+        const size_t before = candidates.size();
         for (const RankedConfig& ranked : (*selection)->ranked) {
           if (const auto* lt = std::get_if<CublasLtConfig>(&ranked.config)) {
             candidates.emplace_back(*lt, "model");
           }
         }
-        if (candidates.empty()) why += "the model ranked no cuBLASLt config; ";
+        if (candidates.size() == before) why += "the model ranked no cuBLASLt config; ";
       } else {
         why += "the model did not decide: " + selection.status().message() + "; ";
       }
@@ -296,6 +256,66 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
       why += "model not used (" + model_status_ + "); ";
     }
   }
+  return candidates;
+}
+
+bool Layer::Begin(const StatusOr<LtCall>& read, std::string_view api, size_t workspace_bytes,
+                  cudaStream_t stream, CallDecision& decision) {
+  if (!read.ok()) {
+    GemmStats& stats = StatsFor("not understood: " + read.status().message());
+    stats.why = read.status().message();
+    decision.stats = &stats;
+    decision.reason = PassReason::kNotUnderstood;
+    return true;
+  }
+  const LtCall& call = *read;
+  decision.host_scalars = true;
+  decision.alpha = static_cast<float>(call.problem.alpha);
+  decision.beta = static_cast<float>(call.problem.beta);
+  GemmStats& stats = StatsFor(CallKeyText(call) + std::string(api));
+  decision.stats = &stats;
+  if (!stats.call) stats.call = call;
+  stats.workspace_bytes = workspace_bytes;
+  const LayerMode mode = mode_.load(std::memory_order_relaxed);
+  if (mode == LayerMode::kOff || mode == LayerMode::kRecord) {
+    decision.reason = PassReason::kMode;
+    stats.why = std::string(LayerModeName(mode)) + " mode";
+    return true;
+  }
+  if (!loaded_) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    // (Where the query itself fails there is no capture to protect.)
+    if (cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+        capture != cudaStreamCaptureStatusNone) {
+      decision.reason = PassReason::kCapture;
+      decision.cacheable = false;
+      stats.why = "first seen under stream capture, before the layer had loaded";
+      return true;
+    }
+    EnsureLoaded();
+  }
+  return false;
+}
+
+CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
+                           cublasLtMatmulDesc_t desc, const void* alpha,
+                           cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                           const void* beta, cublasLtMatrixLayout_t c_desc,
+                           cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                           size_t workspace_bytes, cudaStream_t stream) {
+  (void)key;
+  std::lock_guard lock(mutex_);
+  CallDecision decision;
+  auto read = ReadLtCall(desc, a_desc, b_desc, c_desc, d_desc, alpha, beta);
+  if (Begin(read, "", workspace_bytes, stream, decision)) return decision;
+  const LtCall& call = *read;
+  GemmStats& stats = *decision.stats;
+  if (algo != nullptr && stats.application_algo.empty()) {
+    stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
+  }
+  std::string why;
+  const std::vector<std::pair<CublasLtConfig, std::string>> candidates =
+      CandidatesFor(call.problem, why);
   for (const auto& [config, source] : candidates) {
     auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type,
                                             call.type_a, call.type_b, call.type_c, call.type_d,
@@ -416,6 +436,195 @@ cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtM
   return pass_for(PassReason::kLaunchFailed);
 }
 
+cublasLtHandle_t Layer::LtHandle(int device) {
+  auto [it, added] = lt_handles_.try_emplace(device, nullptr);
+  if (added && cublasLtCreate(&it->second) != CUBLAS_STATUS_SUCCESS) it->second = nullptr;
+  return it->second;
+}
+
+void* Layer::OwnWorkspace(int device, cudaStream_t stream) {
+  constexpr size_t kMaxStreams = 64;
+  std::lock_guard lock(mutex_);
+  const auto key = std::make_pair(device, stream);
+  if (const auto it = workspaces_.find(key); it != workspaces_.end()) return it->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone || workspaces_.size() >= kMaxStreams) {
+    return nullptr;
+  }
+  void* workspace = nullptr;
+  if (cudaMalloc(&workspace, kLayerWorkspaceBytes) != cudaSuccess) {
+    cudaGetLastError();
+    workspace = nullptr;
+  }
+  workspaces_[key] = workspace;
+  return workspace;
+}
+
+BlasDecision Layer::DecideBlas(const BlasArgs& args, size_t workspace_bytes, cudaStream_t stream) {
+  std::lock_guard lock(mutex_);
+  BlasDecision decision;
+  auto read = ReadBlasCall(args.call, args.alpha, args.beta);
+  if (Begin(read, " (cublasGemmEx)", workspace_bytes, stream, decision)) return decision;
+  GemmStats& stats = *decision.stats;
+  stats.application_algo = "cuBLAS's own choice";
+  if (cudaGetDevice(&decision.device) != cudaSuccess) decision.device = device_;
+  decision.lt = LtHandle(decision.device);
+  std::string why;
+  auto fail = [&](const std::string& reason) {
+    decision.reason = PassReason::kNoDecision;
+    stats.decision = "none";
+    stats.config.clear();
+    stats.why = reason;
+    return decision;
+  };
+  if (decision.lt == nullptr) return fail("cublasLtCreate failed");
+  auto desc = MakeLtDescriptors(args.call, *read);
+  if (!desc.ok()) return fail(desc.status().message());
+  decision.desc = *desc;
+  const LtDescriptors& d = **desc;
+  const LtCall& call = *read;
+  for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
+    auto made = cublaslt::InitAlgoForConfig(decision.lt, call.compute_type, call.scale_type,
+                                            call.type_a, call.type_b, call.type_c, call.type_d,
+                                            config);
+    if (!made.ok()) {
+      why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
+      continue;
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    const cublasStatus_t checked =
+        cublasLtMatmulAlgoCheck(decision.lt, d.op, d.a, d.b, d.c, d.c, &*made, &result);
+    if (checked != CUBLAS_STATUS_SUCCESS || result.workspaceSize > kLayerWorkspaceBytes) {
+      why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call; ";
+      continue;
+    }
+    if (!decision.run_choice) {
+      decision.run_choice = true;
+      decision.algo = *made;
+      decision.workspace = result.workspaceSize;
+      stats.decision = source;
+      stats.config = DescribeConfig(KernelConfig(config));
+    }
+    if (result.workspaceSize == 0) {
+      decision.has_no_workspace_algo = true;
+      decision.no_workspace_algo = *made;
+      break;
+    }
+  }
+  if (!decision.run_choice) return fail(why.empty() ? "nothing to decide with" : why);
+  stats.why = why.empty() ? "" : why.substr(0, why.size() - 2);
+  if (settings_.verbose) {
+    std::fprintf(stderr, "kselect layer: %s -> %s (%s)\n", stats.key.c_str(),
+                 stats.config.c_str(), stats.decision.c_str());
+  }
+  return decision;
+}
+
+namespace {
+struct BlasCache {
+  uint64_t generation = 0;
+  std::unordered_map<BlasCall, BlasDecision, BlasCallHash> decisions;
+  // The stream last run on and the layer's workspace for it.
+  cudaStream_t stream = nullptr;
+  int device = -1;
+  void* workspace = nullptr;
+};
+thread_local BlasCache t_blas;
+}  // namespace
+
+cublasStatus_t Layer::Blas(const BlasFunctions& blas, BlasArgs args, BlasPassThrough pass,
+                           const void* context) {
+  if (mode_.load(std::memory_order_relaxed) == LayerMode::kOff) return pass(context);
+  cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
+  cudaStream_t stream = nullptr;
+  if (blas.get_pointer_mode(args.call.handle, &pointer_mode) != CUBLAS_STATUS_SUCCESS ||
+      blas.get_stream(args.call.handle, &stream) != CUBLAS_STATUS_SUCCESS) {
+    return pass(context);
+  }
+  args.call.pointer_mode = pointer_mode;
+  BlasCache& cache = t_blas;
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.generation != generation) {
+    cache.decisions.clear();
+    cache.generation = generation;
+  }
+  auto it = cache.decisions.find(args.call);
+  if (it != cache.decisions.end() && it->second.host_scalars) {
+    float alpha_value = 0, beta_value = 0;
+    std::memcpy(&alpha_value, args.alpha, sizeof(float));
+    std::memcpy(&beta_value, args.beta, sizeof(float));
+    if (alpha_value != it->second.alpha || beta_value != it->second.beta) {
+      cache.decisions.erase(it);
+      it = cache.decisions.end();
+    }
+  }
+  if (it == cache.decisions.end()) {
+    BlasDecision fresh = DecideBlas(args, blas.workspace_bytes, stream);
+    if (!fresh.cacheable) {
+      fresh.stats->calls.fetch_add(1, std::memory_order_relaxed);
+      fresh.stats->passed[static_cast<int>(fresh.reason)].fetch_add(1, std::memory_order_relaxed);
+      return pass(context);
+    }
+    if (cache.decisions.size() >= kMaxCachedDecisions) cache.decisions.clear();
+    it = cache.decisions.emplace(args.call, std::move(fresh)).first;
+  }
+  BlasDecision& decision = it->second;
+  GemmStats& stats = *decision.stats;
+  stats.calls.fetch_add(1, std::memory_order_relaxed);
+  auto pass_for = [&](PassReason reason) {
+    stats.passed[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+    return pass(context);
+  };
+  if (!decision.run_choice) return pass_for(decision.reason);
+  if (((reinterpret_cast<uintptr_t>(args.a) | reinterpret_cast<uintptr_t>(args.b) |
+        reinterpret_cast<uintptr_t>(args.c)) &
+       (kOperandAlignment - 1)) != 0) {
+    return pass_for(PassReason::kAlignment);
+  }
+  // The workspace: the application's for this handle (cuBLAS would have used it for this very
+  // call, on this stream), else the layer's own for the stream.
+  const cublasLtMatmulAlgo_t* algo = &decision.algo;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  if (decision.workspace > 0) {
+    if (blas.workspace != nullptr && blas.workspace_bytes >= decision.workspace) {
+      workspace = blas.workspace;
+      workspace_bytes = blas.workspace_bytes;
+    } else {
+      if (cache.stream != stream || cache.device != decision.device || cache.workspace == nullptr) {
+        cache.workspace = OwnWorkspace(decision.device, stream);
+        cache.stream = stream;
+        cache.device = decision.device;
+      }
+      if (cache.workspace != nullptr) {
+        workspace = cache.workspace;
+        workspace_bytes = kLayerWorkspaceBytes;
+      } else if (decision.has_no_workspace_algo) {
+        algo = &decision.no_workspace_algo;
+      } else {
+        return pass_for(PassReason::kWorkspace);
+      }
+    }
+  }
+  const LtDescriptors& d = *decision.desc;
+  const cublasStatus_t status =
+      blas.lt_matmul(decision.lt, d.op, args.alpha, args.a, d.a, args.b, d.b, args.beta, args.c,
+                     d.c, args.c, d.c, algo, workspace, workspace_bytes, stream);
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    stats.overridden.fetch_add(1, std::memory_order_relaxed);
+    return status;
+  }
+  decision.run_choice = false;
+  decision.reason = PassReason::kLaunchFailed;
+  {
+    std::lock_guard lock(mutex_);
+    stats.why = stats.config + " failed to launch (" + cublaslt::CublasStatusText(status) +
+                "): cuBLAS's own call runs";
+  }
+  return pass_for(PassReason::kLaunchFailed);
+}
+
 LayerTotals Layer::Totals() const {
   std::lock_guard lock(mutex_);
   LayerTotals totals;
@@ -484,26 +693,31 @@ std::string Layer::StatsJson() const {
 
 std::string Layer::RecordCsv() const {
   std::lock_guard lock(mutex_);
-  std::string csv = "m,n,k,batch,transa,transb,a,b,c,compute,alpha,beta,lda,ldb,ldc,epilogue,calls\n";
+  // One row per GEMM: the same problem reached through cuBLASLt and through cuBLAS is one.
+  std::map<std::string, int64_t> rows;
+  std::vector<std::string> order;
   for (const auto& [key, stats] : stats_) {
     if (!stats->call) continue;
-    const LtCall& call = *stats->call;
-    const GemmProblem& p = call.problem;
     const int64_t calls = stats->calls.load();
     if (calls == 0) continue;
+    const LtCall& call = *stats->call;
+    const GemmProblem& p = call.problem;
     auto op = [](MatrixOrder order) { return order == MatrixOrder::kRowMajor ? "T" : "N"; };
     char alpha[32], beta[32];
     std::snprintf(alpha, sizeof(alpha), "%.9g", p.alpha);
     std::snprintf(beta, sizeof(beta), "%.9g", p.beta);
-    csv += std::to_string(p.m) + "," + std::to_string(p.n) + "," + std::to_string(p.k) + "," +
-           std::to_string(p.batch) + "," + op(p.layout.a) + "," + op(p.layout.b) + "," +
-           std::string(DataTypeName(p.dtype_a)) + "," + std::string(DataTypeName(p.dtype_b)) +
-           "," + std::string(DataTypeName(p.dtype_c)) + "," +
-           std::string(DataTypeName(p.compute)) + "," + alpha + "," + beta + "," +
-           std::to_string(call.lda) + "," + std::to_string(call.ldb) + "," +
-           std::to_string(call.ldc) + "," + EpilogueName(call.epilogue) + "," +
-           std::to_string(calls) + "\n";
+    const std::string row =
+        std::to_string(p.m) + "," + std::to_string(p.n) + "," + std::to_string(p.k) + "," +
+        std::to_string(p.batch) + "," + op(p.layout.a) + "," + op(p.layout.b) + "," +
+        std::string(DataTypeName(p.dtype_a)) + "," + std::string(DataTypeName(p.dtype_b)) + "," +
+        std::string(DataTypeName(p.dtype_c)) + "," + std::string(DataTypeName(p.compute)) + "," +
+        alpha + "," + beta + "," + std::to_string(call.lda) + "," + std::to_string(call.ldb) +
+        "," + std::to_string(call.ldc) + "," + EpilogueName(call.epilogue) + ",";
+    if (rows.find(row) == rows.end()) order.push_back(row);
+    rows[row] += calls;
   }
+  std::string csv = "m,n,k,batch,transa,transb,a,b,c,compute,alpha,beta,lda,ldb,ldc,epilogue,calls\n";
+  for (const std::string& row : order) csv += row + std::to_string(rows[row]) + "\n";
   return csv;
 }
 

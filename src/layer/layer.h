@@ -19,6 +19,8 @@
 
 #include "kselect/solutions.h"
 #include "kselect/status.h"
+#include "layer/blas_call.h"
+#include "layer/entry_points.h"
 #include "layer/lt_call.h"
 
 namespace kselect {
@@ -48,12 +50,17 @@ struct LayerSettings {
       const std::function<const char*(const char*)>& get);
 };
 
-// cublasLtMatmul's signature: the real one, which the layer calls.
-using RealMatmul = cublasStatus_t (*)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*,
-                                      const void*, cublasLtMatrixLayout_t, const void*,
-                                      cublasLtMatrixLayout_t, const void*, const void*,
-                                      cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
-                                      const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t);
+// One cuBLAS GEMM call's arguments; `call.pointer_mode` is filled by the layer.
+struct BlasArgs {
+  BlasCall call;
+  const void* alpha = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* beta = nullptr;
+  void* c = nullptr;
+};
+// Runs the application's own call (`context` is the caller's).
+using BlasPassThrough = cublasStatus_t (*)(const void* context);
 
 // Why a call ran the application's own choice.
 enum class PassReason {
@@ -95,6 +102,16 @@ struct CallDecision {
   bool cacheable = true;  // false: decide again next time (first call under capture)
 };
 
+// The same for a cuBLAS call, which runs on the layer's own cuBLASLt handle and descriptors.
+struct BlasDecision : CallDecision {
+  std::shared_ptr<LtDescriptors> desc;
+  cublasLtHandle_t lt = nullptr;
+  int device = 0;
+  // A choice needing no workspace, for streams with none (first seen under capture).
+  bool has_no_workspace_algo = false;
+  cublasLtMatmulAlgo_t no_workspace_algo{};
+};
+
 struct LayerTotals {
   int64_t calls = 0, overridden = 0, passed = 0;
 };
@@ -114,6 +131,10 @@ class Layer {
                         cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
                         void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+  // The intercepted cuBLAS call: kselect's choice through cuBLASLt, or `pass`.
+  cublasStatus_t Blas(const BlasFunctions& blas, BlasArgs args, BlasPassThrough pass,
+                      const void* context);
+
   // Every later call decides again under `mode`.
   void SetMode(LayerMode mode);
   LayerMode mode() const { return mode_.load(std::memory_order_relaxed); }
@@ -128,10 +149,24 @@ class Layer {
   Status Flush() const;
 
  private:
+  // The part of a decision both APIs share: the call's statistics entry (under `api`'s suffix),
+  // then true with a pass-through decision where the call was not read, the mode decides nothing
+  // or the layer cannot load yet (under capture); false where a choice is to be made.
+  bool Begin(const StatusOr<LtCall>& read, std::string_view api, size_t workspace_bytes,
+             cudaStream_t stream, CallDecision& decision);
   CallDecision Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                   const void* alpha, cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
                   const void* beta, cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
                   const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes, cudaStream_t stream);
+  BlasDecision DecideBlas(const BlasArgs& args, size_t workspace_bytes, cudaStream_t stream);
+  // The configs to try for `problem`, best first, with where each came from; `why` collects
+  // what the earlier stages said.
+  std::vector<std::pair<CublasLtConfig, std::string>> CandidatesFor(const GemmProblem& problem,
+                                                                    std::string& why);
+  // The layer's own workspace for a stream the application gave none for (allocated outside
+  // capture only; null under capture or past the limit).
+  void* OwnWorkspace(int device, cudaStream_t stream);
+  cublasLtHandle_t LtHandle(int device);
   GemmStats& StatsFor(const std::string& key);
   // Loads the library and the model once (outside stream capture); the reasons they are not
   // used are kept for the statistics.
@@ -152,6 +187,8 @@ class Layer {
   std::unique_ptr<Selector> selector_;
   std::string model_status_;
   std::string provenance_json_;
+  std::map<int, cublasLtHandle_t> lt_handles_;
+  std::map<std::pair<int, cudaStream_t>, void*> workspaces_;
   double load_ms_ = 0;
 };
 

@@ -78,6 +78,110 @@ KSELECT_LAYER_EXPORT int kselect_layer_impl_matmul(
               workspace, workspace_bytes, stream);
 }
 
+namespace {
+
+using kselect::layer::BlasArgs;
+using kselect::layer::BlasFunctions;
+
+struct GemmExCall {
+  kselect::layer::RealGemmEx real;
+  cublasHandle_t handle;
+  cublasOperation_t transa, transb;
+  int m, n, k;
+  const void* alpha;
+  const void* a;
+  cudaDataType_t a_type;
+  int lda;
+  const void* b;
+  cudaDataType_t b_type;
+  int ldb;
+  const void* beta;
+  void* c;
+  cudaDataType_t c_type;
+  int ldc;
+  cublasComputeType_t compute;
+  cublasGemmAlgo_t algo;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
+  int batch = 1;
+  kselect::layer::RealGemmStridedBatchedEx real_strided = nullptr;
+};
+
+cublasStatus_t PassGemmEx(const void* context) {
+  const auto& c = *static_cast<const GemmExCall*>(context);
+  if (c.real_strided != nullptr) {
+    return c.real_strided(c.handle, c.transa, c.transb, c.m, c.n, c.k, c.alpha, c.a, c.a_type,
+                          c.lda, c.stride_a, c.b, c.b_type, c.ldb, c.stride_b, c.beta, c.c,
+                          c.c_type, c.ldc, c.stride_c, c.batch, c.compute, c.algo);
+  }
+  return c.real(c.handle, c.transa, c.transb, c.m, c.n, c.k, c.alpha, c.a, c.a_type, c.lda, c.b,
+                c.b_type, c.ldb, c.beta, c.c, c.c_type, c.ldc, c.compute, c.algo);
+}
+
+cublasStatus_t RunBlas(const BlasFunctions* blas, const GemmExCall& c) {
+  Layer* layer = Instance();
+  try {
+    if (layer != nullptr && blas != nullptr) {
+      BlasArgs args;
+      args.call.handle = c.handle;
+      args.call.trans_a = c.transa;
+      args.call.trans_b = c.transb;
+      args.call.m = c.m;
+      args.call.n = c.n;
+      args.call.k = c.k;
+      args.call.type_a = c.a_type;
+      args.call.type_b = c.b_type;
+      args.call.type_c = c.c_type;
+      args.call.lda = c.lda;
+      args.call.ldb = c.ldb;
+      args.call.ldc = c.ldc;
+      args.call.stride_a = c.stride_a;
+      args.call.stride_b = c.stride_b;
+      args.call.stride_c = c.stride_c;
+      args.call.batch = c.batch;
+      args.call.compute = static_cast<int32_t>(c.compute);
+      args.alpha = c.alpha;
+      args.a = c.a;
+      args.b = c.b;
+      args.beta = c.beta;
+      args.c = c.c;
+      return layer->Blas(*blas, args, &PassGemmEx, &c);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kselect layer: passing through after an error: %s\n", e.what());
+  }
+  return PassGemmEx(&c);
+}
+
+}  // namespace
+
+KSELECT_LAYER_EXPORT cublasStatus_t kselect_layer_impl_gemm_ex(
+    const BlasFunctions* blas, kselect::layer::RealGemmEx real, cublasHandle_t handle,
+    cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha,
+    const void* a, cudaDataType_t a_type, int lda, const void* b, cudaDataType_t b_type, int ldb,
+    const void* beta, void* c, cudaDataType_t c_type, int ldc, cublasComputeType_t compute,
+    cublasGemmAlgo_t algo) {
+  const GemmExCall call{real, handle, transa, transb, m,   n,      k,   alpha,   a,    a_type,
+                        lda,  b,      b_type, ldb,    beta, c, c_type, ldc, compute, algo};
+  return RunBlas(blas, call);
+}
+
+KSELECT_LAYER_EXPORT cublasStatus_t kselect_layer_impl_gemm_strided_batched_ex(
+    const BlasFunctions* blas, kselect::layer::RealGemmStridedBatchedEx real,
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* a, cudaDataType_t a_type, int lda, long long stride_a,
+    const void* b, cudaDataType_t b_type, int ldb, long long stride_b, const void* beta, void* c,
+    cudaDataType_t c_type, int ldc, long long stride_c, int batch, cublasComputeType_t compute,
+    cublasGemmAlgo_t algo) {
+  GemmExCall call{nullptr, handle, transa, transb, m,   n,      k,   alpha,   a,    a_type,
+                  lda,     b,      b_type, ldb,    beta, c, c_type, ldc, compute, algo};
+  call.stride_a = stride_a;
+  call.stride_b = stride_b;
+  call.stride_c = stride_c;
+  call.batch = batch;
+  call.real_strided = real;
+  return RunBlas(blas, call);
+}
+
 KSELECT_LAYER_EXPORT int kselect_layer_impl_set_mode(const char* mode) {
   Layer* layer = Instance();
   if (layer == nullptr || mode == nullptr) return -1;

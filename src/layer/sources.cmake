@@ -5,6 +5,7 @@
 # looks up exported (the runtime's own symbols stay local, as in libkselect_c.so).
 # libkselect_preload.so: the shim an application preloads, C library only.
 add_library(kselect_layer_core STATIC ${CMAKE_CURRENT_LIST_DIR}/lt_call.cpp
+                                      ${CMAKE_CURRENT_LIST_DIR}/blas_call.cpp
                                       ${CMAKE_CURRENT_LIST_DIR}/layer.cpp)
 target_include_directories(kselect_layer_core PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(kselect_layer_core PUBLIC kselect_runtime)
@@ -28,6 +29,9 @@ set_target_properties(kselect_layer PROPERTIES
 find_package(Threads REQUIRED)
 add_library(kselect_preload SHARED ${CMAKE_CURRENT_LIST_DIR}/preload_shim.cpp)
 target_link_libraries(kselect_preload PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+# The CUDA headers for the real functions' types; no CUDA library is linked.
+target_include_directories(kselect_preload PRIVATE ${PROJECT_SOURCE_DIR}/src
+                                                   ${CUDAToolkit_INCLUDE_DIRS})
 target_compile_options(kselect_preload PRIVATE ${KSELECT_WARNING_FLAGS} -fno-exceptions)
 target_link_options(kselect_preload PRIVATE "LINKER:--no-undefined" "LINKER:--as-needed")
 set_target_properties(kselect_preload PROPERTIES

@@ -1,6 +1,7 @@
 // The preloaded layer's logic on the GPU, in process: the real cublasLtMatmul under the layer,
 // on an application's own descriptors, heuristic algo and buffers. Skipped without a GPU (the
 // preloaded path itself is checked by tests/layer/preload_check.sh on the device).
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -201,6 +202,83 @@ TEST_F(LayerGpuTest, LibraryModeRunsTheLibrarysConfig) {
   EXPECT_EQ(stats["gemms"][0]["decision"], "library") << stats.dump(2);
   EXPECT_EQ(stats["gemms"][0]["config"], DescribeConfig(tuned));
   EXPECT_EQ(stats["overridden"], 2);
+}
+
+// cuBLAS's GemmEx under the layer (what PyTorch's default backend calls): the layer runs the
+// model's choice through cuBLASLt on the handle's stream and workspace, with the same results.
+TEST_F(LayerGpuTest, CublasGemmExRunsTheChoiceThroughCublasLt) {
+  cublasHandle_t blas_handle = nullptr;
+  ASSERT_EQ(cublasCreate(&blas_handle), CUBLAS_STATUS_SUCCESS);
+  void* workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, kWorkspaceBytes), cudaSuccess);
+  ASSERT_EQ(cublasSetWorkspace(blas_handle, workspace, kWorkspaceBytes), CUBLAS_STATUS_SUCCESS);
+  LayerSettings settings;
+  settings.mode = LayerMode::kSelect;
+  settings.model = testing_util::ModelDir("h200_cublaslt_bf16_tn_rank");
+  Layer layer(settings);
+  BlasFunctions blas;
+  blas.lt_matmul = &cublasLtMatmul;
+  blas.get_stream = &cublasGetStream_v2;
+  blas.get_pointer_mode = &cublasGetPointerMode_v2;
+  blas.workspace = workspace;
+  blas.workspace_bytes = kWorkspaceBytes;
+
+  for (const auto& [m, n, k] : {std::tuple{4096, 8, 4096}, std::tuple{14336, 16, 4096},
+                                std::tuple{4096, 2048, 4096}}) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    auto random = [&](int64_t count) {
+      std::vector<__nv_bfloat16> host(static_cast<size_t>(count));
+      for (auto& v : host) v = __float2bfloat16(dist(rng));
+      void* device = nullptr;
+      EXPECT_EQ(cudaMalloc(&device, host.size() * 2), cudaSuccess);
+      cudaMemcpy(device, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+      return device;
+    };
+    void* a = random(static_cast<int64_t>(m) * k);
+    void* b = random(static_cast<int64_t>(k) * n);
+    void* c = random(static_cast<int64_t>(m) * n);
+    const float one = 1, zero = 0;
+    auto read_c = [&] {
+      std::vector<__nv_bfloat16> host(static_cast<size_t>(m) * n);
+      EXPECT_EQ(cudaMemcpy(host.data(), c, host.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      std::vector<float> out(host.size());
+      for (size_t i = 0; i < host.size(); ++i) out[i] = __bfloat162float(host[i]);
+      return out;
+    };
+    ASSERT_EQ(cublasGemmEx(blas_handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF,
+                           k, b, CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT_TENSOR_OP),
+              CUBLAS_STATUS_SUCCESS);
+    const std::vector<float> expected = read_c();
+    BlasArgs args;
+    args.call.handle = blas_handle;
+    args.call.trans_a = CUBLAS_OP_T;
+    args.call.m = m;
+    args.call.n = n;
+    args.call.k = k;
+    args.call.type_a = args.call.type_b = args.call.type_c = CUDA_R_16BF;
+    args.call.lda = k;
+    args.call.ldb = k;
+    args.call.ldc = m;
+    args.call.compute = CUBLAS_COMPUTE_32F;
+    args.alpha = &one;
+    args.a = a;
+    args.b = b;
+    args.beta = &zero;
+    args.c = c;
+    auto fail_if_passed = [](const void*) { return CUBLAS_STATUS_EXECUTION_FAILED; };
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(layer.Blas(blas, args, fail_if_passed, nullptr), CUBLAS_STATUS_SUCCESS)
+          << m << "x" << n << "x" << k << ": " << layer.StatsJson();
+      EXPECT_LT(RelativeDifference(expected, read_c()), 2e-2) << m << "x" << n << "x" << k;
+    }
+    for (void* p : {a, b, c}) cudaFree(p);
+  }
+  const auto stats = nlohmann::json::parse(layer.StatsJson());
+  EXPECT_EQ(stats["overridden"], 6) << stats.dump(2);
+  cudaFree(workspace);
+  cublasDestroy(blas_handle);
 }
 
 }  // namespace

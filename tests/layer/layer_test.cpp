@@ -344,5 +344,101 @@ TEST_F(LayerTest, NewAlphaOrBetaIsANewProblem) {
   EXPECT_EQ(calls_beta_one, 2) << stats.dump(2);
 }
 
+BlasCall LinearBlasCall(int64_t m, int64_t n, int64_t k) {
+  BlasCall call;
+  call.handle = reinterpret_cast<cublasHandle_t>(0x3000);
+  call.trans_a = CUBLAS_OP_T;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.type_a = call.type_b = call.type_c = CUDA_R_16BF;
+  call.lda = k;
+  call.ldb = k;
+  call.ldc = m;
+  call.compute = CUBLAS_COMPUTE_32F;
+  return call;
+}
+
+TEST(BlasCallTest, ReadsGemmExCalls) {
+  const BlasCall call = LinearBlasCall(4096, 8, 14336);
+  auto read = ReadBlasCall(call, &kOne, &kZero);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->problem, testing_util::LinearGemm(4096, 8, 14336));
+  EXPECT_EQ(read->lda, 14336);
+  // The legacy compute argument (a cudaDataType_t) reads as fp32 accumulation too.
+  BlasCall legacy = call;
+  legacy.compute = CUDA_R_32F;
+  EXPECT_TRUE(ReadBlasCall(legacy, &kOne, &kZero).ok());
+
+  BlasCall device = call;
+  device.pointer_mode = CUBLAS_POINTER_MODE_DEVICE;
+  EXPECT_TRUE(Contains(ReadBlasCall(device, nullptr, nullptr).status().message(), "host"));
+  BlasCall half_compute = call;
+  half_compute.compute = CUBLAS_COMPUTE_16F;
+  EXPECT_FALSE(ReadBlasCall(half_compute, &kOne, &kZero).ok());
+  BlasCall small_ld = call;
+  small_ld.ldc = 100;
+  EXPECT_TRUE(Contains(ReadBlasCall(small_ld, &kOne, &kZero).status().message(), "ldc 100"));
+  BlasCall doubles = call;
+  doubles.type_a = doubles.type_b = doubles.type_c = CUDA_R_64F;
+  EXPECT_FALSE(ReadBlasCall(doubles, &kOne, &kZero).ok());
+
+  // The descriptors that run the same product hold its sizes.
+  auto desc = MakeLtDescriptors(call, *read);
+  ASSERT_TRUE(desc.ok()) << desc.status().ToString();
+  auto again = ReadLtCall((*desc)->op, (*desc)->a, (*desc)->b, (*desc)->c, (*desc)->c, &kOne,
+                          &kZero);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->problem, read->problem);
+  EXPECT_EQ(again->lda, 14336);
+}
+
+// cuBLAS's handle queries and the application's own call, as stand-ins.
+int g_blas_passes = 0;
+cublasPointerMode_t g_pointer_mode = CUBLAS_POINTER_MODE_HOST;
+cublasStatus_t FakeGetStream(cublasHandle_t, cudaStream_t* stream) {
+  *stream = nullptr;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t FakeGetPointerMode(cublasHandle_t, cublasPointerMode_t* mode) {
+  *mode = g_pointer_mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t FakeBlasPass(const void*) {
+  ++g_blas_passes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+TEST_F(LayerTest, CublasCallsAreRecordedBesideCublasLtOnes) {
+  LayerSettings settings;
+  settings.mode = LayerMode::kRecord;
+  Layer layer(settings);
+  BlasFunctions blas;
+  blas.get_stream = &FakeGetStream;
+  blas.get_pointer_mode = &FakeGetPointerMode;
+  g_blas_passes = 0;
+  g_pointer_mode = CUBLAS_POINTER_MODE_HOST;
+  BlasArgs args;
+  args.call = LinearBlasCall(4096, 8, 4096);
+  args.alpha = &kOne;
+  args.beta = &kZero;
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(layer.Blas(blas, args, &FakeBlasPass, nullptr), 0);
+  Descriptors desc(4096, 8, 4096);  // the same GEMM through cuBLASLt
+  ASSERT_EQ(Call(layer, desc), CUBLAS_STATUS_SUCCESS);
+  g_pointer_mode = CUBLAS_POINTER_MODE_DEVICE;
+  ASSERT_EQ(layer.Blas(blas, args, &FakeBlasPass, nullptr), 0);
+  EXPECT_EQ(g_blas_passes, 5);
+
+  const auto stats = nlohmann::json::parse(layer.StatsJson());
+  EXPECT_EQ(stats["calls"], 6);
+  EXPECT_EQ(stats["pass_reasons"]["mode"], 5);
+  EXPECT_EQ(stats["pass_reasons"]["not_understood"], 1);
+  // One GEMM in the record, its calls through both APIs summed.
+  auto log = ParseGemmLog(layer.RecordCsv(), "record");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->gemms.size(), 1u);
+  EXPECT_EQ(log->gemms[0].calls, 5);
+}
+
 }  // namespace
 }  // namespace kselect::layer

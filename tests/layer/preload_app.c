@@ -6,6 +6,7 @@
  *   preload_app compare X Y     per case, the largest difference relative to the largest value
  * Exit 77 where there is no GPU. */
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +25,8 @@ typedef struct {
   int misalign;       /* operand B offset by 16 bytes */
   int device_scalars; /* alpha and beta in device memory */
   float beta;
+  int api; /* 0 cublasLtMatmul, 1 cublasGemmEx (workspace set as PyTorch does), 2
+              cublasGemmStridedBatchedEx (no workspace set) */
 } Case;
 
 static const Case kCases[] = {
@@ -37,6 +40,12 @@ static const Case kCases[] = {
     {"fp16_4096x16x4096", 4096, 16, 4096, 1, 1, 0, CUDA_R_16F, 0, 0, 0, 0},
     {"misaligned_4096x8x4096", 4096, 8, 4096, 1, 1, 0, CUDA_R_16BF, 0, 1, 0, 0},
     {"device_scalars_4096x8x4096", 4096, 8, 4096, 1, 1, 0, CUDA_R_16BF, 0, 0, 1, 0},
+    {"gemmex_4096x8x4096", 4096, 8, 4096, 1, 1, 0, CUDA_R_16BF, 0, 0, 0, 0, 1},
+    {"gemmex_14336x16x4096", 14336, 16, 4096, 1, 1, 0, CUDA_R_16BF, 0, 0, 0, 0, 1},
+    {"gemmex_prefill_4096x2048x4096", 4096, 2048, 4096, 1, 1, 0, CUDA_R_16BF, 0, 0, 0, 0, 1},
+    {"gemmex_nn_1024x512x2048", 1024, 512, 2048, 1, 0, 0, CUDA_R_16BF, 0, 0, 0, 0, 1},
+    {"gemmex_device_scalars", 4096, 8, 4096, 1, 1, 0, CUDA_R_16BF, 0, 0, 1, 0, 1},
+    {"strided_1024x128x512x4", 1024, 128, 512, 4, 1, 0, CUDA_R_16BF, 0, 0, 0, 0, 2},
 };
 #define CASES ((int)(sizeof(kCases) / sizeof(kCases[0])))
 
@@ -158,8 +167,38 @@ static void Matmul(cublasLtHandle_t handle, const Case* c, void* a, void* b, voi
   cublasLtMatmulDescDestroy(op);
 }
 
+/* The same product through cuBLAS, as PyTorch's default backend calls it. */
+static void BlasMatmul(cublasHandle_t handle, const Case* c, void* a, void* b, void* d,
+                       void* workspace, const float* alpha, const float* beta) {
+  const cublasOperation_t op_a = c->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = c->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lda = c->trans_a ? c->k : c->m, ldb = c->trans_b ? c->n : c->k;
+  cublasStatus_t status;
+  Check(cublasSetPointerMode(handle, c->device_scalars ? CUBLAS_POINTER_MODE_DEVICE
+                                                       : CUBLAS_POINTER_MODE_HOST) ==
+            CUBLAS_STATUS_SUCCESS,
+        "pointer mode");
+  if (c->api == 1) {
+    Check(cublasSetWorkspace(handle, workspace, WORKSPACE_BYTES) == CUBLAS_STATUS_SUCCESS,
+          "set workspace");
+    status = cublasGemmEx(handle, op_a, op_b, c->m, c->n, c->k, alpha, a, c->type, lda, b,
+                          c->type, ldb, beta, d, c->type, c->m, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT_TENSOR_OP);
+  } else {
+    status = cublasGemmStridedBatchedEx(
+        handle, op_a, op_b, c->m, c->n, c->k, alpha, a, c->type, lda, (long long)c->m * c->k, b,
+        c->type, ldb, (long long)c->k * c->n, beta, d, c->type, c->m, (long long)c->m * c->n,
+        c->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP);
+  }
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    fprintf(stderr, "preload_app: %s: cuBLAS returned %d\n", c->name, (int)status);
+    exit(1);
+  }
+}
+
 static int Run(const char* out_path) {
   cublasLtHandle_t handle;
+  cublasHandle_t blas;
   void* workspace = NULL;
   FILE* out;
   int devices = 0, i, repeat;
@@ -168,6 +207,7 @@ static int Run(const char* out_path) {
     return 77;
   }
   Check(cublasLtCreate(&handle) == CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
+  Check(cublasCreate(&blas) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
   Check(cudaMalloc(&workspace, WORKSPACE_BYTES) == cudaSuccess, "workspace");
   out = fopen(out_path, "wb");
   Check(out != NULL, "open output");
@@ -195,7 +235,11 @@ static int Run(const char* out_path) {
     /* Three calls: the layer decides on the first and looks the decision up after. With beta 1,
      * each call accumulates into D, so the output depends on every call. */
     for (repeat = 0; repeat < 3; ++repeat) {
-      Matmul(handle, c, a, b_used, d, bias, workspace, alpha, beta);
+      if (c->api == 0) {
+        Matmul(handle, c, a, b_used, d, bias, workspace, alpha, beta);
+      } else {
+        BlasMatmul(blas, c, a, b_used, d, workspace, alpha, beta);
+      }
     }
     Check(cudaDeviceSynchronize() == cudaSuccess, "synchronize");
     Check(cudaMemcpy(host, d, elements * 2, cudaMemcpyDeviceToHost) == cudaSuccess, "copy back");
@@ -213,6 +257,7 @@ static int Run(const char* out_path) {
   fclose(out);
   cudaFree(workspace);
   cublasLtDestroy(handle);
+  cublasDestroy(blas);
   return 0;
 }
 

@@ -26,20 +26,25 @@ print(json.dumps({k: s[k] for k in ("mode", "model_status", "calls", "overridden
                                     "passed_through", "pass_reasons")}))
 assert s["format"] == "kselect.layer_stats", s["format"]
 assert s["model_status"] == "used", s["model_status"]
-assert s["calls"] == 30, s["calls"]
-assert s["overridden"] >= 18, "expected most calls to run kselect's choice"
-assert s["pass_reasons"].get("not_understood") == 3, "device-memory scalars pass through"
-assert s["pass_reasons"].get("alignment") == 3, "a misaligned operand passes through"
 for g in s["gemms"]:
-    print(f'{g["calls"]:3d} {g["overridden"]:3d} {g["decision"]:8s} {g["gemm"][:60]:60s} {g["config"]}')
+    print(f'{g["calls"]:3d} {g["overridden"]:3d} {g["decision"]:8s} {g["gemm"][:72]:72s} '
+          f'{g["config"]} (app: {g["application_algo"]})')
+assert s["calls"] == 48, s["calls"]
+assert s["overridden"] >= 36, "expected most calls to run kselect's choice"
+assert s["pass_reasons"].get("not_understood") == 6, "device-memory scalars pass through"
+assert s["pass_reasons"].get("alignment") == 3, "a misaligned operand passes through"
+blas = [g for g in s["gemms"] if "cublasGemmEx" in g["gemm"]]
+assert len(blas) == 5 and sum(g["overridden"] for g in blas) >= 12, "cuBLAS calls run choices"
 PY
 head -3 "$scratch/gemms.csv"
 rows=$(($(wc -l < "$scratch/gemms.csv") - 1))
-[[ $rows -eq 9 ]] || { echo "record: $rows GEMMs, expected 9"; exit 1; }
+# Eight cuBLASLt GEMMs (the misaligned call is the first one's problem) and five cuBLAS ones, two
+# of which the cuBLASLt calls had (one row each).
+[[ $rows -eq 11 ]] || { echo "record: $rows GEMMs, expected 11"; exit 1; }
 if [[ -n $kselect ]]; then
   hw=$(dirname "$0")/../../data/hardware/nvidia-h200.json
   "$kselect" log summarize --hw "$hw" "$scratch/gemms.csv" > "$scratch/summary.txt"
-  grep -q "27 calls, 9 distinct GEMMs" "$scratch/summary.txt" || { cat "$scratch/summary.txt"; exit 1; }
+  grep -q "42 calls, 11 distinct GEMMs" "$scratch/summary.txt" || { cat "$scratch/summary.txt"; exit 1; }
 fi
 
 echo "== mode off"
