@@ -29,6 +29,8 @@ using RealGemmStridedBatchedEx = cublasStatus_t (*)(
 // each call; null when unknown), and the real cublasLtMatmul the choice runs through.
 struct BlasFunctions {
   RealMatmul lt_matmul = nullptr;
+  RealGemmEx gemm_ex = nullptr;  // the application's own calls, timed as the vendor's pick
+  RealGemmStridedBatchedEx gemm_strided = nullptr;
   cublasStatus_t (*get_stream)(cublasHandle_t, cudaStream_t*) = nullptr;
   cublasStatus_t (*get_pointer_mode)(cublasHandle_t, cublasPointerMode_t*) = nullptr;
   void* workspace = nullptr;

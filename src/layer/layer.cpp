@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -105,6 +106,8 @@ std::string_view PassReasonName(PassReason reason) {
       return "launch_failed";
     case PassReason::kCapture:
       return "capture";
+    case PassReason::kVendorKept:
+      return "vendor_kept";
     case PassReason::kCount:
       break;
   }
@@ -123,6 +126,13 @@ StatusOr<LayerSettings> LayerSettings::FromEnvironment(
   settings.stats_path = WithPid(value("KSELECT_STATS"));
   settings.record_path = WithPid(value("KSELECT_RECORD"));
   settings.verbose = value("KSELECT_LAYER_VERBOSE") == "1";
+  if (const std::string k = value("KSELECT_TIME_TOP_K"); !k.empty()) {
+    auto parsed = text::ParseInt64(k);
+    if (!parsed.ok() || *parsed < 0 || *parsed > 16) {
+      return InvalidArgumentError("KSELECT_TIME_TOP_K: '" + k + "' is not a count from 0 to 16");
+    }
+    settings.time_top_k = static_cast<int>(*parsed);
+  }
   const std::string mode = value("KSELECT_MODE");
   if (!mode.empty()) {
     auto parsed = ParseLayerMode(mode);
@@ -274,6 +284,7 @@ bool Layer::Begin(const StatusOr<LtCall>& read, std::string_view api, size_t wor
   decision.beta = static_cast<float>(call.problem.beta);
   GemmStats& stats = StatsFor(CallKeyText(call) + std::string(api));
   decision.stats = &stats;
+  stats.decisions.fetch_add(1, std::memory_order_relaxed);
   if (!stats.call) stats.call = call;
   stats.workspace_bytes = workspace_bytes;
   const LayerMode mode = mode_.load(std::memory_order_relaxed);
@@ -297,12 +308,70 @@ bool Layer::Begin(const StatusOr<LtCall>& read, std::string_view api, size_t wor
   return false;
 }
 
+void Layer::Settle(const std::vector<CheckedConfig>& checked, const TimeContenders& time,
+                   std::string why, CallDecision& decision) {
+  GemmStats& stats = *decision.stats;
+  auto finish = [&](const CheckedConfig& chosen) {
+    decision.run_choice = true;
+    decision.algo = chosen.algo;
+    decision.workspace = chosen.workspace;
+    stats.decision = chosen.source;
+    stats.config = DescribeConfig(KernelConfig(chosen.config));
+  };
+  auto trimmed = [](const std::string& text) {
+    return text.size() >= 2 ? text.substr(0, text.size() - 2) : text;
+  };
+  if (checked.empty()) {
+    decision.reason = PassReason::kNoDecision;
+    stats.decision = "none";
+    stats.config.clear();
+    stats.why = why.empty() ? "nothing to decide with" : trimmed(why);
+  } else if (checked.front().source == "library") {
+    finish(checked.front());
+    stats.why = trimmed(why);
+  } else if (settings_.time_top_k < 2 || !time) {
+    finish(checked.front());
+    why += "the model's first, untimed (not guarded against the application's own choice); ";
+    stats.why = trimmed(why);
+  } else {
+    auto outcome = time(checked);
+    if (!outcome.ok()) {
+      decision.reason = PassReason::kNoDecision;
+      stats.decision = "none";
+      stats.config.clear();
+      stats.why = why + "first-use timing failed (" + outcome.status().message() +
+                  "): the application's own choice runs";
+    } else {
+      char figures[160];
+      std::snprintf(figures, sizeof(figures),
+                    "timed at first use: %d contenders, the application's own %.4f ms, the "
+                    "fastest model config %.4f ms",
+                    outcome->timed, outcome->vendor_ms, outcome->winner_ms);
+      if (outcome->winner == 0) {
+        decision.reason = PassReason::kVendorKept;
+        stats.decision = "vendor";
+        stats.config.clear();
+        stats.why = why + figures + ": the application's own kept";
+      } else {
+        finish(checked[outcome->winner - 1]);
+        stats.why = why + figures;
+      }
+    }
+  }
+  if (settings_.verbose) {
+    std::fprintf(stderr, "kselect layer: %s -> %s (%s) %s\n", stats.key.c_str(),
+                 stats.config.empty() ? "its own call" : stats.config.c_str(),
+                 stats.decision.c_str(), stats.why.c_str());
+  }
+}
+
 CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
                            cublasLtMatmulDesc_t desc, const void* alpha,
                            cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
                            const void* beta, cublasLtMatrixLayout_t c_desc,
                            cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
-                           size_t workspace_bytes, cudaStream_t stream) {
+                           size_t workspace_bytes, cudaStream_t stream,
+                           const LtOperands& operands) {
   (void)key;
   std::lock_guard lock(mutex_);
   CallDecision decision;
@@ -314,9 +383,12 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
     stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
   }
   std::string why;
-  const std::vector<std::pair<CublasLtConfig, std::string>> candidates =
-      CandidatesFor(call.problem, why);
-  for (const auto& [config, source] : candidates) {
+  std::vector<CheckedConfig> checked;
+  const size_t wanted = static_cast<size_t>(std::max(settings_.time_top_k, 1));
+  for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
+    if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
+      break;
+    }
     auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type,
                                             call.type_a, call.type_b, call.type_c, call.type_d,
                                             config);
@@ -325,11 +397,11 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
       continue;
     }
     cublasLtMatmulHeuristicResult_t result{};
-    const cublasStatus_t checked =
+    const cublasStatus_t check =
         cublasLtMatmulAlgoCheck(handle, desc, a_desc, b_desc, c_desc, d_desc, &*made, &result);
-    if (checked != CUBLAS_STATUS_SUCCESS) {
+    if (check != CUBLAS_STATUS_SUCCESS) {
       why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call (" +
-             cublaslt::CublasStatusText(checked) + "); ";
+             cublaslt::CublasStatusText(check) + "); ";
       continue;
     }
     if (result.workspaceSize > workspace_bytes) {
@@ -338,26 +410,40 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
              std::to_string(workspace_bytes) + "; ";
       continue;
     }
-    decision.run_choice = true;
-    decision.algo = *made;
-    decision.workspace = result.workspaceSize;
-    stats.decision = source;
-    stats.config = DescribeConfig(KernelConfig(config));
-    stats.why = why.empty() ? "" : why.substr(0, why.size() - 2);
-    if (settings_.verbose) {
-      std::fprintf(stderr, "kselect layer: %s -> %s (%s)\n", stats.key.c_str(),
-                   stats.config.c_str(), source.c_str());
-    }
-    return decision;
+    checked.push_back({config, *made, result.workspaceSize, source});
   }
-  decision.reason = PassReason::kNoDecision;
-  stats.decision = "none";
-  stats.config.clear();
-  stats.why = why.empty() ? "nothing to decide with" : why.substr(0, why.size() - 2);
-  if (settings_.verbose) {
-    std::fprintf(stderr, "kselect layer: %s passes through: %s\n", stats.key.c_str(),
-                 stats.why.c_str());
+  // First-use timing on the call's own operands: its output goes to a scratch copy, so the call
+  // itself then runs as decided.
+  const bool c_is_d = operands.c == operands.d;
+  auto specs = CallOperandSpecs(call, c_is_d);
+  TimeContenders time;
+  if (specs.ok() && operands.real != nullptr) {
+    time = [&](const std::vector<CheckedConfig>& configs) -> StatusOr<FirstUseOutcome> {
+      std::vector<LayerContender> contenders;
+      auto launch = [&, c_is_d](const cublasLtMatmulAlgo_t* with) {
+        return [=, real = operands.real](const KernelOperands& o, cudaStream_t s) {
+          void* c = o.buffers[2];
+          void* d = c_is_d ? c : o.buffers[3];
+          return real(handle, desc, alpha, o.buffers[0], a_desc, o.buffers[1], b_desc, beta, c,
+                      c_desc, d, d_desc, with, o.workspace,
+                      static_cast<size_t>(o.workspace_bytes), s);
+        };
+      };
+      contenders.push_back({"the application's own", launch(algo)});
+      for (const CheckedConfig& c : configs) {
+        contenders.push_back({DescribeConfig(KernelConfig(c.config)), launch(&c.algo)});
+      }
+      KernelOperands buffers;
+      buffers.buffers = {const_cast<void*>(operands.a), const_cast<void*>(operands.b),
+                         const_cast<void*>(operands.c)};
+      if (!c_is_d) buffers.buffers.push_back(operands.d);
+      buffers.workspace = operands.workspace;
+      buffers.workspace_bytes = static_cast<int64_t>(workspace_bytes);
+      return TimeAtFirstUse(std::move(contenders), *specs, buffers, settings_.vendor_margin,
+                            stream);
+    };
   }
+  Settle(checked, time, why, decision);
   return decision;
 }
 
@@ -395,8 +481,9 @@ cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtM
     }
   }
   if (it == cache.decisions.end()) {
+    LtOperands operands{real, a, b, c, d, workspace};
     CallDecision fresh = Decide(key, handle, desc, alpha, a_desc, b_desc, beta, c_desc, d_desc,
-                                algo, workspace_bytes, stream);
+                                algo, workspace_bytes, stream, operands);
     if (!fresh.cacheable) {
       fresh.stats->calls.fetch_add(1, std::memory_order_relaxed);
       fresh.stats->passed[static_cast<int>(fresh.reason)].fetch_add(1, std::memory_order_relaxed);
@@ -443,8 +530,12 @@ cublasLtHandle_t Layer::LtHandle(int device) {
 }
 
 void* Layer::OwnWorkspace(int device, cudaStream_t stream) {
-  constexpr size_t kMaxStreams = 64;
   std::lock_guard lock(mutex_);
+  return OwnWorkspaceLocked(device, stream);
+}
+
+void* Layer::OwnWorkspaceLocked(int device, cudaStream_t stream) {
+  constexpr size_t kMaxStreams = 64;
   const auto key = std::make_pair(device, stream);
   if (const auto it = workspaces_.find(key); it != workspaces_.end()) return it->second;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -461,16 +552,16 @@ void* Layer::OwnWorkspace(int device, cudaStream_t stream) {
   return workspace;
 }
 
-BlasDecision Layer::DecideBlas(const BlasArgs& args, size_t workspace_bytes, cudaStream_t stream) {
+BlasDecision Layer::DecideBlas(const BlasFunctions& blas, const BlasArgs& args,
+                               cudaStream_t stream) {
   std::lock_guard lock(mutex_);
   BlasDecision decision;
   auto read = ReadBlasCall(args.call, args.alpha, args.beta);
-  if (Begin(read, " (cublasGemmEx)", workspace_bytes, stream, decision)) return decision;
+  if (Begin(read, " (cublasGemmEx)", blas.workspace_bytes, stream, decision)) return decision;
   GemmStats& stats = *decision.stats;
   stats.application_algo = "cuBLAS's own choice";
   if (cudaGetDevice(&decision.device) != cudaSuccess) decision.device = device_;
   decision.lt = LtHandle(decision.device);
-  std::string why;
   auto fail = [&](const std::string& reason) {
     decision.reason = PassReason::kNoDecision;
     stats.decision = "none";
@@ -484,7 +575,13 @@ BlasDecision Layer::DecideBlas(const BlasArgs& args, size_t workspace_bytes, cud
   decision.desc = *desc;
   const LtDescriptors& d = **desc;
   const LtCall& call = *read;
+  std::string why;
+  std::vector<CheckedConfig> checked;
+  const size_t wanted = static_cast<size_t>(std::max(settings_.time_top_k, 1));
   for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
+    if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
+      break;
+    }
     auto made = cublaslt::InitAlgoForConfig(decision.lt, call.compute_type, call.scale_type,
                                             call.type_a, call.type_b, call.type_c, call.type_d,
                                             config);
@@ -493,30 +590,67 @@ BlasDecision Layer::DecideBlas(const BlasArgs& args, size_t workspace_bytes, cud
       continue;
     }
     cublasLtMatmulHeuristicResult_t result{};
-    const cublasStatus_t checked =
+    const cublasStatus_t check =
         cublasLtMatmulAlgoCheck(decision.lt, d.op, d.a, d.b, d.c, d.c, &*made, &result);
-    if (checked != CUBLAS_STATUS_SUCCESS || result.workspaceSize > kLayerWorkspaceBytes) {
+    if (check != CUBLAS_STATUS_SUCCESS || result.workspaceSize > kLayerWorkspaceBytes) {
       why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call; ";
       continue;
     }
-    if (!decision.run_choice) {
-      decision.run_choice = true;
-      decision.algo = *made;
-      decision.workspace = result.workspaceSize;
-      stats.decision = source;
-      stats.config = DescribeConfig(KernelConfig(config));
-    }
-    if (result.workspaceSize == 0) {
-      decision.has_no_workspace_algo = true;
-      decision.no_workspace_algo = *made;
-      break;
-    }
+    checked.push_back({config, *made, result.workspaceSize, source});
   }
-  if (!decision.run_choice) return fail(why.empty() ? "nothing to decide with" : why);
-  stats.why = why.empty() ? "" : why.substr(0, why.size() - 2);
-  if (settings_.verbose) {
-    std::fprintf(stderr, "kselect layer: %s -> %s (%s)\n", stats.key.c_str(),
-                 stats.config.c_str(), stats.decision.c_str());
+  // The workspace the choice runs with when it needs one: the handle's, else the layer's own.
+  void* workspace = blas.workspace;
+  size_t workspace_bytes = blas.workspace_bytes;
+  if (workspace == nullptr) {
+    workspace = OwnWorkspaceLocked(decision.device, stream);
+    workspace_bytes = workspace != nullptr ? kLayerWorkspaceBytes : 0;
+  }
+  auto specs = CallOperandSpecs(call, /*c_is_d=*/true);
+  TimeContenders time;
+  const bool can_run_own = args.call.batch == 1 ? blas.gemm_ex != nullptr
+                                                : blas.gemm_strided != nullptr;
+  if (specs.ok() && can_run_own) {
+    time = [&](const std::vector<CheckedConfig>& configs) -> StatusOr<FirstUseOutcome> {
+      std::vector<LayerContender> contenders;
+      const BlasCall& c = args.call;
+      contenders.push_back(
+          {"cuBLAS's own", [&, c](const KernelOperands& o, cudaStream_t) {
+             return blas.gemm_ex(c.handle, c.trans_a, c.trans_b, static_cast<int>(c.m),
+                                 static_cast<int>(c.n), static_cast<int>(c.k), args.alpha,
+                                 o.buffers[0], c.type_a, static_cast<int>(c.lda), o.buffers[1],
+                                 c.type_b, static_cast<int>(c.ldb), args.beta, o.buffers[2],
+                                 c.type_c, static_cast<int>(c.ldc),
+                                 static_cast<cublasComputeType_t>(c.compute), args.algo);
+           }});
+      // (A config needing more workspace than there is fails its warm-up and is left out.)
+      for (const CheckedConfig& config : configs) {
+        contenders.push_back(
+            {DescribeConfig(KernelConfig(config.config)),
+             [&, algo = config.algo](const KernelOperands& o, cudaStream_t s) {
+               return blas.lt_matmul(decision.lt, d.op, args.alpha, o.buffers[0], d.a,
+                                     o.buffers[1], d.b, args.beta, o.buffers[2], d.c,
+                                     o.buffers[2], d.c, &algo, o.workspace,
+                                     static_cast<size_t>(o.workspace_bytes), s);
+             }});
+      }
+      KernelOperands buffers;
+      buffers.buffers = {const_cast<void*>(args.a), const_cast<void*>(args.b), args.c};
+      buffers.workspace = workspace;
+      buffers.workspace_bytes = static_cast<int64_t>(workspace_bytes);
+      return TimeAtFirstUse(std::move(contenders), *specs, buffers, settings_.vendor_margin,
+                            stream);
+    };
+  }
+  Settle(checked, time, why, decision);
+  // For a stream with no workspace (one first seen under capture): a checked config needing none.
+  if (decision.run_choice && decision.workspace > 0) {
+    for (const CheckedConfig& c : checked) {
+      if (c.workspace == 0) {
+        decision.has_no_workspace_algo = true;
+        decision.no_workspace_algo = c.algo;
+        break;
+      }
+    }
   }
   return decision;
 }
@@ -560,7 +694,7 @@ cublasStatus_t Layer::Blas(const BlasFunctions& blas, BlasArgs args, BlasPassThr
     }
   }
   if (it == cache.decisions.end()) {
-    BlasDecision fresh = DecideBlas(args, blas.workspace_bytes, stream);
+    BlasDecision fresh = DecideBlas(blas, args, stream);
     if (!fresh.cacheable) {
       fresh.stats->calls.fetch_add(1, std::memory_order_relaxed);
       fresh.stats->passed[static_cast<int>(fresh.reason)].fetch_add(1, std::memory_order_relaxed);
@@ -662,6 +796,7 @@ std::string Layer::StatsJson() const {
     g["gemm"] = key;
     g["calls"] = stats->calls.load();
     g["overridden"] = stats->overridden.load();
+    g["decisions"] = stats->decisions.load();
     int64_t passed = 0;
     json why_passed = json::object();
     for (int r = 0; r < static_cast<int>(PassReason::kCount); ++r) {
@@ -683,8 +818,11 @@ std::string Layer::StatsJson() const {
     overridden += stats->overridden.load();
     gemms.push_back(std::move(g));
   }
+  int64_t decisions = 0;
+  for (const auto& [key, stats] : stats_) decisions += stats->decisions.load();
   out["calls"] = calls;
   out["overridden"] = overridden;
+  out["decisions"] = decisions;
   out["passed_through"] = calls - overridden;
   out["pass_reasons"] = reasons;
   out["gemms"] = std::move(gemms);

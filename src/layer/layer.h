@@ -21,6 +21,7 @@
 #include "kselect/status.h"
 #include "layer/blas_call.h"
 #include "layer/entry_points.h"
+#include "layer/layer_timing.h"
 #include "layer/lt_call.h"
 
 namespace kselect {
@@ -42,6 +43,11 @@ struct LayerSettings {
   bool verbose = false;     // KSELECT_LAYER_VERBOSE
   // Configs of the model's ranking tried against the application's descriptors.
   int top_k = 8;
+  // Select mode: the model's best this many configs are timed at a call's first use beside the
+  // application's own choice, which keeps running unless one is faster by more than
+  // vendor_margin (KSELECT_TIME_TOP_K; 0 or 1 = untimed: the model's first runs, unguarded).
+  int time_top_k = 3;
+  double vendor_margin = 0.01;
 
   // From the environment (`get` is getenv in the library, a table in tests). An unknown mode or
   // an output path that cannot be written (CheckOutputFile: a folder, a FIFO, an input) is an
@@ -53,6 +59,7 @@ struct LayerSettings {
 // One cuBLAS GEMM call's arguments; `call.pointer_mode` is filled by the layer.
 struct BlasArgs {
   BlasCall call;
+  cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT_TENSOR_OP;  // as the application passed it
   const void* alpha = nullptr;
   const void* a = nullptr;
   const void* b = nullptr;
@@ -71,6 +78,7 @@ enum class PassReason {
   kAlignment,      // an operand is not 256-byte aligned (the configs were checked so)
   kLaunchFailed,   // the choice's launch failed: the call ran the application's own
   kCapture,        // first seen while its stream was captured, before the layer had loaded
+  kVendorKept,     // first-use timing: no model config beat the application's own by the margin
   kCount
 };
 std::string_view PassReasonName(PassReason reason);
@@ -86,6 +94,8 @@ struct GemmStats {
   size_t workspace_bytes = 0;    // the workspace the application gave (at the decision)
   std::atomic<int64_t> calls{0};
   std::atomic<int64_t> overridden{0};
+  // Decisions made for it (once per thread and mode when the per-thread cache works).
+  std::atomic<int64_t> decisions{0};
   std::atomic<int64_t> passed[static_cast<int>(PassReason::kCount)] = {};
 };
 
@@ -154,11 +164,34 @@ class Layer {
   // or the layer cannot load yet (under capture); false where a choice is to be made.
   bool Begin(const StatusOr<LtCall>& read, std::string_view api, size_t workspace_bytes,
              cudaStream_t stream, CallDecision& decision);
+  // The call's pointers, for first-use timing.
+  struct LtOperands {
+    RealMatmul real = nullptr;
+    const void *a = nullptr, *b = nullptr, *c = nullptr;
+    void* d = nullptr;
+    void* workspace = nullptr;
+  };
   CallDecision Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                  const void* alpha, cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
-                  const void* beta, cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
-                  const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes, cudaStream_t stream);
-  BlasDecision DecideBlas(const BlasArgs& args, size_t workspace_bytes, cudaStream_t stream);
+                      const void* alpha, cublasLtMatrixLayout_t a_desc,
+                      cublasLtMatrixLayout_t b_desc, const void* beta,
+                      cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                      const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes,
+                      cudaStream_t stream, const LtOperands& operands);
+  // A config checked for the call: its algo, the workspace it needs, where it came from.
+  struct CheckedConfig {
+    CublasLtConfig config;
+    cublasLtMatmulAlgo_t algo{};
+    size_t workspace = 0;
+    std::string source;  // "library" or "model"
+  };
+  // Settles `decision` among `checked` (best first): a library entry runs as it is; the model's
+  // configs are timed beside the application's own choice (`time`, which returns the index of
+  // the winner, 0 for the application's) when time_top_k > 1 and `time` is given, else the first
+  // runs unguarded.
+  using TimeContenders = std::function<StatusOr<FirstUseOutcome>(const std::vector<CheckedConfig>&)>;
+  void Settle(const std::vector<CheckedConfig>& checked, const TimeContenders& time,
+              std::string why, CallDecision& decision);
+  BlasDecision DecideBlas(const BlasFunctions& blas, const BlasArgs& args, cudaStream_t stream);
   // The configs to try for `problem`, best first, with where each came from; `why` collects
   // what the earlier stages said.
   std::vector<std::pair<CublasLtConfig, std::string>> CandidatesFor(const GemmProblem& problem,
@@ -166,6 +199,7 @@ class Layer {
   // The layer's own workspace for a stream the application gave none for (allocated outside
   // capture only; null under capture or past the limit).
   void* OwnWorkspace(int device, cudaStream_t stream);
+  void* OwnWorkspaceLocked(int device, cudaStream_t stream);  // mutex_ held
   cublasLtHandle_t LtHandle(int device);
   GemmStats& StatsFor(const std::string& key);
   // Loads the library and the model once (outside stream capture); the reasons they are not

@@ -144,6 +144,7 @@ cublasStatus_t RunBlas(const BlasFunctions* blas, const GemmExCall& c) {
       args.b = c.b;
       args.beta = c.beta;
       args.c = c.c;
+      args.algo = c.algo;
       return layer->Blas(*blas, args, &PassGemmEx, &c);
     }
   } catch (const std::exception& e) {

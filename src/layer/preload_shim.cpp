@@ -211,6 +211,8 @@ bool BlasReady(const Real& real, BlasFunctions& blas, cublasHandle_t handle) {
     return false;
   }
   blas.lt_matmul = real.lt_matmul;
+  blas.gemm_ex = real.gemm_ex;
+  blas.gemm_strided = real.gemm_strided;
   blas.get_stream = real.get_stream;
   blas.get_pointer_mode = real.get_pointer_mode;
   if (t_workspace_handle == handle) {

@@ -5,6 +5,7 @@
 # looks up exported (the runtime's own symbols stay local, as in libkselect_c.so).
 # libkselect_preload.so: the shim an application preloads, C library only.
 add_library(kselect_layer_core STATIC ${CMAKE_CURRENT_LIST_DIR}/lt_call.cpp
+                                      ${CMAKE_CURRENT_LIST_DIR}/layer_timing.cpp
                                       ${CMAKE_CURRENT_LIST_DIR}/blas_call.cpp
                                       ${CMAKE_CURRENT_LIST_DIR}/layer.cpp)
 target_include_directories(kselect_layer_core PUBLIC ${PROJECT_SOURCE_DIR}/src)

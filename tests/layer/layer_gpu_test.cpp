@@ -144,10 +144,12 @@ class LayerGpuTest : public ::testing::Test {
   fs::path tmp_;
 };
 
+// Untimed (time_top_k 0): the model's first config runs on every call.
 TEST_F(LayerGpuTest, SelectModeRunsTheModelsChoiceWithTheSameResults) {
   LayerSettings settings;
   settings.mode = LayerMode::kSelect;
   settings.model = testing_util::ModelDir("h200_cublaslt_bf16_tn_rank");
+  settings.time_top_k = 0;
   Layer layer(settings);
   struct Case {
     int64_t m, n, k;
@@ -168,6 +170,32 @@ TEST_F(LayerGpuTest, SelectModeRunsTheModelsChoiceWithTheSameResults) {
   for (const auto& g : stats["gemms"]) {
     EXPECT_EQ(g["decision"], "model") << g.dump();
     EXPECT_FALSE(g["application_algo"].get<std::string>().empty());
+  }
+}
+
+// Timed at first use (the default): the model's top 3 beside the application's own algo, on the
+// call's operands; the output is the call's, whichever wins.
+TEST_F(LayerGpuTest, SelectModeTimesTheModelsTopAgainstTheApplicationsChoice) {
+  LayerSettings settings;
+  settings.mode = LayerMode::kSelect;
+  settings.model = testing_util::ModelDir("h200_cublaslt_bf16_tn_rank");
+  Layer layer(settings);
+  for (const auto& [m, n, k] : {std::tuple{4096, 8, 4096}, std::tuple{1024, 8, 4096},
+                                std::tuple{14336, 2048, 4096}}) {
+    AppGemm gemm(handle_, m, n, k, false);
+    const std::vector<float> expected = gemm.Run(nullptr);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_LT(RelativeDifference(expected, gemm.Run(&layer)), 2e-2) << gemm.problem().ToString();
+    }
+  }
+  const auto stats = nlohmann::json::parse(layer.StatsJson());
+  EXPECT_EQ(stats["calls"], 9);
+  for (const auto& g : stats["gemms"]) {
+    EXPECT_TRUE(g["decision"] == "model" || g["decision"] == "vendor") << g.dump();
+    EXPECT_NE(g["why"].get<std::string>().find("timed at first use"), std::string::npos)
+        << g.dump();
+    const int64_t kept = g["pass_reasons"].value("vendor_kept", int64_t{0});
+    EXPECT_EQ(g["overridden"].get<int64_t>() + kept, 3) << g.dump();
   }
 }
 
@@ -215,6 +243,7 @@ TEST_F(LayerGpuTest, CublasGemmExRunsTheChoiceThroughCublasLt) {
   LayerSettings settings;
   settings.mode = LayerMode::kSelect;
   settings.model = testing_util::ModelDir("h200_cublaslt_bf16_tn_rank");
+  settings.time_top_k = 0;  // the model's first runs on every call (the timed path: above)
   Layer layer(settings);
   BlasFunctions blas;
   blas.lt_matmul = &cublasLtMatmul;

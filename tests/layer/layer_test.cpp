@@ -215,6 +215,16 @@ TEST_F(LayerTest, SettingsComeFromTheEnvironment) {
   EXPECT_TRUE(Contains(
       LayerSettings::FromEnvironment(Env({{"KSELECT_MODE", "fast"}})).status().message(),
       "KSELECT_MODE"));
+  EXPECT_EQ(select->time_top_k, 3);
+  auto untimed = LayerSettings::FromEnvironment(Env({{"KSELECT_TIME_TOP_K", "0"}}));
+  ASSERT_TRUE(untimed.ok());
+  EXPECT_EQ(untimed->time_top_k, 0);
+  for (const char* bad : {"-1", "x", "99"}) {
+    EXPECT_TRUE(Contains(LayerSettings::FromEnvironment(Env({{"KSELECT_TIME_TOP_K", bad}}))
+                             .status()
+                             .message(),
+                         "KSELECT_TIME_TOP_K"));
+  }
   EXPECT_TRUE(Contains(
       LayerSettings::FromEnvironment(Env({{"KSELECT_STATS", tmp_.string()}})).status().message(),
       "KSELECT_STATS"));

@@ -14,8 +14,8 @@ set -e
 if [[ $rc -eq 77 ]]; then exit 77; fi
 [[ $rc -eq 0 ]] || { echo "plain run failed ($rc)"; exit 1; }
 
-echo "== select mode"
-LD_PRELOAD=$preload KSELECT_MODEL=$model KSELECT_STATS=$scratch/stats_%p.json \
+echo "== select mode, untimed (the model's first config on every call)"
+LD_PRELOAD=$preload KSELECT_MODEL=$model KSELECT_TIME_TOP_K=0 KSELECT_STATS=$scratch/stats_%p.json \
   KSELECT_RECORD=$scratch/gemms.csv "$app" run "$scratch/layer.bin"
 "$app" compare "$scratch/plain.bin" "$scratch/layer.bin"
 stats=$(ls "$scratch"/stats_*.json)
@@ -46,6 +46,23 @@ if [[ -n $kselect ]]; then
   "$kselect" log summarize --hw "$hw" "$scratch/gemms.csv" > "$scratch/summary.txt"
   grep -q "42 calls, 11 distinct GEMMs" "$scratch/summary.txt" || { cat "$scratch/summary.txt"; exit 1; }
 fi
+
+echo "== select mode, timed at first use (the default)"
+LD_PRELOAD=$preload KSELECT_MODEL=$model KSELECT_STATS=$scratch/timed.json \
+  "$app" run "$scratch/timed.bin"
+"$app" compare "$scratch/plain.bin" "$scratch/timed.bin"
+python3 - "$scratch/timed.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+r = s["pass_reasons"]
+print(json.dumps({k: s[k] for k in ("calls", "overridden", "decisions", "pass_reasons")}))
+for g in s["gemms"]:
+    print(f'{g["decision"]:7s} {g["gemm"][:60]:60s} {g["why"][-110:]}')
+# Every understood call either ran a timed winner or kept the application's own.
+assert s["overridden"] + r.get("vendor_kept", 0) + r.get("alignment", 0) + \
+    r.get("not_understood", 0) + r.get("no_decision", 0) == s["calls"], r
+assert r.get("no_decision", 0) == 0, "batched calls are not timed: the model's first runs"
+PY
 
 echo "== mode off"
 LD_PRELOAD=$preload KSELECT_MODE=off KSELECT_STATS=$scratch/off.json \
