@@ -3,6 +3,7 @@
 #   include/kselect/*.h, include/kselect/providers/<name>/*.h   public headers (C++ and c_api.h)
 #   lib/libkselect_base.a, lib/libkselect_runtime.a            kselect::runtime (C++, static)
 #   lib/libkselect_c.so*                                        kselect::c (the C API, shared)
+#   lib/libkselect_preload.so, lib/libkselect_layer.so          the preloaded layer (layer.h)
 #   lib/cmake/kselect/                                          find_package(kselect CONFIG)
 #   lib/pkgconfig/kselect.pc                                    the C API for pkg-config
 #   bin/kselect                                                 the CLI (with KSELECT_BUILD_CLI)
@@ -46,6 +47,9 @@ install(TARGETS kselect_base kselect_runtime EXPORT kselect-runtime-targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kselect_c EXPORT kselect-c-targets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The preloaded layer: LD_PRELOAD=<prefix>/lib/libkselect_preload.so finds the implementation
+# beside itself.
+install(TARGETS kselect_layer kselect_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT kselect-runtime-targets NAMESPACE kselect:: DESTINATION ${KSELECT_INSTALL_CMAKEDIR})
 install(EXPORT kselect-c-targets NAMESPACE kselect:: DESTINATION ${KSELECT_INSTALL_CMAKEDIR})
 if(KSELECT_BUILD_CLI)

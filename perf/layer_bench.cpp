@@ -48,9 +48,9 @@ cublasLtMatmulAlgo_t g_app_algo{};
 alignas(256) char g_buffer[1024];
 
 cublasStatus_t Call(Layer& layer, const LinearCall& call, cublasLtHandle_t handle = nullptr) {
-  return layer.Matmul(&NoOpReal, handle, call.op, &kOne, g_buffer, call.a, g_buffer, call.b,
-                      &kZero, g_buffer, call.c, g_buffer, call.c, &g_app_algo, g_buffer,
-                      32u << 20, nullptr);
+  return layer.Matmul(&NoOpReal, handle, call.op, &kOne, g_buffer, call.a, g_buffer, call.b, &kZero,
+                      g_buffer, call.c, g_buffer, call.c, &g_app_algo, g_buffer, 32u << 20,
+                      nullptr);
 }
 
 LayerSettings Settings(LayerMode mode) {

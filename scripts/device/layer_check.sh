@@ -101,11 +101,14 @@ def last_json(path):
     except Exception as e:
         return {"error": f"{path}: {e}"}
 for backend in ("cublaslt", "default"):
-    m = last_json(os.path.join(w, f"measure_{backend}.txt"))
+    path = os.path.join(w, f"measure_{backend}.txt")
+    if not os.path.exists(path):
+        continue
+    m = last_json(path)
     print(f"== backend {backend}")
     if "error" in m:
         print(m)
-        print(open(os.path.join(w, f"measure_{backend}.txt")).read()[-3000:])
+        print(open(path).read()[-3000:])
         continue
     print("logits rel diff vs off:", m["logits_rel_diff"])
     for key in ("eager_decode", "eager_prefill", "graph_decode", "graph_prefill"):

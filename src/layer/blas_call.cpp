@@ -34,7 +34,9 @@ size_t BlasCallHash::operator()(const BlasCall& call) const {
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-bool operator==(const BlasCall& a, const BlasCall& b) { return a.Words() == b.Words(); }
+bool operator==(const BlasCall& a, const BlasCall& b) {
+  return a.Words() == b.Words();
+}
 
 StatusOr<LtCall> ReadBlasCall(const BlasCall& call, const void* alpha, const void* beta) {
   LtCall out;
@@ -76,10 +78,9 @@ StatusOr<LtCall> ReadBlasCall(const BlasCall& call, const void* alpha, const voi
   p.k = call.k;
   p.batch = call.batch;
   if (call.m <= 0 || call.n <= 0 || call.k <= 0 || call.batch < 1 ||
-      call.lda < (ta ? call.k : call.m) || call.ldb < (tb ? call.n : call.k) ||
-      call.ldc < call.m) {
-    return CannotImplementError("sizes kselect does not run (m " + std::to_string(call.m) +
-                                ", n " + std::to_string(call.n) + ", k " + std::to_string(call.k) +
+      call.lda < (ta ? call.k : call.m) || call.ldb < (tb ? call.n : call.k) || call.ldc < call.m) {
+    return CannotImplementError("sizes kselect does not run (m " + std::to_string(call.m) + ", n " +
+                                std::to_string(call.n) + ", k " + std::to_string(call.k) +
                                 ", lda " + std::to_string(call.lda) + ", ldb " +
                                 std::to_string(call.ldb) + ", ldc " + std::to_string(call.ldc) +
                                 ")");
@@ -87,16 +88,8 @@ StatusOr<LtCall> ReadBlasCall(const BlasCall& call, const void* alpha, const voi
   p.layout.a = ta ? MatrixOrder::kRowMajor : MatrixOrder::kColMajor;
   p.layout.b = tb ? MatrixOrder::kRowMajor : MatrixOrder::kColMajor;
   p.layout.c = MatrixOrder::kColMajor;
-  if (alpha == nullptr || beta == nullptr) return CannotImplementError("alpha or beta is null");
   // The scalars have the scale type: fp32 for fp32 accumulation (cuBLAS's rule for GemmEx).
-  float alpha_value = 0, beta_value = 0;
-  std::memcpy(&alpha_value, alpha, sizeof(float));
-  std::memcpy(&beta_value, beta, sizeof(float));
-  if (!std::isfinite(alpha_value) || !std::isfinite(beta_value)) {
-    return CannotImplementError("alpha or beta is not finite");
-  }
-  p.alpha = alpha_value;
-  p.beta = beta_value;
+  KSELECT_RETURN_IF_ERROR(ReadHostScalars(alpha, beta, p));
   KSELECT_RETURN_IF_ERROR(p.Validate());
   out.lda = call.lda;
   out.ldb = call.ldb;
@@ -129,14 +122,14 @@ Status MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, i
                              "cublasLtMatrixLayoutCreate"));
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
-    KSELECT_RETURN_IF_ERROR(Lt(cublasLtMatrixLayoutSetAttribute(
-                                   *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                   sizeof(count)),
-                               "set BATCH_COUNT"));
-    KSELECT_RETURN_IF_ERROR(Lt(cublasLtMatrixLayoutSetAttribute(
-                                   *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                   sizeof(stride)),
-                               "set STRIDED_BATCH_OFFSET"));
+    KSELECT_RETURN_IF_ERROR(
+        Lt(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                            sizeof(count)),
+           "set BATCH_COUNT"));
+    KSELECT_RETURN_IF_ERROR(
+        Lt(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                            &stride, sizeof(stride)),
+           "set STRIDED_BATCH_OFFSET"));
   }
   return Status::Ok();
 }
@@ -146,9 +139,8 @@ Status MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, i
 StatusOr<std::shared_ptr<LtDescriptors>> MakeLtDescriptors(const BlasCall& call,
                                                            const LtCall& read) {
   auto desc = std::make_shared<LtDescriptors>();
-  KSELECT_RETURN_IF_ERROR(
-      Lt(cublasLtMatmulDescCreate(&desc->op, read.compute_type, CUDA_R_32F),
-         "cublasLtMatmulDescCreate"));
+  KSELECT_RETURN_IF_ERROR(Lt(cublasLtMatmulDescCreate(&desc->op, read.compute_type, CUDA_R_32F),
+                             "cublasLtMatmulDescCreate"));
   KSELECT_RETURN_IF_ERROR(Lt(cublasLtMatmulDescSetAttribute(desc->op, CUBLASLT_MATMUL_DESC_TRANSA,
                                                             &call.trans_a, sizeof(call.trans_a)),
                              "set TRANSA"));

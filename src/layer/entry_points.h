@@ -20,8 +20,8 @@ using RealGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasO
                                       cudaDataType_t, int, cublasComputeType_t, cublasGemmAlgo_t);
 using RealGemmStridedBatchedEx = cublasStatus_t (*)(
     cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-    cudaDataType_t, int, long long, const void*, cudaDataType_t, int, long long, const void*,
-    void*, cudaDataType_t, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+    cudaDataType_t, int, long long, const void*, cudaDataType_t, int, long long, const void*, void*,
+    cudaDataType_t, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 // What the layer needs of cuBLAS and cuBLASLt for a cuBLAS call (cublasGemmEx,
 // cublasGemmStridedBatchedEx): the handle's stream and pointer mode, the workspace the
@@ -40,11 +40,10 @@ struct BlasFunctions {
 // The implementation's entry points (exported by libkselect_layer.so).
 using ImplInit = int (*)();
 using ImplMatmul = cublasStatus_t (*)(RealMatmul, cublasLtHandle_t, cublasLtMatmulDesc_t,
-                                      const void*, const void*, cublasLtMatrixLayout_t,
-                                      const void*, cublasLtMatrixLayout_t, const void*,
-                                      const void*, cublasLtMatrixLayout_t, void*,
-                                      cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*,
-                                      size_t, cudaStream_t);
+                                      const void*, const void*, cublasLtMatrixLayout_t, const void*,
+                                      cublasLtMatrixLayout_t, const void*, const void*,
+                                      cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
+                                      const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t);
 using ImplGemmEx = cublasStatus_t (*)(const BlasFunctions*, RealGemmEx, cublasHandle_t,
                                       cublasOperation_t, cublasOperation_t, int, int, int,
                                       const void*, const void*, cudaDataType_t, int, const void*,
@@ -53,8 +52,8 @@ using ImplGemmEx = cublasStatus_t (*)(const BlasFunctions*, RealGemmEx, cublasHa
 using ImplGemmStridedBatchedEx = cublasStatus_t (*)(
     const BlasFunctions*, RealGemmStridedBatchedEx, cublasHandle_t, cublasOperation_t,
     cublasOperation_t, int, int, int, const void*, const void*, cudaDataType_t, int, long long,
-    const void*, cudaDataType_t, int, long long, const void*, void*, cudaDataType_t, int,
-    long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+    const void*, cudaDataType_t, int, long long, const void*, void*, cudaDataType_t, int, long long,
+    int, cublasComputeType_t, cublasGemmAlgo_t);
 using ImplSetMode = int (*)(const char*);
 using ImplFlush = int (*)();
 

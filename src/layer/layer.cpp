@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/text.h"
@@ -14,8 +14,8 @@
 #include "kselect/provenance.h"
 #include "kselect/selector.h"
 #include "kselect/version.h"
-#include "providers/cublaslt/cublaslt_algo.h"
 #include "nlohmann/json.hpp"
+#include "providers/cublaslt/cublaslt_algo.h"
 
 namespace kselect::layer {
 namespace {
@@ -63,6 +63,16 @@ std::string CallKeyText(const LtCall& call) {
   const std::string epilogue = EpilogueName(call.epilogue);
   if (!epilogue.empty()) key += " epilogue=" + epilogue;
   return key;
+}
+
+// Alpha and beta are not part of the call's key: a decision holds for the values it was made for
+// (host pointers, as the readers checked).
+bool SameScalars(const CallDecision& decision, const void* alpha, const void* beta) {
+  if (!decision.host_scalars) return true;
+  float alpha_value = 0, beta_value = 0;
+  std::memcpy(&alpha_value, alpha, sizeof(float));
+  std::memcpy(&beta_value, beta, sizeof(float));
+  return alpha_value == decision.alpha && beta_value == decision.beta;
 }
 
 }  // namespace
@@ -229,8 +239,8 @@ void Layer::EnsureLoaded() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<std::pair<CublasLtConfig, std::string>> Layer::CandidatesFor(
-    const GemmProblem& problem, std::string& why) {
+std::vector<std::pair<CublasLtConfig, std::string>> Layer::CandidatesFor(const GemmProblem& problem,
+                                                                         std::string& why) {
   std::vector<std::pair<CublasLtConfig, std::string>> candidates;
   const LayerMode mode = mode_.load(std::memory_order_relaxed);
   if (library_) {
@@ -365,13 +375,12 @@ void Layer::Settle(const std::vector<CheckedConfig>& checked, const TimeContende
   }
 }
 
-CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
-                           cublasLtMatmulDesc_t desc, const void* alpha,
-                           cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
-                           const void* beta, cublasLtMatrixLayout_t c_desc,
-                           cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
-                           size_t workspace_bytes, cudaStream_t stream,
-                           const LtOperands& operands) {
+CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                           const void* alpha, cublasLtMatrixLayout_t a_desc,
+                           cublasLtMatrixLayout_t b_desc, const void* beta,
+                           cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                           const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes,
+                           cudaStream_t stream, const LtOperands& operands) {
   (void)key;
   std::lock_guard lock(mutex_);
   CallDecision decision;
@@ -389,9 +398,8 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
     if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
       break;
     }
-    auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type,
-                                            call.type_a, call.type_b, call.type_c, call.type_d,
-                                            config);
+    auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type, call.type_a,
+                                            call.type_b, call.type_c, call.type_d, config);
     if (!made.ok()) {
       why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
       continue;
@@ -425,8 +433,8 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle,
           void* c = o.buffers[2];
           void* d = c_is_d ? c : o.buffers[3];
           return real(handle, desc, alpha, o.buffers[0], a_desc, o.buffers[1], b_desc, beta, c,
-                      c_desc, d, d_desc, with, o.workspace,
-                      static_cast<size_t>(o.workspace_bytes), s);
+                      c_desc, d, d_desc, with, o.workspace, static_cast<size_t>(o.workspace_bytes),
+                      s);
         };
       };
       contenders.push_back({"the application's own", launch(algo)});
@@ -469,16 +477,9 @@ cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtM
   }
   const LtCallKey key = LtCallKey::Of(handle, desc, a_desc, b_desc, c_desc, d_desc);
   auto it = cache.decisions.find(key);
-  if (it != cache.decisions.end() && it->second.host_scalars) {
-    // Alpha and beta are not in the descriptors: the decision holds for the values it was made
-    // for (host pointers, as ReadLtCall checked).
-    float alpha_value = 0, beta_value = 0;
-    std::memcpy(&alpha_value, alpha, sizeof(float));
-    std::memcpy(&beta_value, beta, sizeof(float));
-    if (alpha_value != it->second.alpha || beta_value != it->second.beta) {
-      cache.decisions.erase(it);
-      it = cache.decisions.end();
-    }
+  if (it != cache.decisions.end() && !SameScalars(it->second, alpha, beta)) {
+    cache.decisions.erase(it);
+    it = cache.decisions.end();
   }
   if (it == cache.decisions.end()) {
     LtOperands operands{real, a, b, c, d, workspace};
@@ -506,21 +507,24 @@ cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtM
        (kOperandAlignment - 1)) != 0) {
     return pass_for(PassReason::kAlignment);
   }
-  const cublasStatus_t status = real(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc,
-                                     d, d_desc, &decision.algo, workspace, workspace_bytes, stream);
+  const cublasStatus_t status = real(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d,
+                                     d_desc, &decision.algo, workspace, workspace_bytes, stream);
+  if (Launched(status, decision, stats)) return status;
+  return pass_for(PassReason::kLaunchFailed);
+}
+
+bool Layer::Launched(cublasStatus_t status, CallDecision& decision, GemmStats& stats) {
   if (status == CUBLAS_STATUS_SUCCESS) {
     stats.overridden.fetch_add(1, std::memory_order_relaxed);
-    return status;
+    return true;
   }
-  // The application's own call still runs; this thread stops trying the choice.
+  // The application's own call runs instead; this thread stops trying the choice.
   decision.run_choice = false;
   decision.reason = PassReason::kLaunchFailed;
-  {
-    std::lock_guard lock(mutex_);
-    stats.why = stats.config + " failed to launch (" + cublaslt::CublasStatusText(status) +
-                "): the application's own choice runs";
-  }
-  return pass_for(PassReason::kLaunchFailed);
+  std::lock_guard lock(mutex_);
+  stats.why = stats.config + " failed to launch (" + cublaslt::CublasStatusText(status) +
+              "): the application's own call runs";
+  return false;
 }
 
 cublasLtHandle_t Layer::LtHandle(int device) {
@@ -582,9 +586,9 @@ BlasDecision Layer::DecideBlas(const BlasFunctions& blas, const BlasArgs& args,
     if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
       break;
     }
-    auto made = cublaslt::InitAlgoForConfig(decision.lt, call.compute_type, call.scale_type,
-                                            call.type_a, call.type_b, call.type_c, call.type_d,
-                                            config);
+    auto made =
+        cublaslt::InitAlgoForConfig(decision.lt, call.compute_type, call.scale_type, call.type_a,
+                                    call.type_b, call.type_c, call.type_d, config);
     if (!made.ok()) {
       why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
       continue;
@@ -607,31 +611,29 @@ BlasDecision Layer::DecideBlas(const BlasFunctions& blas, const BlasArgs& args,
   }
   auto specs = CallOperandSpecs(call, /*c_is_d=*/true);
   TimeContenders time;
-  const bool can_run_own = args.call.batch == 1 ? blas.gemm_ex != nullptr
-                                                : blas.gemm_strided != nullptr;
+  const bool can_run_own =
+      args.call.batch == 1 ? blas.gemm_ex != nullptr : blas.gemm_strided != nullptr;
   if (specs.ok() && can_run_own) {
     time = [&](const std::vector<CheckedConfig>& configs) -> StatusOr<FirstUseOutcome> {
       std::vector<LayerContender> contenders;
       const BlasCall& c = args.call;
       contenders.push_back(
           {"cuBLAS's own", [&, c](const KernelOperands& o, cudaStream_t) {
-             return blas.gemm_ex(c.handle, c.trans_a, c.trans_b, static_cast<int>(c.m),
-                                 static_cast<int>(c.n), static_cast<int>(c.k), args.alpha,
-                                 o.buffers[0], c.type_a, static_cast<int>(c.lda), o.buffers[1],
-                                 c.type_b, static_cast<int>(c.ldb), args.beta, o.buffers[2],
-                                 c.type_c, static_cast<int>(c.ldc),
-                                 static_cast<cublasComputeType_t>(c.compute), args.algo);
+             return blas.gemm_ex(
+                 c.handle, c.trans_a, c.trans_b, static_cast<int>(c.m), static_cast<int>(c.n),
+                 static_cast<int>(c.k), args.alpha, o.buffers[0], c.type_a, static_cast<int>(c.lda),
+                 o.buffers[1], c.type_b, static_cast<int>(c.ldb), args.beta, o.buffers[2], c.type_c,
+                 static_cast<int>(c.ldc), static_cast<cublasComputeType_t>(c.compute), args.algo);
            }});
       // (A config needing more workspace than there is fails its warm-up and is left out.)
       for (const CheckedConfig& config : configs) {
-        contenders.push_back(
-            {DescribeConfig(KernelConfig(config.config)),
-             [&, algo = config.algo](const KernelOperands& o, cudaStream_t s) {
-               return blas.lt_matmul(decision.lt, d.op, args.alpha, o.buffers[0], d.a,
-                                     o.buffers[1], d.b, args.beta, o.buffers[2], d.c,
-                                     o.buffers[2], d.c, &algo, o.workspace,
-                                     static_cast<size_t>(o.workspace_bytes), s);
-             }});
+        contenders.push_back({DescribeConfig(KernelConfig(config.config)),
+                              [&, algo = config.algo](const KernelOperands& o, cudaStream_t s) {
+                                return blas.lt_matmul(
+                                    decision.lt, d.op, args.alpha, o.buffers[0], d.a, o.buffers[1],
+                                    d.b, args.beta, o.buffers[2], d.c, o.buffers[2], d.c, &algo,
+                                    o.workspace, static_cast<size_t>(o.workspace_bytes), s);
+                              }});
       }
       KernelOperands buffers;
       buffers.buffers = {const_cast<void*>(args.a), const_cast<void*>(args.b), args.c};
@@ -684,14 +686,9 @@ cublasStatus_t Layer::Blas(const BlasFunctions& blas, BlasArgs args, BlasPassThr
     cache.generation = generation;
   }
   auto it = cache.decisions.find(args.call);
-  if (it != cache.decisions.end() && it->second.host_scalars) {
-    float alpha_value = 0, beta_value = 0;
-    std::memcpy(&alpha_value, args.alpha, sizeof(float));
-    std::memcpy(&beta_value, args.beta, sizeof(float));
-    if (alpha_value != it->second.alpha || beta_value != it->second.beta) {
-      cache.decisions.erase(it);
-      it = cache.decisions.end();
-    }
+  if (it != cache.decisions.end() && !SameScalars(it->second, args.alpha, args.beta)) {
+    cache.decisions.erase(it);
+    it = cache.decisions.end();
   }
   if (it == cache.decisions.end()) {
     BlasDecision fresh = DecideBlas(blas, args, stream);
@@ -745,17 +742,7 @@ cublasStatus_t Layer::Blas(const BlasFunctions& blas, BlasArgs args, BlasPassThr
   const cublasStatus_t status =
       blas.lt_matmul(decision.lt, d.op, args.alpha, args.a, d.a, args.b, d.b, args.beta, args.c,
                      d.c, args.c, d.c, algo, workspace, workspace_bytes, stream);
-  if (status == CUBLAS_STATUS_SUCCESS) {
-    stats.overridden.fetch_add(1, std::memory_order_relaxed);
-    return status;
-  }
-  decision.run_choice = false;
-  decision.reason = PassReason::kLaunchFailed;
-  {
-    std::lock_guard lock(mutex_);
-    stats.why = stats.config + " failed to launch (" + cublaslt::CublasStatusText(status) +
-                "): cuBLAS's own call runs";
-  }
+  if (Launched(status, decision, stats)) return status;
   return pass_for(PassReason::kLaunchFailed);
 }
 
@@ -849,12 +836,13 @@ std::string Layer::RecordCsv() const {
         std::to_string(p.batch) + "," + op(p.layout.a) + "," + op(p.layout.b) + "," +
         std::string(DataTypeName(p.dtype_a)) + "," + std::string(DataTypeName(p.dtype_b)) + "," +
         std::string(DataTypeName(p.dtype_c)) + "," + std::string(DataTypeName(p.compute)) + "," +
-        alpha + "," + beta + "," + std::to_string(call.lda) + "," + std::to_string(call.ldb) +
-        "," + std::to_string(call.ldc) + "," + EpilogueName(call.epilogue) + ",";
+        alpha + "," + beta + "," + std::to_string(call.lda) + "," + std::to_string(call.ldb) + "," +
+        std::to_string(call.ldc) + "," + EpilogueName(call.epilogue) + ",";
     if (rows.find(row) == rows.end()) order.push_back(row);
     rows[row] += calls;
   }
-  std::string csv = "m,n,k,batch,transa,transb,a,b,c,compute,alpha,beta,lda,ldb,ldc,epilogue,calls\n";
+  std::string csv =
+      "m,n,k,batch,transa,transb,a,b,c,compute,alpha,beta,lda,ldb,ldc,epilogue,calls\n";
   for (const std::string& row : order) csv += row + std::to_string(rows[row]) + "\n";
   return csv;
 }

@@ -85,10 +85,10 @@ std::string_view PassReasonName(PassReason reason);
 
 // One distinct GEMM the application called (its problem, leading dimensions and epilogue).
 struct GemmStats {
-  std::optional<LtCall> call;  // unset for calls the layer could not read
-  std::string key;             // the problem and extras, or the reason it was not read
-  std::string decision;        // "library", "model" or "none"
-  std::string config;          // what runs (DescribeConfig), "" when passing through
+  std::optional<LtCall> call;    // unset for calls the layer could not read
+  std::string key;               // the problem and extras, or the reason it was not read
+  std::string decision;          // "library", "model" or "none"
+  std::string config;            // what runs (DescribeConfig), "" when passing through
   std::string application_algo;  // the config the application passed (its heuristic's pick)
   std::string why;               // why the decision is what it is
   size_t workspace_bytes = 0;    // the workspace the application gave (at the decision)
@@ -175,8 +175,8 @@ class Layer {
                       const void* alpha, cublasLtMatrixLayout_t a_desc,
                       cublasLtMatrixLayout_t b_desc, const void* beta,
                       cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
-                      const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes,
-                      cudaStream_t stream, const LtOperands& operands);
+                      const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes, cudaStream_t stream,
+                      const LtOperands& operands);
   // A config checked for the call: its algo, the workspace it needs, where it came from.
   struct CheckedConfig {
     CublasLtConfig config;
@@ -188,7 +188,8 @@ class Layer {
   // configs are timed beside the application's own choice (`time`, which returns the index of
   // the winner, 0 for the application's) when time_top_k > 1 and `time` is given, else the first
   // runs unguarded.
-  using TimeContenders = std::function<StatusOr<FirstUseOutcome>(const std::vector<CheckedConfig>&)>;
+  using TimeContenders =
+      std::function<StatusOr<FirstUseOutcome>(const std::vector<CheckedConfig>&)>;
   void Settle(const std::vector<CheckedConfig>& checked, const TimeContenders& time,
               std::string why, CallDecision& decision);
   BlasDecision DecideBlas(const BlasFunctions& blas, const BlasArgs& args, cudaStream_t stream);
@@ -201,6 +202,9 @@ class Layer {
   void* OwnWorkspace(int device, cudaStream_t stream);
   void* OwnWorkspaceLocked(int device, cudaStream_t stream);  // mutex_ held
   cublasLtHandle_t LtHandle(int device);
+  // After a choice's launch: counted when it succeeded; otherwise the decision stops running it
+  // (on this thread) and the statistics say why. True when it ran.
+  bool Launched(cublasStatus_t status, CallDecision& decision, GemmStats& stats);
   GemmStats& StatsFor(const std::string& key);
   // Loads the library and the model once (outside stream capture); the reasons they are not
   // used are kept for the statistics.

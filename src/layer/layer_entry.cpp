@@ -34,9 +34,8 @@ void FlushAtExit() {
 Layer* Instance() {
   std::call_once(g_once, [] {
     try {
-      auto settings = LayerSettings::FromEnvironment([](const char* name) {
-        return std::getenv(name);
-      });
+      auto settings =
+          LayerSettings::FromEnvironment([](const char* name) { return std::getenv(name); });
       if (!settings.ok()) {
         std::fprintf(stderr, "kselect layer: off: %s\n", settings.status().message().c_str());
         return;
@@ -57,7 +56,9 @@ using kselect::layer::Instance;
 using kselect::layer::Layer;
 
 // 1 when the layer runs (its settings read), 0 when it is off for good (the reason was printed).
-KSELECT_LAYER_EXPORT int kselect_layer_impl_init(void) { return Instance() != nullptr ? 1 : 0; }
+KSELECT_LAYER_EXPORT int kselect_layer_impl_init(void) {
+  return Instance() != nullptr ? 1 : 0;
+}
 
 KSELECT_LAYER_EXPORT int kselect_layer_impl_matmul(
     kselect::layer::RealMatmul real, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
@@ -161,20 +162,20 @@ KSELECT_LAYER_EXPORT cublasStatus_t kselect_layer_impl_gemm_ex(
     const void* a, cudaDataType_t a_type, int lda, const void* b, cudaDataType_t b_type, int ldb,
     const void* beta, void* c, cudaDataType_t c_type, int ldc, cublasComputeType_t compute,
     cublasGemmAlgo_t algo) {
-  const GemmExCall call{real, handle, transa, transb, m,   n,      k,   alpha,   a,    a_type,
-                        lda,  b,      b_type, ldb,    beta, c, c_type, ldc, compute, algo};
+  const GemmExCall call{real, handle, transa, transb, m,    n, k,      alpha, a,       a_type,
+                        lda,  b,      b_type, ldb,    beta, c, c_type, ldc,   compute, algo};
   return RunBlas(blas, call);
 }
 
 KSELECT_LAYER_EXPORT cublasStatus_t kselect_layer_impl_gemm_strided_batched_ex(
-    const BlasFunctions* blas, kselect::layer::RealGemmStridedBatchedEx real,
-    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
-    const void* alpha, const void* a, cudaDataType_t a_type, int lda, long long stride_a,
-    const void* b, cudaDataType_t b_type, int ldb, long long stride_b, const void* beta, void* c,
+    const BlasFunctions* blas, kselect::layer::RealGemmStridedBatchedEx real, cublasHandle_t handle,
+    cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha,
+    const void* a, cudaDataType_t a_type, int lda, long long stride_a, const void* b,
+    cudaDataType_t b_type, int ldb, long long stride_b, const void* beta, void* c,
     cudaDataType_t c_type, int ldc, long long stride_c, int batch, cublasComputeType_t compute,
     cublasGemmAlgo_t algo) {
-  GemmExCall call{nullptr, handle, transa, transb, m,   n,      k,   alpha,   a,    a_type,
-                  lda,     b,      b_type, ldb,    beta, c, c_type, ldc, compute, algo};
+  GemmExCall call{nullptr, handle, transa, transb, m,    n, k,      alpha, a,       a_type,
+                  lda,     b,      b_type, ldb,    beta, c, c_type, ldc,   compute, algo};
   call.stride_a = stride_a;
   call.stride_b = stride_b;
   call.stride_c = stride_c;

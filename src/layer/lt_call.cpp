@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 #include <optional>
+#include <type_traits>
 
 #include "providers/cublaslt/cublaslt_algo.h"
 
@@ -67,7 +67,8 @@ StatusOr<Layout> ReadLayout(cublasLtMatrixLayout_t layout, const char* which) {
       LayoutAttribute<int32_t>(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, "batch count"));
   KSELECT_ASSIGN_OR_RETURN(
       const int64_t stride,
-      LayoutAttribute<int64_t>(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, "batch stride"));
+      LayoutAttribute<int64_t>(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                               "batch stride"));
   constexpr uint64_t kMaxDim = uint64_t{1} << 40;
   if (rows == 0 || cols == 0 || rows > kMaxDim || cols > kMaxDim || batch < 1 ||
       ld < static_cast<int64_t>(rows)) {
@@ -256,6 +257,12 @@ StatusOr<LtCall> ReadLtCall(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
   call.ldb = lb.ld;
   call.ldc = lc.ld;
   call.ldd = ld.ld;
+  KSELECT_RETURN_IF_ERROR(ReadHostScalars(alpha, beta, p));
+  KSELECT_RETURN_IF_ERROR(p.Validate());
+  return call;
+}
+
+Status ReadHostScalars(const void* alpha, const void* beta, GemmProblem& problem) {
   if (alpha == nullptr || beta == nullptr) return CannotImplementError("alpha or beta is null");
   float alpha_value = 0, beta_value = 0;
   std::memcpy(&alpha_value, alpha, sizeof(float));
@@ -263,10 +270,9 @@ StatusOr<LtCall> ReadLtCall(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
   if (!std::isfinite(alpha_value) || !std::isfinite(beta_value)) {
     return CannotImplementError("alpha or beta is not finite");
   }
-  p.alpha = alpha_value;
-  p.beta = beta_value;
-  KSELECT_RETURN_IF_ERROR(p.Validate());
-  return call;
+  problem.alpha = alpha_value;
+  problem.beta = beta_value;
+  return Status::Ok();
 }
 
 std::string EpilogueName(cublasLtEpilogue_t epilogue) {

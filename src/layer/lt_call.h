@@ -33,6 +33,10 @@ StatusOr<LtCall> ReadLtCall(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                             cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
                             cublasLtMatrixLayout_t d, const void* alpha, const void* beta);
 
+// Reads alpha and beta from host pointers as the fp32 scale type into `problem`; an error where
+// either is null or not finite (such a problem never equals itself as a key).
+Status ReadHostScalars(const void* alpha, const void* beta, GemmProblem& problem);
+
 // "", "bias", "relu_bias", "gelu_bias", ... (kselect's log spelling; "epilogue<N>" otherwise).
 std::string EpilogueName(cublasLtEpilogue_t epilogue);
 
@@ -46,9 +50,8 @@ struct LtCallKey {
   static constexpr size_t kWords = 1 + kDescWords + 4 * kLayoutWords;
   std::array<uint64_t, kWords> words{};
 
-  static LtCallKey Of(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                      cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                      cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d);
+  static LtCallKey Of(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                      cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d);
   bool operator==(const LtCallKey& other) const { return words == other.words; }
   size_t Hash() const {
     uint64_t h = 0x9e3779b97f4a7c15ull;

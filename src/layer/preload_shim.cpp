@@ -74,8 +74,8 @@ void FindReal() {
   real.gemm_ex = reinterpret_cast<RealGemmEx>(RealSymbol(kBlas, "cublasGemmEx"));
   real.gemm_strided =
       reinterpret_cast<RealGemmStridedBatchedEx>(RealSymbol(kBlas, "cublasGemmStridedBatchedEx"));
-  real.set_workspace = reinterpret_cast<decltype(real.set_workspace)>(
-      RealSymbol(kBlas, "cublasSetWorkspace_v2"));
+  real.set_workspace =
+      reinterpret_cast<decltype(real.set_workspace)>(RealSymbol(kBlas, "cublasSetWorkspace_v2"));
   real.get_stream =
       reinterpret_cast<decltype(real.get_stream)>(RealSymbol(kBlas, "cublasGetStream_v2"));
   real.get_pointer_mode = reinterpret_cast<decltype(real.get_pointer_mode)>(
@@ -157,7 +157,8 @@ struct Inside {
 };
 
 __attribute__((constructor)) void ReadSwitch() {
-  for (const char* name : {"KSELECT_MODE", "KSELECT_SOLUTIONS", "KSELECT_MODEL", "KSELECT_RECORD"}) {
+  for (const char* name :
+       {"KSELECT_MODE", "KSELECT_SOLUTIONS", "KSELECT_MODEL", "KSELECT_RECORD"}) {
     const char* value = std::getenv(name);
     if (value != nullptr && *value != '\0') g_wanted = true;
   }
@@ -169,12 +170,12 @@ constexpr cublasStatus_t kNotInitialized = CUBLAS_STATUS_NOT_INITIALIZED;
 
 }  // namespace
 
-KSELECT_SHIM_EXPORT cublasStatus_t cublasLtMatmul(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* a,
-    cublasLtMatrixLayout_t a_desc, const void* b, cublasLtMatrixLayout_t b_desc, const void* beta,
-    const void* c, cublasLtMatrixLayout_t c_desc, void* d, cublasLtMatrixLayout_t d_desc,
-    const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
-    cudaStream_t stream) {
+KSELECT_SHIM_EXPORT cublasStatus_t
+cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* a,
+               cublasLtMatrixLayout_t a_desc, const void* b, cublasLtMatrixLayout_t b_desc,
+               const void* beta, const void* c, cublasLtMatrixLayout_t c_desc, void* d,
+               cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo, void* workspace,
+               size_t workspace_bytes, cudaStream_t stream) {
   const Real& real = RealFunctionsWith([](const Real& r) { return r.lt_matmul != nullptr; });
   if (real.lt_matmul == nullptr) {
     std::fprintf(stderr, "kselect layer: the real cublasLtMatmul was not found\n");
@@ -206,8 +207,8 @@ namespace {
 
 // The cuBLAS calls go to the implementation only with everything it needs at hand.
 bool BlasReady(const Real& real, BlasFunctions& blas, cublasHandle_t handle) {
-  if (real.lt_matmul == nullptr || real.get_stream == nullptr ||
-      real.get_pointer_mode == nullptr || !UseImpl()) {
+  if (real.lt_matmul == nullptr || real.get_stream == nullptr || real.get_pointer_mode == nullptr ||
+      !UseImpl()) {
     return false;
   }
   blas.lt_matmul = real.lt_matmul;
@@ -224,14 +225,11 @@ bool BlasReady(const Real& real, BlasFunctions& blas, cublasHandle_t handle) {
 
 }  // namespace
 
-KSELECT_SHIM_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
-                                                cublasOperation_t transb, int m, int n, int k,
-                                                const void* alpha, const void* a,
-                                                cudaDataType_t a_type, int lda, const void* b,
-                                                cudaDataType_t b_type, int ldb, const void* beta,
-                                                void* c, cudaDataType_t c_type, int ldc,
-                                                cublasComputeType_t compute,
-                                                cublasGemmAlgo_t algo) {
+KSELECT_SHIM_EXPORT cublasStatus_t
+cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+             int n, int k, const void* alpha, const void* a, cudaDataType_t a_type, int lda,
+             const void* b, cudaDataType_t b_type, int ldb, const void* beta, void* c,
+             cudaDataType_t c_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   const Real& real = RealFunctionsWith(
       [](const Real& r) { return r.gemm_ex != nullptr && r.lt_matmul != nullptr; });
   if (real.gemm_ex == nullptr) {
@@ -244,8 +242,8 @@ KSELECT_SHIM_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOpe
                         beta, c, c_type, ldc, compute, algo);
   }
   Inside inside;
-  return g_impl.gemm_ex(&blas, real.gemm_ex, handle, transa, transb, m, n, k, alpha, a, a_type,
-                        lda, b, b_type, ldb, beta, c, c_type, ldc, compute, algo);
+  return g_impl.gemm_ex(&blas, real.gemm_ex, handle, transa, transb, m, n, k, alpha, a, a_type, lda,
+                        b, b_type, ldb, beta, c, c_type, ldc, compute, algo);
 }
 
 KSELECT_SHIM_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
@@ -263,8 +261,8 @@ KSELECT_SHIM_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
   BlasFunctions blas;
   if (!BlasReady(real, blas, handle)) {
     return real.gemm_strided(handle, transa, transb, m, n, k, alpha, a, a_type, lda, stride_a, b,
-                             b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, batch,
-                             compute, algo);
+                             b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, batch, compute,
+                             algo);
   }
   Inside inside;
   return g_impl.gemm_strided(&blas, real.gemm_strided, handle, transa, transb, m, n, k, alpha, a,

@@ -26,6 +26,18 @@ namespace fs = std::filesystem;
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
 
+// `count` random bf16 values in [-1, 1] in device memory (the caller frees it).
+void* RandomDevice(int64_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<__nv_bfloat16> host(static_cast<size_t>(count));
+  for (auto& v : host) v = __float2bfloat16(dist(rng));
+  void* device = nullptr;
+  EXPECT_EQ(cudaMalloc(&device, host.size() * 2), cudaSuccess);
+  cudaMemcpy(device, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
+  return device;
+}
+
 // One bf16 TN GEMM as an application sets it up: descriptors, random operands, a bias, a
 // workspace and cuBLASLt's heuristic pick.
 class AppGemm {
@@ -92,16 +104,7 @@ class AppGemm {
   }
 
  private:
-  static void* Random(int64_t count, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    std::vector<__nv_bfloat16> host(static_cast<size_t>(count));
-    for (auto& v : host) v = __float2bfloat16(dist(rng));
-    void* device = nullptr;
-    EXPECT_EQ(cudaMalloc(&device, host.size() * 2), cudaSuccess);
-    cudaMemcpy(device, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
-    return device;
-  }
+  static void* Random(int64_t count, unsigned seed) { return RandomDevice(count, seed); }
 
   cublasLtHandle_t handle_;
   int64_t m_, n_, k_;
@@ -180,8 +183,8 @@ TEST_F(LayerGpuTest, SelectModeTimesTheModelsTopAgainstTheApplicationsChoice) {
   settings.mode = LayerMode::kSelect;
   settings.model = testing_util::ModelDir("h200_cublaslt_bf16_tn_rank");
   Layer layer(settings);
-  for (const auto& [m, n, k] : {std::tuple{4096, 8, 4096}, std::tuple{1024, 8, 4096},
-                                std::tuple{14336, 2048, 4096}}) {
+  for (const auto& [m, n, k] :
+       {std::tuple{4096, 8, 4096}, std::tuple{1024, 8, 4096}, std::tuple{14336, 2048, 4096}}) {
     AppGemm gemm(handle_, m, n, k, false);
     const std::vector<float> expected = gemm.Run(nullptr);
     for (int i = 0; i < 3; ++i) {
@@ -252,21 +255,11 @@ TEST_F(LayerGpuTest, CublasGemmExRunsTheChoiceThroughCublasLt) {
   blas.workspace = workspace;
   blas.workspace_bytes = kWorkspaceBytes;
 
-  for (const auto& [m, n, k] : {std::tuple{4096, 8, 4096}, std::tuple{14336, 16, 4096},
-                                std::tuple{4096, 2048, 4096}}) {
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    auto random = [&](int64_t count) {
-      std::vector<__nv_bfloat16> host(static_cast<size_t>(count));
-      for (auto& v : host) v = __float2bfloat16(dist(rng));
-      void* device = nullptr;
-      EXPECT_EQ(cudaMalloc(&device, host.size() * 2), cudaSuccess);
-      cudaMemcpy(device, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
-      return device;
-    };
-    void* a = random(static_cast<int64_t>(m) * k);
-    void* b = random(static_cast<int64_t>(k) * n);
-    void* c = random(static_cast<int64_t>(m) * n);
+  for (const auto& [m, n, k] :
+       {std::tuple{4096, 8, 4096}, std::tuple{14336, 16, 4096}, std::tuple{4096, 2048, 4096}}) {
+    void* a = RandomDevice(static_cast<int64_t>(m) * k, 7);
+    void* b = RandomDevice(static_cast<int64_t>(k) * n, 8);
+    void* c = RandomDevice(static_cast<int64_t>(m) * n, 9);
     const float one = 1, zero = 0;
     auto read_c = [&] {
       std::vector<__nv_bfloat16> host(static_cast<size_t>(m) * n);
@@ -275,8 +268,8 @@ TEST_F(LayerGpuTest, CublasGemmExRunsTheChoiceThroughCublasLt) {
       for (size_t i = 0; i < host.size(); ++i) out[i] = __bfloat162float(host[i]);
       return out;
     };
-    ASSERT_EQ(cublasGemmEx(blas_handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF,
-                           k, b, CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+    ASSERT_EQ(cublasGemmEx(blas_handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, k,
+                           b, CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT_TENSOR_OP),
               CUBLAS_STATUS_SUCCESS);
     const std::vector<float> expected = read_c();

@@ -29,19 +29,18 @@ struct Descriptors {
   // D (m x n) = op(A) op(B) with A stored k x m (TN, as nn.Linear reaches cuBLASLt) when
   // trans_a, all of `type`, column order.
   Descriptors(int64_t m, int64_t n, int64_t k, bool trans_a = true, bool trans_b = false,
-              cudaDataType_t type = CUDA_R_16BF,
-              cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
+              cudaDataType_t type = CUDA_R_16BF, cublasComputeType_t compute = CUBLAS_COMPUTE_32F) {
     EXPECT_EQ(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
     const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     Set(CUBLASLT_MATMUL_DESC_TRANSA, ta);
     Set(CUBLASLT_MATMUL_DESC_TRANSB, tb);
-    EXPECT_EQ(cublasLtMatrixLayoutCreate(&a, type, trans_a ? k : m, trans_a ? m : k,
-                                         trans_a ? k : m),
-              CUBLAS_STATUS_SUCCESS);
-    EXPECT_EQ(cublasLtMatrixLayoutCreate(&b, type, trans_b ? n : k, trans_b ? k : n,
-                                         trans_b ? n : k),
-              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(
+        cublasLtMatrixLayoutCreate(&a, type, trans_a ? k : m, trans_a ? m : k, trans_a ? k : m),
+        CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(
+        cublasLtMatrixLayoutCreate(&b, type, trans_b ? n : k, trans_b ? k : n, trans_b ? n : k),
+        CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(cublasLtMatrixLayoutCreate(&c, type, m, n, m), CUBLAS_STATUS_SUCCESS);
     EXPECT_EQ(cublasLtMatrixLayoutCreate(&d, type, m, n, m), CUBLAS_STATUS_SUCCESS);
   }
@@ -145,8 +144,8 @@ TEST(LtCallTest, KeysAreEqualExactlyWhenTheDescriptorsAre) {
   EXPECT_EQ(k1, k2);
   EXPECT_EQ(k1.Hash(), k2.Hash());
   EXPECT_FALSE(k1 == LtCallKey::Of(handle, three.op, three.a, three.b, three.c, three.d));
-  EXPECT_FALSE(k1 == LtCallKey::Of(reinterpret_cast<cublasLtHandle_t>(0x2000), one.op, one.a,
-                                   one.b, one.c, one.d));
+  EXPECT_FALSE(k1 == LtCallKey::Of(reinterpret_cast<cublasLtHandle_t>(0x2000), one.op, one.a, one.b,
+                                   one.c, one.d));
   two.Set(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
   EXPECT_FALSE(k1 == LtCallKey::Of(handle, two.op, two.a, two.b, two.c, two.d));
 }
@@ -185,8 +184,8 @@ class LayerTest : public ::testing::Test {
   static cublasStatus_t Call(Layer& layer, const Descriptors& desc, const float* alpha = &kOne,
                              const float* beta = &kZero) {
     static cublasLtMatmulAlgo_t app_algo{};
-    return layer.Matmul(&FakeReal, nullptr, desc.op, alpha, nullptr, desc.a, nullptr, desc.b,
-                        beta, nullptr, desc.c, nullptr, desc.d, &app_algo, nullptr, 0, nullptr);
+    return layer.Matmul(&FakeReal, nullptr, desc.op, alpha, nullptr, desc.a, nullptr, desc.b, beta,
+                        nullptr, desc.c, nullptr, desc.d, &app_algo, nullptr, 0, nullptr);
   }
 
   fs::path tmp_;
@@ -205,25 +204,24 @@ TEST_F(LayerTest, SettingsComeFromTheEnvironment) {
       Env({{"KSELECT_SOLUTIONS", "s.json"}, {"KSELECT_MODEL", "models/x"}}));
   ASSERT_TRUE(select.ok());
   EXPECT_EQ(select->mode, LayerMode::kSelect);
-  auto record = LayerSettings::FromEnvironment(
-      Env({{"KSELECT_RECORD", (tmp_ / "gemms_%p.csv").string()}}));
+  auto record =
+      LayerSettings::FromEnvironment(Env({{"KSELECT_RECORD", (tmp_ / "gemms_%p.csv").string()}}));
   ASSERT_TRUE(record.ok()) << record.status().ToString();
   EXPECT_EQ(record->mode, LayerMode::kRecord);
   EXPECT_EQ(record->record_path,
             (tmp_ / ("gemms_" + std::to_string(::getpid()) + ".csv")).string());
 
-  EXPECT_TRUE(Contains(
-      LayerSettings::FromEnvironment(Env({{"KSELECT_MODE", "fast"}})).status().message(),
-      "KSELECT_MODE"));
+  EXPECT_TRUE(
+      Contains(LayerSettings::FromEnvironment(Env({{"KSELECT_MODE", "fast"}})).status().message(),
+               "KSELECT_MODE"));
   EXPECT_EQ(select->time_top_k, 3);
   auto untimed = LayerSettings::FromEnvironment(Env({{"KSELECT_TIME_TOP_K", "0"}}));
   ASSERT_TRUE(untimed.ok());
   EXPECT_EQ(untimed->time_top_k, 0);
   for (const char* bad : {"-1", "x", "99"}) {
-    EXPECT_TRUE(Contains(LayerSettings::FromEnvironment(Env({{"KSELECT_TIME_TOP_K", bad}}))
-                             .status()
-                             .message(),
-                         "KSELECT_TIME_TOP_K"));
+    EXPECT_TRUE(Contains(
+        LayerSettings::FromEnvironment(Env({{"KSELECT_TIME_TOP_K", bad}})).status().message(),
+        "KSELECT_TIME_TOP_K"));
   }
   EXPECT_TRUE(Contains(
       LayerSettings::FromEnvironment(Env({{"KSELECT_STATS", tmp_.string()}})).status().message(),
@@ -292,10 +290,9 @@ TEST_F(LayerTest, CallsItCannotReadPassThroughWithTheReason) {
   Layer layer(settings);
   Descriptors device_scalars(64, 64, 64);
   device_scalars.Set(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_DEVICE);
-  ASSERT_EQ(layer.Matmul(&FakeReal, nullptr, device_scalars.op, nullptr, nullptr,
-                         device_scalars.a, nullptr, device_scalars.b, nullptr, nullptr,
-                         device_scalars.c, nullptr, device_scalars.d, nullptr, nullptr, 0,
-                         nullptr),
+  ASSERT_EQ(layer.Matmul(&FakeReal, nullptr, device_scalars.op, nullptr, nullptr, device_scalars.a,
+                         nullptr, device_scalars.b, nullptr, nullptr, device_scalars.c, nullptr,
+                         device_scalars.d, nullptr, nullptr, 0, nullptr),
             CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(real_calls, 1);
   const auto stats = nlohmann::json::parse(layer.StatsJson());
@@ -396,8 +393,8 @@ TEST(BlasCallTest, ReadsGemmExCalls) {
   // The descriptors that run the same product hold its sizes.
   auto desc = MakeLtDescriptors(call, *read);
   ASSERT_TRUE(desc.ok()) << desc.status().ToString();
-  auto again = ReadLtCall((*desc)->op, (*desc)->a, (*desc)->b, (*desc)->c, (*desc)->c, &kOne,
-                          &kZero);
+  auto again =
+      ReadLtCall((*desc)->op, (*desc)->a, (*desc)->b, (*desc)->c, (*desc)->c, &kOne, &kZero);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->problem, read->problem);
   EXPECT_EQ(again->lda, 14336);

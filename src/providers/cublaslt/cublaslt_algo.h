@@ -16,10 +16,10 @@ namespace kselect::cublaslt {
 // An algo of `config` for matmuls of these types: cublasLtMatmulAlgoInit, then every typed field
 // of the config. kCannotImplement naming the field cuBLASLt refused.
 StatusOr<cublasLtMatmulAlgo_t> InitAlgoForConfig(cublasLtHandle_t handle,
-                                                 cublasComputeType_t compute,
-                                                 cudaDataType_t scale, cudaDataType_t a,
-                                                 cudaDataType_t b, cudaDataType_t c,
-                                                 cudaDataType_t d, const CublasLtConfig& config);
+                                                 cublasComputeType_t compute, cudaDataType_t scale,
+                                                 cudaDataType_t a, cudaDataType_t b,
+                                                 cudaDataType_t c, cudaDataType_t d,
+                                                 const CublasLtConfig& config);
 
 // The config an algo carries (what an application's heuristic pick is, in kselect's terms).
 CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo);

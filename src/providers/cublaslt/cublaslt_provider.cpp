@@ -534,10 +534,10 @@ class CublasLtProvider final : public KernelProvider {
 }  // namespace
 
 StatusOr<cublasLtMatmulAlgo_t> InitAlgoForConfig(cublasLtHandle_t handle,
-                                                 cublasComputeType_t compute,
-                                                 cudaDataType_t scale, cudaDataType_t a,
-                                                 cudaDataType_t b, cudaDataType_t c,
-                                                 cudaDataType_t d, const CublasLtConfig& config) {
+                                                 cublasComputeType_t compute, cudaDataType_t scale,
+                                                 cudaDataType_t a, cudaDataType_t b,
+                                                 cudaDataType_t c, cudaDataType_t d,
+                                                 const CublasLtConfig& config) {
   cublasLtMatmulAlgo_t algo;
   const cublasStatus_t status =
       cublasLtMatmulAlgoInit(handle, compute, scale, a, b, c, d, config.algo_id, &algo);
@@ -549,17 +549,21 @@ StatusOr<cublasLtMatmulAlgo_t> InitAlgoForConfig(cublasLtHandle_t handle,
   return algo;
 }
 
-CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo) { return ReadAlgoConfig(algo); }
+CublasLtConfig ConfigOfAlgo(const cublasLtMatmulAlgo_t& algo) {
+  return ReadAlgoConfig(algo);
+}
 
 std::optional<DataType> DataTypeOfCuda(cudaDataType_t type) {
-  for (const DataType t : {DataType::kF32, DataType::kF16, DataType::kBF16, DataType::kF8E4M3,
-                           DataType::kF8E5M2}) {
+  for (const DataType t :
+       {DataType::kF32, DataType::kF16, DataType::kBF16, DataType::kF8E4M3, DataType::kF8E5M2}) {
     if (CudaType(t) == type) return t;
   }
   return std::nullopt;
 }
 
-std::string CublasStatusText(cublasStatus_t status) { return CublasText(status); }
+std::string CublasStatusText(cublasStatus_t status) {
+  return CublasText(status);
+}
 
 bool CublasLtSupportsProblem(const Problem& problem) {
   const GemmProblem* p = std::get_if<GemmProblem>(&problem);
