@@ -11,6 +11,15 @@
  *   - names are kselect_<object>_<verb>.
  * No function exits, aborts or lets a C++ exception out.
  *
+ * Lifetimes and threads:
+ *   - a kselect_selector may be used from several threads at once (selection, dispatch and the
+ *     cache calls are thread-safe); close it once, after every other call on it has returned;
+ *   - a kselect_selection holds its own copy of the decision: it stays valid until
+ *     kselect_selection_free, however many problems the selector decides meanwhile and after its
+ *     selector is closed; the strings it hands out live as long as it;
+ *   - kselect_last_error() and the strings of a kselect_dispatch_info belong to the calling
+ *     thread, valid until its next failing call (resp. its next kselect_gemm_run).
+ *
  * A minimal program:
  *     kselect_selector* sel;
  *     if (kselect_selector_open("models/h200_cublaslt_default", NULL, &sel) != KSELECT_OK) {
@@ -96,6 +105,8 @@ typedef struct kselect_selector_options {
                                    then on, its read operands copied past 2 x L2 as the bench
                                    times (SelectorOptions::first_use_cold_l2, always on here);
                                    0 or 1 = off (default 0) */
+  int64_t cache_capacity;       /* decisions the selector's cache holds; later ones are made but
+                                   not kept (default 65536); >= 1 */
 } kselect_selector_options;
 
 /* Sets every field to its default. */

@@ -49,6 +49,7 @@ class SelectorOptions(ctypes.Structure):
         ("record_path", ctypes.c_char_p),
         ("max_workspace_bytes", ctypes.c_int64),
         ("time_top_k", ctypes.c_int),
+        ("cache_capacity", ctypes.c_int64),
     ]
 
 

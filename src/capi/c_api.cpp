@@ -3,6 +3,9 @@
 // the thread's last-error message: nothing may unwind into C.
 #include "kselect/c_api.h"
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -135,6 +138,7 @@ kselect::SelectorOptions ToSelectorOptions(const kselect_selector_options& in) {
   options.solution_library = OptionalString(in.solution_library);
   options.record_path = OptionalString(in.record_path);
   options.time_top_k = in.time_top_k;
+  options.cache_capacity = static_cast<size_t>(std::max<int64_t>(in.cache_capacity, 1));
   return options;
 }
 
@@ -219,6 +223,7 @@ int kselect_selector_options_init(kselect_selector_options* options) {
     options->record_path = nullptr;
     options->max_workspace_bytes = 0;
     options->time_top_k = defaults.time_top_k;
+    options->cache_capacity = static_cast<int64_t>(defaults.cache_capacity);
     return Status::Ok();
   });
 }
@@ -240,6 +245,11 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
     }
     if (options->first_stage_candidates < 0) {
       return kselect::InvalidArgumentError("options->first_stage_candidates is negative");
+    }
+    if (options->cache_capacity < 1) {
+      return kselect::InvalidArgumentError("options->cache_capacity is " +
+                                           std::to_string(options->cache_capacity) +
+                                           " (at least 1)");
     }
     auto handle = std::make_unique<kselect_selector>();
     // A list naming a cross-provider directory: the entry trained for this device.
@@ -300,8 +310,12 @@ int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_
       handle->owned = CrossSelection(gemm, decision, selector->check_can_implement);
       handle->selection = &handle->owned;
     } else {
-      KSELECT_ASSIGN_OR_RETURN(handle->selection,
+      // A copy: a decision the full cache could not keep lives in a per-thread slot that the
+      // thread's next uncached selection replaces, and the caller may hold this one longer.
+      KSELECT_ASSIGN_OR_RETURN(const kselect::Selection* selection,
                                selector->selector->Select(kselect::Problem(gemm)));
+      handle->owned = *selection;
+      handle->selection = &handle->owned;
     }
     const kselect::Selection* selection = handle->selection;
     handle->path = kselect::DecisionPathName(selection->path);
@@ -468,6 +482,15 @@ int kselect_gemm_run(kselect_selector* selector, const kselect_gemm_problem* pro
                                            std::to_string(workspace_bytes));
     }
     KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
+    // What c_api.h promises on a host without a GPU, whichever selector kind this is.
+    int devices = 0;
+    if (const cudaError_t error = cudaGetDeviceCount(&devices);
+        error != cudaSuccess || devices == 0) {
+      cudaGetLastError();
+      return kselect::UnavailableError(
+          std::string("no GPU on this host (") +
+          (error != cudaSuccess ? cudaGetErrorName(error) : "no CUDA device") + ")");
+    }
     KSELECT_ASSIGN_OR_RETURN(const kselect::DispatchInfo dispatched,
                              selector->cross ? kselect::Gemm(*selector->cross, gemm, a, b, c,
                                                              workspace, workspace_bytes, stream)

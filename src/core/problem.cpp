@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -137,6 +138,10 @@ Status GemmProblem::Validate() const {
   }
   if (!ProductFits(std::max({m * k, k * n, m * n}), batch)) {
     return InvalidArgumentError("GEMM " + ToString() + " overflows 64-bit element counts");
+  }
+  // A NaN never equals itself: such a problem would miss every cache and decide again each time.
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) {
+    return InvalidArgumentError("GEMM " + ToString() + ": alpha and beta must be finite");
   }
   return Status::Ok();
 }

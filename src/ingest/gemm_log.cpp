@@ -99,6 +99,9 @@ StatusOr<GemmLogFormat> ParseGemmLogFormat(std::string_view name) {
 StatusOr<GemmLog> ParseGemmLog(std::string_view text, std::string_view source,
                                const GemmLogReadOptions& options) {
   KSELECT_RETURN_IF_ERROR(text::CheckUtf8(text, source));
+  // Spreadsheet tools write a UTF-8 byte-order mark before a CSV's header: not part of it.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(3);
   GemmLogFormat format = options.format;
   if (format == GemmLogFormat::kAuto) {
     KSELECT_ASSIGN_OR_RETURN(format, DetectFormat(text, source));

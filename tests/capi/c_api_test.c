@@ -224,6 +224,78 @@ static void TestBadProblems(kselect_selector* selector) {
                KSELECT_INVALID_ARGUMENT, "problem->layout");
 }
 
+/* A selection is the caller's until kselect_selection_free, however many problems the selector
+ * decides meanwhile: with a cache of one decision, the second problem's selection is one the cache
+ * could not keep, and later selections must not disturb it (under ASan or valgrind a read of freed
+ * memory fails here). */
+static void TestSelectionOutlivesTheCache(const char* model_dir) {
+  kselect_selector_options options;
+  kselect_selector_options_init(&options);
+  EXPECT(options.cache_capacity == 65536);
+  options.cache_capacity = 0;
+  kselect_selector* selector = NULL;
+  EXPECT_ERROR(kselect_selector_open(model_dir, &options, &selector), KSELECT_INVALID_ARGUMENT,
+               "cache_capacity");
+  options.cache_capacity = 1;
+  options.top_k = 3;
+  EXPECT_OK(kselect_selector_open(model_dir, &options, &selector));
+  if (selector == NULL) return;
+  kselect_gemm_problem problem;
+  kselect_gemm_problem_init(&problem);
+  problem.m = 4096;
+  problem.n = 16;
+  problem.k = 4096;
+  kselect_selection* first = NULL;
+  EXPECT_OK(kselect_selector_select_gemm(selector, &problem, &first)); /* cached */
+  problem.n = 8;
+  kselect_selection* held = NULL;
+  EXPECT_OK(kselect_selector_select_gemm(selector, &problem, &held)); /* not kept by the cache */
+  char held_name[256] = "";
+  const char* name = NULL;
+  if (held != NULL && kselect_selection_config_name(held, 0, &name) == KSELECT_OK) {
+    snprintf(held_name, sizeof(held_name), "%s", name);
+  }
+  for (int64_t i = 0; i < 200; ++i) {
+    kselect_selection* other = NULL;
+    problem.n = 17 + i;
+    EXPECT_OK(kselect_selector_select_gemm(selector, &problem, &other));
+    kselect_selection_free(other);
+  }
+  size_t count = 0;
+  EXPECT_OK(kselect_selection_count(held, &count));
+  EXPECT(count >= 1 && count <= 3);
+  EXPECT_OK(kselect_selection_config_name(held, 0, &name));
+  EXPECT(name != NULL && strcmp(name, held_name) == 0);
+  kselect_selection_free(first);
+  kselect_selection_free(held);
+  EXPECT_OK(kselect_selector_close(selector));
+}
+
+/* NaN or infinite scalars make a problem that never equals itself (a new cache entry per call):
+ * refused. Dispatch without a GPU says so (KSELECT_UNAVAILABLE), as c_api.h promises. */
+static void TestScalarsAndNoGpu(kselect_selector* selector) {
+  kselect_gemm_problem problem;
+  kselect_gemm_problem_init(&problem);
+  problem.m = 4096;
+  problem.n = 16;
+  problem.k = 4096;
+  problem.alpha = NAN;
+  kselect_selection* selection = NULL;
+  EXPECT_ERROR(kselect_selector_select_gemm(selector, &problem, &selection),
+               KSELECT_INVALID_ARGUMENT, "finite");
+  problem.alpha = 1;
+  problem.beta = INFINITY;
+  EXPECT_ERROR(kselect_selector_select_gemm(selector, &problem, &selection),
+               KSELECT_INVALID_ARGUMENT, "finite");
+  problem.beta = 0;
+  const char* no_gpu = getenv("KSELECT_TEST_HOST_HAS_NO_GPU");
+  if (no_gpu != NULL && strcmp(no_gpu, "1") == 0) {
+    char buffer[16];
+    EXPECT_ERROR(kselect_gemm_run(selector, &problem, buffer, buffer, buffer, NULL, 0, NULL, NULL),
+                 KSELECT_UNAVAILABLE, "no GPU");
+  }
+}
+
 static void TestCacheFile(kselect_selector* selector, const char* scratch_dir) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/decisions.json", scratch_dir);
@@ -299,8 +371,10 @@ int main(int argc, char** argv) {
   }
   TestSelect(selector, options.top_k);
   TestBadProblems(selector);
+  TestScalarsAndNoGpu(selector);
   TestCacheFile(selector, argv[2]);
   EXPECT_OK(kselect_selector_close(selector));
+  TestSelectionOutlivesTheCache(argv[1]);
   if (argc == 4) TestCrossProvider(argv[3], argv[2]);
 
   if (failures > 0) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace kselect {
 namespace {
 
@@ -22,6 +25,13 @@ TEST(ProblemTest, ImpossibleGemmShapesAreRejected) {
       GemmProblem{.m = int64_t{1} << 40, .n = int64_t{1} << 40, .k = 1}.Validate();
   EXPECT_EQ(overflow.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(overflow.message().find("overflows"), std::string::npos);
+  // NaN never equals itself: a problem holding one could never be found in a cache.
+  GemmProblem scalars{.m = 4, .n = 4, .k = 4};
+  scalars.alpha = std::nan("");
+  EXPECT_NE(scalars.Validate().message().find("finite"), std::string::npos);
+  scalars.alpha = 1;
+  scalars.beta = -std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(scalars.Validate().ok());
 }
 
 TEST(ProblemTest, LayoutsAndBlasOps) {

@@ -140,6 +140,17 @@ TEST(GemmLogCublasLt, ReferenceLineAndBadDescriptors) {
   EXPECT_TRUE(Contains(none.status().message(), "bad.log:1: descriptors disagree"));
 }
 
+// Spreadsheet tools put a UTF-8 byte-order mark before a CSV's header.
+TEST(GemmLogFormats, AByteOrderMarkIsNotPartOfTheHeader) {
+  for (const std::string& text :
+       {std::string("\xEF\xBB\xBFm,n,k,calls\n4096,16,4096,3\n"),
+        std::string("\xEF\xBB\xBFGemmTunableOp_BFloat16_TN,tn_4096_16_4096_ld_4096_4096_4096\n")}) {
+    auto log = ParseGemmLog(text, "bom.csv");
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    EXPECT_EQ(log->gemms.size(), 1u);
+  }
+}
+
 TEST(GemmLogTunableOp, ReadsUntunedFile) {
   const GemmLog log = Read("tunableop_untuned.csv");
   EXPECT_EQ(log.format, GemmLogFormat::kTunableOpCsv);
