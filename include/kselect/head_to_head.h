@@ -42,6 +42,8 @@ struct HeadToHeadOptions {
   double cross_vendor_margin = SelectorOptions{}.first_use_vendor_margin;
   // The cross-provider selector's SelectorOptions::first_use_cold_l2 (on by default, as there).
   bool cross_first_use_cold_l2 = true;
+  // ... and its SelectorOptions::first_use_graphs (on by default, as there).
+  bool cross_first_use_graphs = true;
   // Time only cuBLASLt's pick and the cross-provider decision: no screening, no other finalists
   // (a fast live check of a cross-provider model over many shapes).
   bool cross_only = false;
@@ -78,6 +80,7 @@ struct HeadToHead {
   std::optional<bool>
       cross_vendor_kept;  // configs the decision timed at first use (cross_time_top_k)
   bool cross_first_use_cold_l2 = false;  // ... with the read operands rotated past 2 x L2
+  bool cross_first_use_graphs = false;   // ... with each batch a CUDA graph
   // Every finalist as timed interleaved (the pick first, then cuBLASLt's, the tile engine's and
   // the cross-provider decision), so configs can be compared with each other in one run.
   std::vector<InterleavedFigure> finalists;

@@ -98,6 +98,12 @@ struct SelectorOptions {
   // docs/lab/selector.md). The copies (about 2 x L2 plus one set: ~130 MB on an H200) live
   // only during the timing; where they cannot be allocated, the timing runs without them.
   bool first_use_cold_l2 = true;
+  // First-use timing with each batch run as a CUDA graph of the config's launches (captured once
+  // on a stream of the timing's own), as an application's graph runs them; off, batches are
+  // eager launches on the caller's stream. Eager batches add launch gaps that decide among
+  // kernels of a few microseconds: on decode GEMMs they ranked configs 2-3 % apart from the
+  // CUDA-graph timing the head-to-head bench uses (docs/lab/selector.md, the vendor guard).
+  bool first_use_graphs = true;
   // The guard against losing to the vendor: first-use timing always times the provider
   // heuristic's own first pick (cuBLASLt's rank 1, cuDNN's mode A first) beside the model's top
   // k, in the same interleaved rounds, and runs it unless the fastest candidate's median is

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Live check of cross-provider models (#18): the GPU tests of cross-provider dispatch, then per
-# entry of CROSS_RUNS ("model_dir:time_top_k[:warm] ...", warm = first-use timing on the
-# caller's operands, --cross-first-use-warm-l2, instead of rotating them past L2 as by default)
+# entry of CROSS_RUNS ("model_dir:time_top_k[:warm|:eager] ...", warm = first-use timing on the
+# caller's operands, --cross-first-use-warm-l2, instead of rotating them past L2 as by default;
+# eager = its batches as eager launches, --cross-first-use-eager, instead of CUDA graphs)
 # `kselect tile bench --cross-only` on CROSS_SHAPES (default shapes/holdout_framework.csv, the
 # 174 LLM test shapes never trained on): cuBLASLt's pick and the decision (with time_top_k >= 2:
 # what kselect::Gemm ran after timing the candidates of both providers at first use) timed
@@ -23,6 +24,9 @@ for run in ${CROSS_RUNS-models/h200_cross_bf16_tn:0 models/h200_cross_bf16_tn_ra
   if [ "${warm:-}" = warm ]; then
     name="${name}_warm"
     warm_flag=(--cross-first-use-warm-l2)
+  elif [ "${warm:-}" = eager ]; then
+    name="${name}_eager"
+    warm_flag=(--cross-first-use-eager)
   fi
   timeout "${CROSS_TIMEOUT:-200}" "$BIN/kselect" tile bench --rules default --cross-model "$model" \
     --cross-only --cross-time-top-k "$k" "${warm_flag[@]}" --rounds "${ROUNDS:-15}" \
@@ -30,8 +34,8 @@ for run in ${CROSS_RUNS-models/h200_cross_bf16_tn:0 models/h200_cross_bf16_tn_ra
     --device-kind nvidia-h200 --run-id "${RUN_ID:-h200-cross-live}-$(basename "$model")-k$k${warm:+-$warm}" \
     --json "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
   rc=$?
-  geo=$(python3 -c "import json,sys; j=json.load(open('$OUT/$name.json')); print(j['summary'].get('geomean_cross_pick_over_cublaslt_pick'), j['summary'].get('problems_with_a_cross_pick'))" 2>/dev/null)
-  summary+=("$name rc=$rc geomean/pick, problems: $geo, $(lap)")
+  geo=$(python3 -c "import json,sys; s=json.load(open('$OUT/$name.json'))['summary']; print(*(s.get(k) for k in ('geomean_cross_pick_over_cublaslt_pick', 'worst_cross_pick_over_cublaslt_pick', 'cross_picks_below_0_98_of_cublaslt_pick', 'first_use_vendor_kept', 'problems_with_a_cross_pick')))" 2>/dev/null)
+  summary+=("$name rc=$rc geomean, worst, below 0.98, vendor kept, problems: $geo, $(lap)")
   gzip -f "$OUT/$name.json"
 done
 if [ "${CAPI:-0}" = 1 ]; then

@@ -40,6 +40,7 @@ class Runner final : public HeadToHeadRunner {
       so.provider = options_.provider_options;
       so.time_top_k = options_.cross_time_top_k;
       so.first_use_cold_l2 = options_.cross_first_use_cold_l2;
+      so.first_use_graphs = options_.cross_first_use_graphs;
       so.first_use_vendor_margin = options_.cross_vendor_margin;
       KSELECT_ASSIGN_OR_RETURN(cross_, CrossProviderSelector::Open(options_.cross_model, so));
     } else if (options_.cross_only) {
@@ -149,6 +150,7 @@ class Runner final : public HeadToHeadRunner {
         out.cross_timed_configs = info.timed_configs;
         out.cross_vendor_kept = info.vendor_kept;
         out.cross_first_use_cold_l2 = options_.cross_first_use_cold_l2;
+        out.cross_first_use_graphs = options_.cross_first_use_graphs;
       }
       const std::string key = ConfigKey(decided);
       for (size_t i = 0; i < finalists.size() && !cross_slot; ++i) {
@@ -270,6 +272,7 @@ std::string HeadToHeadJson(std::span<const HeadToHead> results, const HardwarePr
       row["cross_predicted_gain"] = h.cross_predicted_gain;
       row["cross_timed_configs"] = h.cross_timed_configs;
       row["cross_first_use_cold_l2"] = h.cross_first_use_cold_l2;
+      row["cross_first_use_graphs"] = h.cross_first_use_graphs;
       if (h.cross_vendor_kept) row["cross_vendor_kept"] = *h.cross_vendor_kept;
     }
     if (!h.screened.empty()) {

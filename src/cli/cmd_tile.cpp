@@ -60,6 +60,7 @@ struct TileOptions {
   std::string cross_model;
   int cross_time_top_k = 0;
   bool cross_first_use_warm_l2 = false;
+  bool cross_first_use_eager = false;
   double cross_vendor_margin = SelectorOptions{}.first_use_vendor_margin;
   bool cross_only = false;
   // tile cross
@@ -255,12 +256,12 @@ int RunBench(const TileOptions& o) {
       return ReportError(kWhat, s);
     }
   }
-  if ((o.cross_only || o.cross_time_top_k > 0 || o.cross_first_use_warm_l2) &&
+  if ((o.cross_only || o.cross_time_top_k > 0 || o.cross_first_use_warm_l2 ||
+       o.cross_first_use_eager) &&
       o.cross_model.empty()) {
-    return ReportError(
-        kWhat,
-        InvalidArgumentError("--cross-only, --cross-time-top-k and --cross-first-use-warm-l2 need "
-                             "--cross-model"));
+    return ReportError(kWhat, InvalidArgumentError(
+                                  "--cross-only, --cross-time-top-k, --cross-first-use-warm-l2 and "
+                                  "--cross-first-use-eager need --cross-model"));
   }
   HeadToHeadOptions options;
   options.provider_options.rule_set = o.rules;
@@ -273,6 +274,7 @@ int RunBench(const TileOptions& o) {
   options.cross_model = o.cross_model;
   options.cross_time_top_k = o.cross_time_top_k;
   options.cross_first_use_cold_l2 = !o.cross_first_use_warm_l2;
+  options.cross_first_use_graphs = !o.cross_first_use_eager;
   options.cross_vendor_margin = o.cross_vendor_margin;
   options.cross_only = o.cross_only;
   StatusOr<std::unique_ptr<HeadToHeadRunner>> runner = HeadToHeadRunner::Create(options);
@@ -437,6 +439,9 @@ Command TileCommand() {
                         "with --cross-time-top-k: the first-use timing reuses the caller's A and "
                         "B at every launch (weights that fit in L2 stay there) instead of "
                         "cycling through copies past 2 x L2 as the bench times (the default)");
+        bench->add_flag("--cross-first-use-eager", o->cross_first_use_eager,
+                        "with --cross-time-top-k: the first-use timing's batches are eager "
+                        "launches instead of CUDA graphs (the default, as the bench times)");
         bench
             ->add_option("--cross-vendor-margin", o->cross_vendor_margin,
                          "with --cross-time-top-k: the vendor guard's margin "

@@ -60,9 +60,10 @@ StatusOr<FirstUseOutcome> TimeAtFirstUse(std::vector<LayerContender> contenders,
     kernels.push_back(std::make_unique<ContenderKernel>(contenders[i]));
     timed.push_back({std::to_string(i), kernels.back().get()});
   }
-  KSELECT_ASSIGN_OR_RETURN(const std::vector<timing::TimedContender> results,
-                           timing::TimeContendersAtFirstUse(std::move(timed), specs, operands,
-                                                            /*cold_l2=*/true, stream));
+  KSELECT_ASSIGN_OR_RETURN(
+      const std::vector<timing::TimedContender> results,
+      timing::TimeContendersAtFirstUse(std::move(timed), specs, operands,
+                                       /*cold_l2=*/true, /*graph_batches=*/true, stream));
   if (results.empty()) return FailedPreconditionError("fewer than two contenders could be timed");
   FirstUseOutcome outcome;
   outcome.timed = static_cast<int>(results.size());

@@ -98,7 +98,8 @@ StatusOr<FirstUseRecord> TimeWithVendorPick(
   KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider.Operands(problem));
   KSELECT_ASSIGN_OR_RETURN(std::vector<timing::TimedContender> timed,
                            timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
-                                                            options.first_use_cold_l2, stream));
+                                                            options.first_use_cold_l2,
+                                                            options.first_use_graphs, stream));
   return GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
 }
 

@@ -1,13 +1,16 @@
-// First-use timing (kselect/timing.h's method, eager batches interleaved): the contenders a
-// dispatcher times on the caller's inputs at a problem's first use.
+// First-use timing (kselect/timing.h's method, batches interleaved, each batch a CUDA graph or
+// eager launches): the contenders a dispatcher times on the caller's inputs at a problem's first
+// use.
 #include "timing/first_use.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/timing.h"
 #include "timing/event_timer.h"
+#include "timing/graph_timer.h"
 
 namespace kselect::timing {
 namespace {
@@ -71,16 +74,19 @@ StatusOr<std::vector<KernelOperands>> ColdL2Sets(const std::vector<OperandSpec>&
 
 StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
-    const KernelOperands& operands, bool cold_l2, void* stream_handle) {
+    const KernelOperands& operands, bool cold_l2, bool graph_batches, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   struct Timed {
     std::string key;
     PreparedKernel* kernel = nullptr;
     int launches = 1;
     std::vector<double> ms_per_launch;
+    std::unique_ptr<CapturedGraph> graph;  // the batch, in graph form
   };
   std::vector<Timed> timed;
-  for (FirstUseContender& c : contenders) timed.push_back({std::move(c.key), c.kernel, 1, {}});
+  for (FirstUseContender& c : contenders) {
+    timed.push_back({std::move(c.key), c.kernel, 1, {}, nullptr});
+  }
   if (timed.size() < 2) return std::vector<TimedContender>{};
   if (specs.size() != operands.buffers.size()) {
     return InvalidArgumentError("dispatch: " + std::to_string(operands.buffers.size()) +
@@ -129,13 +135,65 @@ StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     runnable.push_back(std::move(t));
   }
   if (runnable.size() < 2) return std::vector<TimedContender>{};
+  // Graph form: each contender's batch captured once on a stream of its own, its launches cycling
+  // through every operand set (a whole number of passes), and replayed for each timed batch, as
+  // an application's CUDA graph runs kernels. Eager batches add the launch gaps of kernels of a
+  // few microseconds, and on decode GEMMs they ranked configs 2-3 % apart from how graphs run
+  // them (docs/lab/selector.md, the vendor guard). Where a contender cannot be captured, every
+  // contender is timed eager.
+  cudaStream_t graph_stream = nullptr;
+  cudaEvent_t inputs_ready = nullptr;
+  struct StreamAndEvent {
+    cudaStream_t& stream;
+    cudaEvent_t& event;
+    ~StreamAndEvent() {
+      if (event != nullptr) cudaEventDestroy(event);
+      if (stream != nullptr) cudaStreamDestroy(stream);
+    }
+  } graph_resources{graph_stream, inputs_ready};
+  if (graph_batches) {
+    bool captured =
+        cudaStreamCreateWithFlags(&graph_stream, cudaStreamNonBlocking) == cudaSuccess &&
+        cudaEventCreateWithFlags(&inputs_ready, cudaEventDisableTiming) == cudaSuccess;
+    // The graphs read what the caller's stream wrote (the scratch and rotated copies).
+    captured = captured && cudaEventRecord(inputs_ready, stream) == cudaSuccess &&
+               cudaStreamWaitEvent(graph_stream, inputs_ready, 0) == cudaSuccess;
+    for (Timed& t : runnable) {
+      if (!captured) break;
+      const int sets_count = static_cast<int>(sets.size());
+      t.launches = (t.launches + sets_count - 1) / sets_count * sets_count;
+      auto graph = CapturedGraph::Capture(graph_stream, [&](cudaStream_t s) -> Status {
+        for (int i = 0; i < t.launches; ++i) {
+          KSELECT_RETURN_IF_ERROR(t.kernel->Launch(sets[static_cast<size_t>(i) % sets.size()], s));
+        }
+        return Status::Ok();
+      });
+      if (!graph.ok()) {
+        cudaGetLastError();  // a refused capture leaves no error behind for the eager batches
+        captured = false;
+        break;
+      }
+      t.graph = std::make_unique<CapturedGraph>(std::move(*graph));
+    }
+    if (!captured) {
+      for (Timed& t : runnable) t.graph.reset();
+    }
+  }
+  auto time_graph = [&](Timed& t) -> StatusOr<double> {
+    KSELECT_RETURN_IF_ERROR(timer.Start(graph_stream));
+    KSELECT_RETURN_IF_ERROR(t.graph->Launch(graph_stream));
+    KSELECT_RETURN_IF_ERROR(timer.Stop(graph_stream));
+    KSELECT_ASSIGN_OR_RETURN(double ms, timer.ElapsedMs());
+    return ms / t.launches;
+  };
+  auto time_timed_batch = [&](Timed& t) { return t.graph ? time_graph(t) : time_batch(t); };
   // One untimed round of whole batches, so that the timed ones start at working clocks.
-  for (Timed& t : runnable) KSELECT_RETURN_IF_ERROR(time_batch(t).status());
+  for (Timed& t : runnable) KSELECT_RETURN_IF_ERROR(time_timed_batch(t).status());
   for (int batch = 0; batch < kTimedBatches; ++batch) {
     // A rotated order each batch, so that no config always follows the same one.
     for (size_t i = 0; i < runnable.size(); ++i) {
       Timed& t = runnable[(i + static_cast<size_t>(batch)) % runnable.size()];
-      KSELECT_ASSIGN_OR_RETURN(double ms, time_batch(t));
+      KSELECT_ASSIGN_OR_RETURN(double ms, time_timed_batch(t));
       t.ms_per_launch.push_back(ms);
     }
   }
@@ -144,7 +202,8 @@ StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
   // Stable: between equal medians the model's order decides.
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.median_ms < b.median_ms; });
-  return order;  // ElapsedMs waited for the last batch: the scratch and copies are free to go
+  // ElapsedMs waited for the last batch (on either stream): the scratch and copies are free to go.
+  return order;
 }
 
 }  // namespace kselect::timing

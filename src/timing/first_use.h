@@ -27,10 +27,12 @@ struct TimedContender {
 // caller's output is untouched, and beta * C reads real values), and returns them with their
 // medians, fastest first; a contender that fails its warm-up launches is left out. Empty when fewer
 // than two could be timed. `cold_l2`: launches cycle through copies of the read operands that
-// together exceed 2 x L2 (SelectorOptions::first_use_cold_l2). `stream` is a cudaStream_t. Returns
-// after the last batch completed.
+// together exceed 2 x L2 (SelectorOptions::first_use_cold_l2). `graph_batches`: each batch is a
+// CUDA graph of the contender's launches, captured once on a stream of the timing's own
+// (SelectorOptions::first_use_graphs; eager launches on `stream` where a contender cannot be
+// captured). `stream` is a cudaStream_t. Returns after the last batch completed.
 StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     std::vector<FirstUseContender> contenders, const std::vector<OperandSpec>& specs,
-    const KernelOperands& operands, bool cold_l2, void* stream);
+    const KernelOperands& operands, bool cold_l2, bool graph_batches, void* stream);
 
 }  // namespace kselect::timing
