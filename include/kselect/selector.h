@@ -108,11 +108,10 @@ struct SelectorOptions {
   // heuristic's own first pick (cuBLASLt's rank 1, cuDNN's mode A first) beside the model's top
   // k, in the same interleaved rounds, and runs it unless the fastest candidate's median is
   // faster by more than this fraction. 0.01, measured on the H200 (docs/lab/selector.md, the
-  // vendor guard): over 174 held-out shapes the margins 0, 0.5, 1, 2 and 3 % gave 1.0434x,
-  // 1.0429x, 1.0427x, 1.0422x and 1.0393x cuBLASLt's pick in geomean; 1 % keeps the geomean
-  // and lifts the worst shape most (0.939x at 0). Shapes below 0.98x remain where first-use
-  // timing (eager) and CUDA-graph timing disagree by more than any margin.
-  // Untimed decisions (time_top_k < 2) are not guarded, and their dispatch note says so.
+  // vendor guard): with batches in graph form (first_use_graphs), the cross-provider decision on
+  // 174 held-out shapes ran 1.0425x cuBLASLt's pick in geomean, its worst shape 0.9992x, none
+  // below 0.98x (eager batches: 1.0398-1.0427x, worst 0.976-0.981x). Untimed decisions
+  // (time_top_k < 2) are not guarded, and their dispatch note says so.
   double first_use_vendor_margin = 0.01;
 };
 
