@@ -7,6 +7,8 @@ copy `pip install .` put beside this file.
 from __future__ import annotations
 
 import ctypes
+import math
+import numbers
 import os
 import pathlib
 import threading
@@ -152,7 +154,14 @@ def lib() -> ctypes.CDLL:
                     code=6,
                 ) from e
             for name, argtypes in _PROTOTYPES.items():
-                function = getattr(loaded, name)
+                try:
+                    function = getattr(loaded, name)
+                except AttributeError:
+                    raise KselectError(
+                        f"{path} is not kselect's C library (it has no {name}): point "
+                        "KSELECT_LIBRARY at libkselect_c.so, or unset it",
+                        code=1,
+                    ) from None
                 function.argtypes = argtypes
                 function.restype = ctypes.c_int
             loaded.kselect_last_error.argtypes = []
@@ -161,6 +170,55 @@ def lib() -> ctypes.CDLL:
             loaded.kselect_version.restype = ctypes.c_char_p
             _lib = loaded
         return _lib
+
+
+# Argument checks before ctypes: ctypes wraps an int past its C type silently (a different problem
+# then reaches the library) and cuts a string at an embedded NUL (another file is opened).
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+
+
+def checked_int(name: str, value, bounds=INT64) -> int:
+    """`value` as an int within `bounds`; TypeError for a non-integer, ValueError out of range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = int(value)
+    low, high = bounds
+    if not low <= value <= high:
+        raise ValueError(f"{name} is {value}, outside [{low}, {high}]")
+    return value
+
+
+def checked_float(name: str, value) -> float:
+    """`value` as a finite float (a NaN never equals itself: no cache could hold its problem)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, not {value}")
+    return value
+
+
+def checked_text(name: str, value) -> bytes:
+    """A str argument as UTF-8; TypeError for another type, ValueError for an embedded NUL."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if "\0" in value:
+        raise ValueError(f"{name} contains a NUL character")
+    return value.encode()
+
+
+def checked_path(name: str, value) -> bytes:
+    """A path argument (str, bytes or os.PathLike) as bytes; ValueError for an embedded NUL, as
+    open() raises."""
+    try:
+        encoded = os.fsencode(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a path, not {type(value).__name__}") from None
+    if b"\0" in encoded:
+        raise ValueError(f"{name} contains a NUL character")
+    return encoded
 
 
 def check(status: int) -> None:

@@ -42,13 +42,17 @@ class GemmProblem:
         # The struct keeps the bytes objects alive (ctypes holds them in _objects).
         problem = _capi.GemmProblem()
         _capi.check(_capi.lib().kselect_gemm_problem_init(ctypes.byref(problem)))
-        problem.m, problem.n, problem.k, problem.batch = self.m, self.n, self.k, self.batch
-        problem.layout = self.layout.encode()
-        problem.dtype_a = (self.dtype_a or self.dtype).encode()
-        problem.dtype_b = (self.dtype_b or self.dtype).encode()
-        problem.dtype_c = (self.dtype_c or self.dtype).encode()
-        problem.compute = self.compute.encode()
-        problem.alpha, problem.beta = float(self.alpha), float(self.beta)
+        problem.m = _capi.checked_int("m", self.m)
+        problem.n = _capi.checked_int("n", self.n)
+        problem.k = _capi.checked_int("k", self.k)
+        problem.batch = _capi.checked_int("batch", self.batch)
+        problem.layout = _capi.checked_text("layout", self.layout)
+        problem.dtype_a = _capi.checked_text("dtype_a", self.dtype_a or self.dtype)
+        problem.dtype_b = _capi.checked_text("dtype_b", self.dtype_b or self.dtype)
+        problem.dtype_c = _capi.checked_text("dtype_c", self.dtype_c or self.dtype)
+        problem.compute = _capi.checked_text("compute", self.compute)
+        problem.alpha = _capi.checked_float("alpha", self.alpha)
+        problem.beta = _capi.checked_float("beta", self.beta)
         return problem
 
 
@@ -139,22 +143,23 @@ class Selector:
         lib = _capi.lib()
         options = _capi.SelectorOptions()
         _capi.check(lib.kselect_selector_options_init(ctypes.byref(options)))
-        options.top_k = top_k
-        options.device = device
+        options.top_k = _capi.checked_int("top_k", top_k, _capi.INT32)
+        options.device = _capi.checked_int("device", device, _capi.INT32)
         options.check_can_implement = 1 if check_can_implement else 0
         options.query_heuristic = 1 if query_heuristic else 0
-        options.first_stage_candidates = first_stage_candidates
+        options.first_stage_candidates = _capi.checked_int(
+            "first_stage_candidates", first_stage_candidates, _capi.INT32
+        )
         if solution_library:
-            options.solution_library = os.fsencode(solution_library)
+            options.solution_library = _capi.checked_path("solution_library", solution_library)
         if record_path:
-            options.record_path = os.fsencode(record_path)
-        options.max_workspace_bytes = max_workspace_bytes
-        options.time_top_k = time_top_k
+            options.record_path = _capi.checked_path("record_path", record_path)
+        options.max_workspace_bytes = _capi.checked_int("max_workspace_bytes", max_workspace_bytes)
+        options.time_top_k = _capi.checked_int("time_top_k", time_top_k, _capi.INT32)
+        encoded_dir = _capi.checked_path("model_dir", model_dir)
         handle = ctypes.c_void_p()
         _capi.check(
-            lib.kselect_selector_open(
-                os.fsencode(model_dir), ctypes.byref(options), ctypes.byref(handle)
-            )
+            lib.kselect_selector_open(encoded_dir, ctypes.byref(options), ctypes.byref(handle))
         )
         self._handle = handle
         self.model_dir = os.fspath(model_dir)
@@ -204,6 +209,8 @@ class Selector:
         )
 
     def select_problem(self, problem: GemmProblem) -> Selection:
+        if not isinstance(problem, GemmProblem):
+            raise TypeError(f"problem must be a kselect.GemmProblem, not {type(problem).__name__}")
         lib = _capi.lib()
         c_problem = problem.to_c()
         handle = ctypes.c_void_p()
@@ -273,6 +280,19 @@ class Selector:
         data_ptr()), laid out as the problem says, on the CUDA stream `stream` (a cudaStream_t
         as an int; 0 = the default stream). Asynchronous like any launch. The workspace may be 0
         when workspace_bytes is 0 (configs needing more are skipped)."""
+        if not isinstance(problem, GemmProblem):
+            raise TypeError(f"problem must be a kselect.GemmProblem, not {type(problem).__name__}")
+        pointers = [
+            _capi.checked_int(name, value, _capi.UINT64)
+            for name, value in (
+                ("a_ptr", a_ptr),
+                ("b_ptr", b_ptr),
+                ("c_ptr", c_ptr),
+                ("workspace_ptr", workspace_ptr),
+                ("stream", stream),
+            )
+        ]
+        workspace_bytes = _capi.checked_int("workspace_bytes", workspace_bytes)
         lib = _capi.lib()
         c_problem = problem.to_c()
         info = _capi.DispatchInfo()
@@ -280,12 +300,12 @@ class Selector:
             lib.kselect_gemm_run(
                 self._open_handle(),
                 ctypes.byref(c_problem),
-                ctypes.c_void_p(a_ptr),
-                ctypes.c_void_p(b_ptr),
-                ctypes.c_void_p(c_ptr),
-                ctypes.c_void_p(workspace_ptr),
+                ctypes.c_void_p(pointers[0]),
+                ctypes.c_void_p(pointers[1]),
+                ctypes.c_void_p(pointers[2]),
+                ctypes.c_void_p(pointers[3]),
                 workspace_bytes,
-                ctypes.c_void_p(stream),
+                ctypes.c_void_p(pointers[4]),
                 ctypes.byref(info),
             )
         )
@@ -302,14 +322,18 @@ class Selector:
         """Writes the decision cache (with the device, driver, library versions and the model's
         fingerprint it is valid for)."""
         _capi.check(
-            _capi.lib().kselect_selector_cache_save(self._open_handle(), os.fsencode(path))
+            _capi.lib().kselect_selector_cache_save(
+                self._open_handle(), _capi.checked_path("path", path)
+            )
         )
 
     def load_cache(self, path) -> None:
         """Reads a decision cache; refused (schema_mismatch) when made under another device,
         driver, library or model."""
         _capi.check(
-            _capi.lib().kselect_selector_cache_load(self._open_handle(), os.fsencode(path))
+            _capi.lib().kselect_selector_cache_load(
+                self._open_handle(), _capi.checked_path("path", path)
+            )
         )
 
     @property

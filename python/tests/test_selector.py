@@ -9,6 +9,8 @@ import os
 import pathlib
 import re
 import tempfile
+import subprocess
+import sys
 import threading
 import unittest
 
@@ -21,6 +23,13 @@ MODELS_DIR = pathlib.Path(
 # model, and is quick there (about 0.4 s to open, 10 ms a decision; h200_cublaslt_default, which
 # the C test opens, takes about 0.7 s to score its whole candidate table per decision).
 DEFAULT_MODEL = MODELS_DIR / "h200_cublaslt_bf16_tn"
+def ctypes_util_libc():
+    """The path of a shared library that is certainly not kselect's: ctypes' own extension."""
+    import _ctypes
+
+    return _ctypes.__file__
+
+
 PATHS = {"solution_library", "cache", "model", "analytical", "heuristic", "first_implementable"}
 
 
@@ -184,7 +193,71 @@ class TorchHelperTest(unittest.TestCase):
             kselect.torch.linear(None, None, None)
 
 
+class ArgumentCheckTest(unittest.TestCase):
+    """What ctypes would silently wrap or cut is refused before the C library sees it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.selector = kselect.Selector(DEFAULT_MODEL, top_k=3)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.selector.close()
+
+    def test_ints_past_their_c_type_raise(self):
+        # 2**64 + 4096 would wrap to 4096: another problem's decision would come back.
+        for m in (2**64 + 4096, 2**63, -(2**63) - 1):
+            with self.assertRaisesRegex(ValueError, "m is"):
+                self.selector.select(m, 16, 4096)
+        with self.assertRaisesRegex(ValueError, "top_k"):
+            kselect.Selector(DEFAULT_MODEL, top_k=2**32 + 3)
+        with self.assertRaisesRegex(ValueError, "device"):
+            kselect.Selector(DEFAULT_MODEL, device=2**31)
+        problem = kselect.GemmProblem(4096, 16, 4096)
+        with self.assertRaisesRegex(ValueError, "a_ptr"):
+            self.selector.gemm(problem, 2**64 + 16, 16, 16)
+        with self.assertRaisesRegex(TypeError, "n must be an int"):
+            self.selector.select(4096, "16", 4096)
+        with self.assertRaisesRegex(TypeError, "n must be an int"):
+            self.selector.select(4096, True, 4096)
+
+    def test_embedded_nul_raises(self):
+        with self.assertRaisesRegex(ValueError, "dtype_a contains a NUL"):
+            self.selector.select(4096, 16, 4096, dtype="bf16\0fp8")
+        with self.assertRaisesRegex(ValueError, "model_dir contains a NUL"):
+            kselect.Selector(str(DEFAULT_MODEL) + "\0other")
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(ValueError, "path contains a NUL"):
+                self.selector.save_cache(os.path.join(tmp, "cache.json\0.bak"))
+            self.assertEqual(os.listdir(tmp), [])
+
+    def test_non_finite_scalars_raise(self):
+        for value in (float("nan"), float("inf")):
+            with self.assertRaisesRegex(ValueError, "alpha must be finite"):
+                self.selector.select(4096, 16, 4096, alpha=value)
+
+    def test_wrong_types_raise_type_error(self):
+        with self.assertRaisesRegex(TypeError, "GemmProblem"):
+            self.selector.select_problem(None)
+        with self.assertRaisesRegex(TypeError, "model_dir must be a path"):
+            kselect.Selector(12)
+
+
 class LibraryTest(unittest.TestCase):
+    def test_another_library_is_named_not_an_attribute_error(self):
+        code = (
+            "import kselect\n"
+            "try:\n"
+            "    kselect.version()\n"
+            "except kselect.KselectError as e:\n"
+            "    print('refused:', e)\n"
+        )
+        env = dict(os.environ, KSELECT_LIBRARY=ctypes_util_libc())
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        self.assertIn("is not kselect's C library", out.stdout, out.stderr)
+
     def test_library_path_follows_the_environment(self):
         if "KSELECT_LIBRARY" in os.environ:
             self.assertEqual(kselect.library_path(), os.environ["KSELECT_LIBRARY"])
