@@ -17,6 +17,9 @@
  *   - a kselect_selection holds its own copy of the decision: it stays valid until
  *     kselect_selection_free, however many problems the selector decides meanwhile and after its
  *     selector is closed; the strings it hands out live as long as it;
+ *   - closing or freeing NULL does nothing; a handle closed or freed already, passed again, is
+ *     refused with KSELECT_INVALID_ARGUMENT ("not an open handle"), except where the allocator
+ *     has since given its address to a new handle;
  *   - kselect_last_error() and the strings of a kselect_dispatch_info belong to the calling
  *     thread, valid until its next failing call (resp. its next kselect_gemm_run).
  *

@@ -10,8 +10,10 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -95,6 +97,56 @@ Status NullArgument(const char* name) {
   return kselect::InvalidArgumentError(std::string(name) + " is NULL");
 }
 
+// The handles this API made and has not freed: a closed or freed handle passed again is an
+// error rather than a crash (unless the allocator has given its address to a new handle).
+template <typename Handle>
+class LiveHandles {
+ public:
+  void Add(const Handle* handle) {
+    std::lock_guard lock(mutex_);
+    live_.insert(handle);
+  }
+  bool Remove(const Handle* handle) {
+    std::lock_guard lock(mutex_);
+    return live_.erase(handle) > 0;
+  }
+  bool Contains(const Handle* handle) const {
+    std::lock_guard lock(mutex_);
+    return live_.count(handle) > 0;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_set<const Handle*> live_;
+};
+
+// Leaked on purpose: a handle may be closed from a static destructor.
+LiveHandles<kselect_selector>& LiveSelectors() {
+  static auto* live = new LiveHandles<kselect_selector>();
+  return *live;
+}
+LiveHandles<kselect_selection>& LiveSelections() {
+  static auto* live = new LiveHandles<kselect_selection>();
+  return *live;
+}
+
+Status Stale(const char* name) {
+  return kselect::InvalidArgumentError(std::string(name) +
+                                       " is not an open handle (closed or freed already?)");
+}
+
+Status CheckSelector(const kselect_selector* selector) {
+  if (selector == nullptr) return NullArgument("selector");
+  if (!LiveSelectors().Contains(selector)) return Stale("selector");
+  return Status::Ok();
+}
+
+Status CheckSelection(const kselect_selection* selection) {
+  if (selection == nullptr) return NullArgument("selection");
+  if (!LiveSelections().Contains(selection)) return Stale("selection");
+  return Status::Ok();
+}
+
 // A C string option: NULL and "" both mean unset.
 std::string OptionalString(const char* text) {
   return text == nullptr ? std::string() : text;
@@ -143,7 +195,7 @@ kselect::SelectorOptions ToSelectorOptions(const kselect_selector_options& in) {
 }
 
 Status CheckIndex(const kselect_selection* selection, size_t index) {
-  if (selection == nullptr) return NullArgument("selection");
+  KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
   const size_t count = selection->selection->ranked.size();
   if (index >= count) {
     return kselect::InvalidArgumentError("index " + std::to_string(index) +
@@ -265,6 +317,7 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
       if (!selector.ok()) return selector.status();
       handle->selector = std::move(*selector);
     }
+    LiveSelectors().Add(handle.get());
     *out = handle.release();
     return Status::Ok();
   });
@@ -272,6 +325,8 @@ int kselect_selector_open(const char* model_dir, const kselect_selector_options*
 
 int kselect_selector_close(kselect_selector* selector) {
   return Guard(__func__, [&] {
+    if (selector == nullptr) return Status::Ok();
+    if (!LiveSelectors().Remove(selector)) return Stale("selector");
     delete selector;
     return Status::Ok();
   });
@@ -300,7 +355,7 @@ int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_
   return Guard(__func__, [&]() -> Status {
     KSELECT_REQUIRE(out);
     *out = nullptr;
-    KSELECT_REQUIRE(selector);
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
     KSELECT_REQUIRE(problem);
     KSELECT_ASSIGN_OR_RETURN(const kselect::GemmProblem gemm, ToGemmProblem(*problem));
     auto handle = std::make_unique<kselect_selection>();
@@ -325,6 +380,7 @@ int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_
       handle->names.push_back(kselect::DescribeConfig(ranked.config));
       handle->providers.emplace_back(kselect::ProviderName(kselect::ProviderOf(ranked.config)));
     }
+    LiveSelections().Add(handle.get());
     *out = handle.release();
     return Status::Ok();
   });
@@ -332,6 +388,8 @@ int kselect_selector_select_gemm(kselect_selector* selector, const kselect_gemm_
 
 int kselect_selection_free(kselect_selection* selection) {
   return Guard(__func__, [&] {
+    if (selection == nullptr) return Status::Ok();
+    if (!LiveSelections().Remove(selection)) return Stale("selection");
     delete selection;
     return Status::Ok();
   });
@@ -339,7 +397,7 @@ int kselect_selection_free(kselect_selection* selection) {
 
 int kselect_selection_count(const kselect_selection* selection, size_t* out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selection);
+    KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
     KSELECT_REQUIRE(out);
     *out = selection->selection->ranked.size();
     return Status::Ok();
@@ -348,7 +406,7 @@ int kselect_selection_count(const kselect_selection* selection, size_t* out) {
 
 int kselect_selection_path(const kselect_selection* selection, const char** out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selection);
+    KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
     KSELECT_REQUIRE(out);
     *out = selection->path.c_str();
     return Status::Ok();
@@ -357,7 +415,7 @@ int kselect_selection_path(const kselect_selection* selection, const char** out)
 
 int kselect_selection_decided_by(const kselect_selection* selection, const char** out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selection);
+    KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
     KSELECT_REQUIRE(out);
     *out = selection->decided_by.c_str();
     return Status::Ok();
@@ -366,7 +424,7 @@ int kselect_selection_decided_by(const kselect_selection* selection, const char*
 
 int kselect_selection_note(const kselect_selection* selection, const char** out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selection);
+    KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
     KSELECT_REQUIRE(out);
     *out = selection->selection->note.c_str();
     return Status::Ok();
@@ -375,7 +433,7 @@ int kselect_selection_note(const kselect_selection* selection, const char** out)
 
 int kselect_selection_can_implement_checked(const kselect_selection* selection, int* out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selection);
+    KSELECT_RETURN_IF_ERROR(CheckSelection(selection));
     KSELECT_REQUIRE(out);
     *out = selection->selection->can_implement_checked ? 1 : 0;
     return Status::Ok();
@@ -442,7 +500,7 @@ int kselect_selection_predicted_latency_ms(const kselect_selection* selection, s
 
 int kselect_selector_cache_save(const kselect_selector* selector, const char* path) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selector);
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
     KSELECT_REQUIRE(path);
     KSELECT_RETURN_IF_ERROR(NoCrossCache(*selector));
     return selector->selector->SaveCache(path);
@@ -451,7 +509,7 @@ int kselect_selector_cache_save(const kselect_selector* selector, const char* pa
 
 int kselect_selector_cache_load(kselect_selector* selector, const char* path) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selector);
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
     KSELECT_REQUIRE(path);
     KSELECT_RETURN_IF_ERROR(NoCrossCache(*selector));
     return selector->selector->LoadCache(path);
@@ -460,7 +518,7 @@ int kselect_selector_cache_load(kselect_selector* selector, const char* path) {
 
 int kselect_selector_cache_size(const kselect_selector* selector, size_t* out) {
   return Guard(__func__, [&] {
-    KSELECT_REQUIRE(selector);
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
     KSELECT_REQUIRE(out);
     *out = selector->cross ? 0 : selector->selector->CachedDecisions();
     return Status::Ok();
@@ -471,7 +529,7 @@ int kselect_gemm_run(kselect_selector* selector, const kselect_gemm_problem* pro
                      const void* b, void* c, void* workspace, int64_t workspace_bytes, void* stream,
                      kselect_dispatch_info* info) {
   return Guard(__func__, [&]() -> Status {
-    KSELECT_REQUIRE(selector);
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
     KSELECT_REQUIRE(problem);
     KSELECT_REQUIRE(a);
     KSELECT_REQUIRE(b);

@@ -267,8 +267,19 @@ static void TestSelectionOutlivesTheCache(const char* model_dir) {
   EXPECT_OK(kselect_selection_config_name(held, 0, &name));
   EXPECT(name != NULL && strcmp(name, held_name) == 0);
   kselect_selection_free(first);
-  kselect_selection_free(held);
+  EXPECT_OK(kselect_selection_free(held));
+  /* Stale handles are refused, not a crash: a double free, a use after free, a double close and
+   * a use after close. */
+  EXPECT_ERROR(kselect_selection_free(held), KSELECT_INVALID_ARGUMENT, "not an open handle");
+  EXPECT_ERROR(kselect_selection_count(held, &count), KSELECT_INVALID_ARGUMENT,
+               "not an open handle");
+  EXPECT_OK(kselect_selection_free(NULL));
   EXPECT_OK(kselect_selector_close(selector));
+  EXPECT_ERROR(kselect_selector_close(selector), KSELECT_INVALID_ARGUMENT, "not an open handle");
+  kselect_selection* after = NULL;
+  EXPECT_ERROR(kselect_selector_select_gemm(selector, &problem, &after), KSELECT_INVALID_ARGUMENT,
+               "not an open handle");
+  EXPECT_OK(kselect_selector_close(NULL));
 }
 
 /* NaN or infinite scalars make a problem that never equals itself (a new cache entry per call):
