@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <filesystem>
+#include <ios>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -69,9 +71,17 @@ using kselect::StatusCode;
 
 thread_local std::string last_error;
 
+// A message past this many characters (a 70,000-character path in it, say) is cut.
+constexpr size_t kMaxErrorLength = 4096;
+
 int Fail(const char* function, const Status& status) {
   try {
     last_error = std::string(function) + ": " + status.ToString();
+    if (last_error.size() > kMaxErrorLength) {
+      const size_t cut = last_error.size() - kMaxErrorLength;
+      last_error.resize(kMaxErrorLength);
+      last_error += "... (" + std::to_string(cut) + " more characters)";
+    }
   } catch (...) {
     // Out of memory for the message itself: the code still says what happened.
   }
@@ -86,6 +96,12 @@ int Guard(const char* function, Body&& body) noexcept {
     return status.ok() ? KSELECT_OK : Fail(function, status);
   } catch (const std::bad_alloc&) {
     return Fail(function, kselect::InternalError("out of memory"));
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the caller gave that the file system refuses (too long, a symlink loop, ...).
+    return Fail(function, kselect::IoError(e.what()));
+  } catch (const std::ios_base::failure& e) {
+    // Reading something that is not a file (a folder given as a cache file, ...).
+    return Fail(function, kselect::IoError(e.what()));
   } catch (const std::exception& e) {
     return Fail(function, kselect::InternalError(e.what()));
   } catch (...) {

@@ -2,10 +2,12 @@
  * where present), and checks that bad input comes back as a status and a message, never a crash.
  *   kselect_c_api_test <model dir> <scratch dir> [<cross-provider model dir>]
  */
+#define _DEFAULT_SOURCE /* symlink() */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kselect/c_api.h"
 
@@ -307,6 +309,37 @@ static void TestScalarsAndNoGpu(kselect_selector* selector) {
   }
 }
 
+/* Paths a user gets wrong are user errors, never KSELECT_INTERNAL: a cache "file" that is a
+ * folder, a path too long for the file system, a symlink loop. */
+static void TestBadPathsAreUserErrors(kselect_selector* selector, const char* scratch_dir) {
+  int status = kselect_selector_cache_load(selector, scratch_dir);
+  EXPECT(status != KSELECT_OK && status != KSELECT_INTERNAL);
+  if (status == KSELECT_INTERNAL) fprintf(stderr, "folder: %s\n", kselect_last_error());
+  static char long_path[70001];
+  memset(long_path, 'a', sizeof(long_path) - 1);
+  long_path[0] = '/';
+  long_path[sizeof(long_path) - 1] = '\0';
+  kselect_selector* opened = NULL;
+  status = kselect_selector_open(long_path, NULL, &opened);
+  EXPECT(status != KSELECT_OK && status != KSELECT_INTERNAL);
+  EXPECT(strlen(kselect_last_error()) < 5000); /* the path is cut in the message */
+  status = kselect_selector_cache_load(selector, long_path);
+  EXPECT(status != KSELECT_OK && status != KSELECT_INTERNAL);
+
+  char loop[4096];
+  snprintf(loop, sizeof(loop), "%s/loop", scratch_dir);
+  remove(loop);
+  if (symlink(loop, loop) == 0) {
+    status = kselect_selector_open(loop, NULL, &opened);
+    EXPECT(status != KSELECT_OK && status != KSELECT_INTERNAL);
+    if (status == KSELECT_INTERNAL) fprintf(stderr, "loop: %s\n", kselect_last_error());
+    status = kselect_selector_cache_load(selector, loop);
+    EXPECT(status != KSELECT_OK && status != KSELECT_INTERNAL);
+    if (status == KSELECT_INTERNAL) fprintf(stderr, "loop cache: %s\n", kselect_last_error());
+    remove(loop);
+  }
+}
+
 static void TestCacheFile(kselect_selector* selector, const char* scratch_dir) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/decisions.json", scratch_dir);
@@ -384,6 +417,7 @@ int main(int argc, char** argv) {
   TestBadProblems(selector);
   TestScalarsAndNoGpu(selector);
   TestCacheFile(selector, argv[2]);
+  TestBadPathsAreUserErrors(selector, argv[2]);
   EXPECT_OK(kselect_selector_close(selector));
   TestSelectionOutlivesTheCache(argv[1]);
   if (argc == 4) TestCrossProvider(argv[3], argv[2]);
