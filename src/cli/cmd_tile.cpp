@@ -94,6 +94,11 @@ tile::CompilerOptions CompilerOptionsOf(const TileOptions& o) {
 }
 
 int RunList(const TileOptions& o) {
+  if (!o.snapshot.empty()) {
+    if (Status s = text::CheckOutputFile(o.snapshot, "--snapshot", {}); !s.ok()) {
+      return ReportError("tile list", s);
+    }
+  }
   StatusOr<tile::TileRuleSet> set = tile::LoadRuleSet(o.rules, o.rules_dir);
   if (!set.ok()) return ReportError("tile list", set.status());
   for (const auto& c : set->configs) std::printf("%s\n", ConfigKey(c).c_str());

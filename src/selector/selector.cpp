@@ -882,6 +882,16 @@ static constexpr const char* kCacheSmClock = "sm_clock_mhz";
 static constexpr const char* kCacheBandwidth = "mem_bandwidth_gb_s";
 
 Status Selector::SaveCache(const std::string& path) const {
+  // Never over a device node, a FIFO or one of the files this selector reads (its model's own
+  // files, the solution library, the record).
+  std::vector<std::string> inputs;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(impl_->model_dir, error)) {
+    if (entry.is_regular_file(error)) inputs.push_back(entry.path().string());
+  }
+  if (!impl_->options.solution_library.empty()) inputs.push_back(impl_->options.solution_library);
+  if (!impl_->options.record_path.empty()) inputs.push_back(impl_->options.record_path);
+  KSELECT_RETURN_IF_ERROR(text::CheckOutputFile(path, "the cache path", inputs));
   json entries = json::array();
   for (const CacheEntry* entry : impl_->cache.Entries()) {
     const Selection& s = entry->fresh;

@@ -4,6 +4,7 @@
 #include "kselect/selector.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -236,6 +237,26 @@ TEST_F(SelectorTest, BadModelDirectoriesNameTheFile) {
   auto refused = Selector::Open(ModelDir("h200_tile_bf16_tn"), negative_timing);
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(Contains(refused.status().message(), "time_top_k"));
+}
+
+// The cache is never written over a device node, a FIFO or the model's own files.
+TEST_F(SelectorTest, CacheIsNeverSavedOverAnInput) {
+  const std::string model_dir = (tmp_ / "model").string();
+  fs::copy(ModelDir("h200_tile_bf16_tn"), model_dir);
+  auto selector = Selector::Open(model_dir);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  const std::string spec = model_dir + "/feature_spec.json";
+  const std::string before = testing_util::ReadAll(spec);
+  const Status over_model = (*selector)->SaveCache(spec);
+  EXPECT_FALSE(over_model.ok());
+  EXPECT_TRUE(Contains(over_model.message(), "cache path")) << over_model.ToString();
+  EXPECT_EQ(testing_util::ReadAll(spec), before);
+  const std::string fifo = (tmp_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE((*selector)->SaveCache(fifo).ok());
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE((*selector)->SaveCache("/dev/null").ok());
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
