@@ -65,8 +65,11 @@ StatusOr<LabelTransform> ParseLabelTransform(std::string_view name);
 double ForwardLabel(LabelTransform transform, double value);  // target units -> label space
 double InverseLabel(LabelTransform transform, double label);  // label space -> target units
 
-// A whole file, gunzipped when it is gzip data (plain files are read as they are).
-StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
+// A whole file, gunzipped when it is gzip data (plain files are read as they are). Refused with
+// the path in the message: anything but a readable regular file (text::CheckReadableFile), and
+// more than `max_bytes` once decompressed (4 GiB by default).
+StatusOr<std::string> ReadMaybeGzipFile(const std::string& path,
+                                        int64_t max_bytes = int64_t{4} << 30);
 // Writes `text` gzip-compressed, atomically (a temporary beside `path`, then a rename).
 Status WriteGzipFile(const std::string& path, const std::string& text);
 

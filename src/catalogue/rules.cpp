@@ -202,11 +202,12 @@ StatusOr<RuleSet> ParseRuleSet(std::string_view text, std::string_view source) {
 }
 
 StatusOr<RuleSet> LoadRuleSet(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": no such rule set file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  KSELECT_ASSIGN_OR_RETURN(RuleSet set, ParseRuleSet(buffer.str(), path));
+  auto contents = text::ReadFile(path);
+  if (contents.status().code() == StatusCode::kNotFound) {
+    return NotFoundError(path + ": no such rule set file");
+  }
+  KSELECT_RETURN_IF_ERROR(contents.status());
+  KSELECT_ASSIGN_OR_RETURN(RuleSet set, ParseRuleSet(*contents, path));
   set.path = path;
   return set;
 }

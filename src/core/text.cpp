@@ -201,10 +201,34 @@ Status CheckJsonDepth(std::string_view text, std::string_view source, int64_t fi
   return Status::Ok();
 }
 
-StatusOr<std::string> ReadFile(const std::string& path) {
+Status CheckReadableFile(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) return IoError(path + ": is a directory");
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return IoError(path + ": " + ec.message());  // a symlink loop, a name too long, ...
+  }
+  if (!std::filesystem::exists(status)) return NotFoundError(path + ": no such file");
+  if (std::filesystem::is_directory(status)) return IoError(path + ": is a directory");
+  // /dev/null reads as an empty file, which is how it is meant.
+  const bool dev_null = std::filesystem::is_character_file(status) &&
+                        std::filesystem::canonical(path, ec) == "/dev/null";
+  if (!std::filesystem::is_regular_file(status) && !dev_null) {
+    return IoError(path + ": not a regular file (a FIFO, a device or a socket): refused");
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return IoError(path + ": cannot be read: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
+  KSELECT_RETURN_IF_ERROR(CheckReadableFile(path));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<int64_t>(size) > max_bytes) {
+    return IoError(path + ": " + std::to_string(size) + " bytes, over the reading limit of " +
+                   std::to_string(max_bytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError(path + ": cannot open for reading: " + std::strerror(errno));
   std::ostringstream buffer;

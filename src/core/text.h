@@ -44,8 +44,19 @@ inline constexpr int kMaxJsonDepth = 256;
 Status CheckJsonDepth(std::string_view text, std::string_view source, int64_t first_line = 1,
                       int max_depth = kMaxJsonDepth);
 
-// Reads a whole file; kNotFound / kIoError with the path in the message.
-StatusOr<std::string> ReadFile(const std::string& path);
+// The most a reader reads into memory (after decompression): a bigger file is refused with its
+// name instead of ending in an allocation failure that names nothing.
+inline constexpr int64_t kMaxReadBytes = int64_t{4} << 30;
+
+// What every reader checks before it opens `path`: kNotFound where there is nothing; kIoError
+// naming the path for a folder, for anything but a regular file or /dev/null (a FIFO would block
+// open() forever, /dev/zero never ends) and for a file this process may not read (not reported
+// as missing or corrupt).
+Status CheckReadableFile(const std::string& path);
+
+// Reads a whole file (CheckReadableFile first, at most `max_bytes`); kNotFound / kIoError with
+// the path in the message.
+StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kMaxReadBytes);
 // A fresh hidden temporary name beside `path` (same folder, so a rename onto `path` is atomic).
 std::string TempPathBeside(const std::string& path);
 // Moves the finished folder `staged` (made beside `target`, say by TempPathBeside) to `target`.

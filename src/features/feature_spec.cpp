@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_codec.h"
+#include "core/text.h"
 #include "kselect/features.h"
 
 namespace kselect {
@@ -291,11 +292,12 @@ Status SaveFeatureSpec(const FeatureSpec& spec, const std::string& path) {
 }
 
 StatusOr<FeatureSpec> LoadFeatureSpec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.good()) return NotFoundError(path + ": no feature spec (is this a model directory?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return FeatureSpecFromJson(text.str(), path);
+  auto contents = text::ReadFile(path);
+  if (contents.status().code() == StatusCode::kNotFound) {
+    return NotFoundError(path + ": no feature spec (is this a model directory?)");
+  }
+  KSELECT_RETURN_IF_ERROR(contents.status());
+  return FeatureSpecFromJson(*contents, path);
 }
 
 }  // namespace kselect

@@ -187,11 +187,13 @@ StatusOr<CompiledTrees> LoadModelFile(const std::string& path, const CkTileSpec&
 StatusOr<ForeignModel> LoadCkTileModel(const std::string& dir) {
   if (!fs::is_directory(dir)) return NotFoundError(dir + ": no such model directory");
   const fs::path spec_path = fs::path(dir) / "feature_spec.json";
-  std::ifstream in(spec_path, std::ios::binary);
-  if (!in.good()) {
+  auto spec_file = text::ReadFile(spec_path.string());
+  if (spec_file.status().code() == StatusCode::kNotFound) {
     return NotFoundError(spec_path.string() + ": missing (CK Tile's train.py writes it beside " +
                          "the models)");
   }
+  KSELECT_RETURN_IF_ERROR(spec_file.status());
+  std::istringstream in(*spec_file);
   std::ostringstream spec_text;
   spec_text << in.rdbuf();
   auto impl = std::make_unique<ForeignModel::Impl>();

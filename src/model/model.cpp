@@ -121,13 +121,22 @@ double InverseLabel(LabelTransform transform, double label) {
   return transform == LabelTransform::kLog1p ? std::expm1(label) : std::exp(label);
 }
 
-StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
+StatusOr<std::string> ReadMaybeGzipFile(const std::string& path, int64_t max_bytes) {
+  KSELECT_RETURN_IF_ERROR(text::CheckReadableFile(path));
   gzFile file = gzopen(path.c_str(), "rb");  // reads plain files as they are
   if (file == nullptr) return IoError(path + ": cannot open");
   std::string contents;
   char buffer[1 << 16];
   int n = 0;
-  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) contents.append(buffer, n);
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) {
+    if (static_cast<int64_t>(contents.size()) + n > max_bytes) {
+      gzclose(file);
+      return IoError(path + ": more than " + std::to_string(max_bytes) +
+                     " bytes once decompressed, over the reading limit (a runaway or corrupt "
+                     "file?)");
+    }
+    contents.append(buffer, n);
+  }
   int error = Z_OK;
   const char* message = gzerror(file, &error);
   const bool failed = n < 0 || (error != Z_OK && error != Z_STREAM_END);
@@ -170,8 +179,8 @@ StatusOr<ManifestFacts> ReadManifestFacts(const std::string& dir) {
   ManifestFacts facts;
   const fs::path path = fs::path(dir) / "train_manifest.json";
   if (!fs::exists(path)) return facts;
-  std::ifstream in(path);
-  json manifest = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path.string()));
+  json manifest = json::parse(contents, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object()) {
     return ParseError(path.string() + ": not a JSON object");
   }

@@ -184,9 +184,7 @@ StatusOr<std::string> FingerprintModelDir(const std::string& dir) {
   if (error) return IoError(dir + ": cannot list (" + error.message() + ")");
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) return IoError(file.string() + ": cannot read");
+    KSELECT_ASSIGN_OR_RETURN(const std::string bytes, text::ReadFile(file.string()));
     h = text::Fnv1a64(bytes, text::Fnv1a64(file.filename().string(), h));
   }
   char hex[17];
@@ -337,6 +335,14 @@ StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
         LoadSolutions(options.solution_library, impl->model.spec().provider, impl->versions));
   }
   if (!options.record_path.empty()) {
+    // A FIFO or a device there would block or never end: only a regular file (or none) is
+    // appended to, and never one of the model's own files.
+    std::vector<std::string> model_files;
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(model_dir, error)) {
+      if (entry.is_regular_file(error)) model_files.push_back(entry.path().string());
+    }
+    KSELECT_RETURN_IF_ERROR(text::CheckOutputFile(options.record_path, "record_path", model_files));
     // Problems recorded by earlier runs are not written twice.
     if (std::ifstream earlier(options.record_path); earlier) {
       std::string line;
@@ -922,10 +928,8 @@ Status Selector::SaveCache(const std::string& path) const {
 }
 
 Status Selector::LoadCache(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(path + ": cannot open");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path));
+  const json root = json::parse(contents, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
     return ParseError(path + ": not a JSON object (corrupt decision cache)");
   }

@@ -1,4 +1,5 @@
 #include "kselect/shapes.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/text.h"
 #include "kselect/problem.h"
 
 namespace kselect {
@@ -310,11 +312,12 @@ StatusOr<std::vector<ShapeRow>> ParseShapeCsv(std::string_view text, std::string
 }
 
 StatusOr<std::vector<ShapeRow>> LoadShapeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open the shape file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParseShapeCsv(buffer.str(), path);
+  auto contents = text::ReadFile(path);
+  if (contents.status().code() == StatusCode::kNotFound) {
+    return NotFoundError(path + ": cannot open the shape file");
+  }
+  KSELECT_RETURN_IF_ERROR(contents.status());
+  return ParseShapeCsv(*contents, path);
 }
 
 // A systematic sample of `rows`: rows i with i mod `modulus` in `residues`.

@@ -188,3 +188,33 @@ TEST(TextTest, ExcerptIsBoundedAndSaysSo) {
 
 }  // namespace
 }  // namespace kselect::text
+
+namespace kselect::text {
+namespace {
+
+// Readers refuse what is not a readable regular file before opening it (a FIFO would block
+// open() forever, /dev/zero never ends), and files past the reading limit, naming the path.
+TEST(TextTest, ReadersRefuseFifosDevicesAndOversizedFiles) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kselect_text_read_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Status on_fifo = CheckReadableFile(fifo);
+  EXPECT_EQ(on_fifo.code(), StatusCode::kIoError);
+  EXPECT_NE(on_fifo.message().find("not a regular file"), std::string::npos);
+  EXPECT_EQ(ReadFile(fifo).status().code(), StatusCode::kIoError);
+  EXPECT_EQ(ReadFile("/dev/zero").status().code(), StatusCode::kIoError);
+  EXPECT_EQ(ReadFile((dir / "missing").string()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ReadFile(dir.string()).status().code(), StatusCode::kIoError);
+  const std::string file = (dir / "ten_bytes").string();
+  ASSERT_TRUE(WriteFileAtomically(file, "0123456789").ok());
+  EXPECT_EQ(ReadFile(file, 10).value(), "0123456789");
+  const Status over = ReadFile(file, 9).status();
+  EXPECT_NE(over.message().find("ten_bytes"), std::string::npos);
+  EXPECT_NE(over.message().find("reading limit"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kselect::text

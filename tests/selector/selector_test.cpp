@@ -259,6 +259,35 @@ TEST_F(SelectorTest, CacheIsNeverSavedOverAnInput) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
+// A FIFO where a model file or the record should be is refused, not waited on forever; so is a
+// model file past the reading limit once decompressed.
+TEST_F(SelectorTest, FifosAndDevicesAreRefusedNotWaitedOn) {
+  const std::string model_dir = (tmp_ / "model").string();
+  fs::copy(ModelDir("h200_tile_bf16_tn"), model_dir);
+  const std::string spec = model_dir + "/feature_spec.json";
+  const std::string spec_copy = (tmp_ / "feature_spec.json").string();
+  fs::rename(spec, spec_copy);
+  ASSERT_EQ(::mkfifo(spec.c_str(), 0600), 0);
+  auto opened = Selector::Open(model_dir);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_TRUE(Contains(opened.status().message(), "not a regular file"))
+      << opened.status().ToString();
+  fs::remove(spec);
+  fs::rename(spec_copy, spec);
+  const std::string fifo = (tmp_ / "record_fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  SelectorOptions options;
+  options.record_path = fifo;
+  auto recording = Selector::Open(model_dir, options);
+  ASSERT_FALSE(recording.ok());
+  EXPECT_TRUE(Contains(recording.status().message(), "record_path"))
+      << recording.status().ToString();
+  EXPECT_TRUE(Contains(ReadMaybeGzipFile("/dev/zero").status().message(), "/dev/zero"));
+  auto capped = ReadMaybeGzipFile(model_dir + "/model_tflops.lgbm.gz", 1 << 16);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_TRUE(Contains(capped.status().message(), "reading limit"));
+}
+
 TEST_F(SelectorTest, CacheSurvivesSaveAndLoadOnlyUnderTheSameModel) {
   auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(selector.ok());
