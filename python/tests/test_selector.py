@@ -33,7 +33,9 @@ def ctypes_util_libc():
 PATHS = {"solution_library", "cache", "model", "analytical", "heuristic", "first_implementable"}
 
 
-class SelectorTest(unittest.TestCase):
+class OpenSelector(unittest.TestCase):
+    """Opens the default model once for the class's tests (no tests of its own)."""
+
     @classmethod
     def setUpClass(cls):
         cls.selector = kselect.Selector(DEFAULT_MODEL, top_k=3)
@@ -42,6 +44,8 @@ class SelectorTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.selector.close()
 
+
+class SelectorTest(OpenSelector):
     def test_version(self):
         self.assertRegex(kselect.version(), r"^\d+\.\d+\.\d+")
 
@@ -193,16 +197,8 @@ class TorchHelperTest(unittest.TestCase):
             kselect.torch.linear(None, None, None)
 
 
-class ArgumentCheckTest(unittest.TestCase):
+class ArgumentCheckTest(OpenSelector):
     """What ctypes would silently wrap or cut is refused before the C library sees it."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.selector = kselect.Selector(DEFAULT_MODEL, top_k=3)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.selector.close()
 
     def test_ints_past_their_c_type_raise(self):
         # 2**64 + 4096 would wrap to 4096: another problem's decision would come back.
