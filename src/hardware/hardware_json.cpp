@@ -171,7 +171,30 @@ Status SaveHardwareProfile(const HardwareProfile& profile, const std::string& pa
 
 StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path) {
   KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path));
-  return HardwareProfileFromJson(contents, path);
+  KSELECT_ASSIGN_OR_RETURN(HardwareProfile profile, HardwareProfileFromJson(contents, path));
+  // A profile a user hands a command (predict --hardware, hw --load, log summarize --hw) is what
+  // estimates divide by. (Records embed profiles of runs whose clock query may have failed: those
+  // are read as they are.)
+  const std::string_view source = path;
+  Status status;
+  // Counts and sizes are never negative; the figures features and estimates divide by must be
+  // positive (a zero bandwidth or clock would make every estimate infinite).
+  ForEachField(profile, [&](const char* key, const auto& value) {
+    if constexpr (!std::is_same_v<std::remove_cvref_t<decltype(value)>, std::string>) {
+      if (status.ok() && value < 0) {
+        status = InvalidArgumentError(FieldError(source, key, "negative"));
+      }
+    }
+  });
+  KSELECT_RETURN_IF_ERROR(status);
+  for (const auto& [key, value] : {std::pair<const char*, double>{"sm_count", profile.sm_count},
+                                   {"sm_clock_mhz", profile.sm_clock_mhz},
+                                   {"peak_mem_bandwidth_gb_s", profile.peak_mem_bandwidth_gb_s}}) {
+    if (value <= 0) {
+      return InvalidArgumentError(FieldError(source, key, "must be positive"));
+    }
+  }
+  return profile;
 }
 
 }  // namespace kselect

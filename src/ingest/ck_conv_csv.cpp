@@ -247,8 +247,14 @@ StatusOr<IngestResult> ParseCkConvCsv(std::string_view text, std::string_view so
     slot = static_cast<int>(f);
   }
   if (!unknown.empty()) {
+    // The first few, each cut short: a file of 100,000 stray columns makes a message of a line.
+    constexpr size_t kNamed = 8;
     std::string list;
-    for (const std::string& u : unknown) list += (list.empty() ? "" : ", ") + u;
+    for (size_t i = 0; i < unknown.size() && i < kNamed; ++i) {
+      list += (list.empty() ? "" : ", ") + text::Excerpt(unknown[i], 40);
+    }
+    if (unknown.size() > kNamed)
+      list += " and " + std::to_string(unknown.size() - kNamed) + " more";
     return ParseError(text::Where(source, header.line) + ": unknown column(s) " + list +
                       " (not a CK grouped-conv benchmark CSV?)");
   }

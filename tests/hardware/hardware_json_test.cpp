@@ -1,8 +1,10 @@
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "kselect/hardware.h"
 
@@ -111,6 +113,32 @@ TEST(HardwareJsonTest, WrongTypeIsNamed) {
   status = Parse(json);
   EXPECT_EQ(status.code(), StatusCode::kParseError);
   EXPECT_NE(status.message().find("out of range"), std::string::npos) << status.message();
+}
+
+// A profile file a user hands a command: zero or negative figures would make every estimate
+// infinite or negative, so they are refused and named.
+TEST(HardwareJsonTest, ImpossibleFiguresInAProfileFileAreNamed) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("kselect_hw_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  auto load = [&](const Json& json) {
+    std::ofstream(path) << json.dump();
+    return LoadHardwareProfile(path).status();
+  };
+  EXPECT_TRUE(load(ProfileJson()).ok());
+  for (const char* key : {"sm_count", "sm_clock_mhz", "peak_mem_bandwidth_gb_s"}) {
+    Json json = ProfileJson();
+    json[key] = 0;
+    const Status status = load(json);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(status.message().find(key), std::string::npos) << status.ToString();
+  }
+  Json negative = ProfileJson();
+  negative["l2_bytes"] = -1;
+  const Status status = load(negative);
+  EXPECT_NE(status.message().find("\"l2_bytes\": negative"), std::string::npos)
+      << status.ToString();
+  std::filesystem::remove(path);
 }
 
 TEST(HardwareJsonTest, WholeNumberIsAcceptedForBandwidth) {

@@ -108,6 +108,16 @@ TEST(CkConvCsv, TwoDimensionalFilesUseDefaults) {
   EXPECT_TRUE(result->measurements[0].is_valid);
 }
 
+// A header of 100,000 stray columns gets an error of a line, not of a megabyte.
+TEST(CkConvCsv, ManyUnknownColumnsMakeAShortMessage) {
+  std::string header = "NDimSpatial";
+  for (int i = 0; i < 100000; ++i) header += ",column_" + std::to_string(i);
+  const Status status = ParseCkConvCsv(header + "\n", "wide.csv", {}).status();
+  ASSERT_FALSE(status.ok());
+  EXPECT_LT(status.message().size(), 1000u) << status.message().size();
+  EXPECT_NE(status.message().find("99993 more"), std::string::npos) << status.message();
+}
+
 TEST(CkConvCsv, MalformedFilesNameLineAndColumn) {
   struct Case {
     std::string fixture;
