@@ -318,6 +318,41 @@ bool Layer::Begin(const StatusOr<LtCall>& read, std::string_view api, size_t wor
   return false;
 }
 
+std::vector<Layer::CheckedConfig> Layer::CheckCandidates(
+    cublasLtHandle_t handle, const LtCall& call, cublasLtMatmulDesc_t desc,
+    cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc, cublasLtMatrixLayout_t c_desc,
+    cublasLtMatrixLayout_t d_desc, size_t workspace_bytes, std::string& why) {
+  std::vector<CheckedConfig> checked;
+  const size_t wanted = static_cast<size_t>(std::max(settings_.time_top_k, 1));
+  for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
+    if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
+      break;
+    }
+    auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type, call.type_a,
+                                            call.type_b, call.type_c, call.type_d, config);
+    if (!made.ok()) {
+      why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
+      continue;
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    const cublasStatus_t check =
+        cublasLtMatmulAlgoCheck(handle, desc, a_desc, b_desc, c_desc, d_desc, &*made, &result);
+    if (check != CUBLAS_STATUS_SUCCESS) {
+      why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call (" +
+             cublaslt::CublasStatusText(check) + "); ";
+      continue;
+    }
+    if (result.workspaceSize > workspace_bytes) {
+      why += DescribeConfig(KernelConfig(config)) + ": needs " +
+             std::to_string(result.workspaceSize) + " bytes of workspace, the call gives " +
+             std::to_string(workspace_bytes) + "; ";
+      continue;
+    }
+    checked.push_back({config, *made, result.workspaceSize, source});
+  }
+  return checked;
+}
+
 void Layer::Settle(const std::vector<CheckedConfig>& checked, const TimeContenders& time,
                    std::string why, CallDecision& decision) {
   GemmStats& stats = *decision.stats;
@@ -375,13 +410,12 @@ void Layer::Settle(const std::vector<CheckedConfig>& checked, const TimeContende
   }
 }
 
-CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                           const void* alpha, cublasLtMatrixLayout_t a_desc,
-                           cublasLtMatrixLayout_t b_desc, const void* beta,
-                           cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
-                           const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes,
-                           cudaStream_t stream, const LtOperands& operands) {
-  (void)key;
+CallDecision Layer::Decide(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                           cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                           const void* beta, cublasLtMatrixLayout_t c_desc,
+                           cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                           size_t workspace_bytes, cudaStream_t stream,
+                           const LtOperands& operands) {
   std::lock_guard lock(mutex_);
   CallDecision decision;
   auto read = ReadLtCall(desc, a_desc, b_desc, c_desc, d_desc, alpha, beta);
@@ -392,34 +426,8 @@ CallDecision Layer::Decide(const LtCallKey& key, cublasLtHandle_t handle, cublas
     stats.application_algo = DescribeConfig(KernelConfig(cublaslt::ConfigOfAlgo(*algo)));
   }
   std::string why;
-  std::vector<CheckedConfig> checked;
-  const size_t wanted = static_cast<size_t>(std::max(settings_.time_top_k, 1));
-  for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
-    if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
-      break;
-    }
-    auto made = cublaslt::InitAlgoForConfig(handle, call.compute_type, call.scale_type, call.type_a,
-                                            call.type_b, call.type_c, call.type_d, config);
-    if (!made.ok()) {
-      why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
-      continue;
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    const cublasStatus_t check =
-        cublasLtMatmulAlgoCheck(handle, desc, a_desc, b_desc, c_desc, d_desc, &*made, &result);
-    if (check != CUBLAS_STATUS_SUCCESS) {
-      why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call (" +
-             cublaslt::CublasStatusText(check) + "); ";
-      continue;
-    }
-    if (result.workspaceSize > workspace_bytes) {
-      why += DescribeConfig(KernelConfig(config)) + ": needs " +
-             std::to_string(result.workspaceSize) + " bytes of workspace, the call gives " +
-             std::to_string(workspace_bytes) + "; ";
-      continue;
-    }
-    checked.push_back({config, *made, result.workspaceSize, source});
-  }
+  const std::vector<CheckedConfig> checked =
+      CheckCandidates(handle, call, desc, a_desc, b_desc, c_desc, d_desc, workspace_bytes, why);
   // First-use timing on the call's own operands: its output goes to a scratch copy, so the call
   // itself then runs as decided.
   const bool c_is_d = operands.c == operands.d;
@@ -483,8 +491,8 @@ cublasStatus_t Layer::Matmul(RealMatmul real, cublasLtHandle_t handle, cublasLtM
   }
   if (it == cache.decisions.end()) {
     LtOperands operands{real, a, b, c, d, workspace};
-    CallDecision fresh = Decide(key, handle, desc, alpha, a_desc, b_desc, beta, c_desc, d_desc,
-                                algo, workspace_bytes, stream, operands);
+    CallDecision fresh = Decide(handle, desc, alpha, a_desc, b_desc, beta, c_desc, d_desc, algo,
+                                workspace_bytes, stream, operands);
     if (!fresh.cacheable) {
       fresh.stats->calls.fetch_add(1, std::memory_order_relaxed);
       fresh.stats->passed[static_cast<int>(fresh.reason)].fetch_add(1, std::memory_order_relaxed);
@@ -580,28 +588,8 @@ BlasDecision Layer::DecideBlas(const BlasFunctions& blas, const BlasArgs& args,
   const LtDescriptors& d = **desc;
   const LtCall& call = *read;
   std::string why;
-  std::vector<CheckedConfig> checked;
-  const size_t wanted = static_cast<size_t>(std::max(settings_.time_top_k, 1));
-  for (const auto& [config, source] : CandidatesFor(call.problem, why)) {
-    if (checked.size() >= wanted || (!checked.empty() && checked.front().source == "library")) {
-      break;
-    }
-    auto made =
-        cublaslt::InitAlgoForConfig(decision.lt, call.compute_type, call.scale_type, call.type_a,
-                                    call.type_b, call.type_c, call.type_d, config);
-    if (!made.ok()) {
-      why += DescribeConfig(KernelConfig(config)) + ": " + made.status().message() + "; ";
-      continue;
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    const cublasStatus_t check =
-        cublasLtMatmulAlgoCheck(decision.lt, d.op, d.a, d.b, d.c, d.c, &*made, &result);
-    if (check != CUBLAS_STATUS_SUCCESS || result.workspaceSize > kLayerWorkspaceBytes) {
-      why += DescribeConfig(KernelConfig(config)) + ": cuBLASLt refuses it for this call; ";
-      continue;
-    }
-    checked.push_back({config, *made, result.workspaceSize, source});
-  }
+  const std::vector<CheckedConfig> checked =
+      CheckCandidates(decision.lt, call, d.op, d.a, d.b, d.c, d.c, kLayerWorkspaceBytes, why);
   // The workspace the choice runs with when it needs one: the handle's, else the layer's own.
   void* workspace = blas.workspace;
   size_t workspace_bytes = blas.workspace_bytes;

@@ -99,7 +99,7 @@ struct GemmStats {
   std::atomic<int64_t> passed[static_cast<int>(PassReason::kCount)] = {};
 };
 
-// What the layer does with one distinct call (kept per thread, keyed by the descriptors' bytes).
+// What the layer does with one distinct call (kept per thread, keyed by LtCallKey or BlasCall).
 struct CallDecision {
   GemmStats* stats = nullptr;
   bool run_choice = false;  // run `algo`; else pass through for `reason`
@@ -171,12 +171,11 @@ class Layer {
     void* d = nullptr;
     void* workspace = nullptr;
   };
-  CallDecision Decide(const LtCallKey& key, cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                      const void* alpha, cublasLtMatrixLayout_t a_desc,
-                      cublasLtMatrixLayout_t b_desc, const void* beta,
-                      cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
-                      const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes, cudaStream_t stream,
-                      const LtOperands& operands);
+  CallDecision Decide(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                      cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                      const void* beta, cublasLtMatrixLayout_t c_desc,
+                      cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo,
+                      size_t workspace_bytes, cudaStream_t stream, const LtOperands& operands);
   // A config checked for the call: its algo, the workspace it needs, where it came from.
   struct CheckedConfig {
     CublasLtConfig config;
@@ -184,6 +183,13 @@ class Layer {
     size_t workspace = 0;
     std::string source;  // "library" or "model"
   };
+  // The candidates (CandidatesFor) cuBLASLt accepts for these descriptors within
+  // `workspace_bytes`, best first: a library entry alone, else up to time_top_k (at least one)
+  // of the model's. Why others were passed over is appended to `why`.
+  std::vector<CheckedConfig> CheckCandidates(
+      cublasLtHandle_t handle, const LtCall& call, cublasLtMatmulDesc_t desc,
+      cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc, cublasLtMatrixLayout_t c_desc,
+      cublasLtMatrixLayout_t d_desc, size_t workspace_bytes, std::string& why);
   // Settles `decision` among `checked` (best first): a library entry runs as it is; the model's
   // configs are timed beside the application's own choice (`time`, which returns the index of
   // the winner, 0 for the application's) when time_top_k > 1 and `time` is given, else the first
