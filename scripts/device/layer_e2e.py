@@ -124,13 +124,8 @@ def timings(torch, lib, modes, prefill, decode, rounds):
         if lib is not None:
             switch(lib, mode)
         for kind, fn in (("prefill", prefill), ("decode", decode)):
-            for _ in range(2):
-                fn()  # the layer decides outside the capture
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            graphs[(mode, kind)] = g
+            # The layer decides in the eager steps, outside the capture.
+            graphs[(mode, kind)] = llama_e2e.capture_graph(torch, fn)
     results = {}
     for how in ("graph", "eager"):
         for kind, fn in (("prefill", prefill), ("decode", decode)):

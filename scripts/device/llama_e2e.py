@@ -113,6 +113,18 @@ def torch_linear(torch):
     return lambda x, w: torch.nn.functional.linear(x, w)
 
 
+def capture_graph(torch, fn):
+    """A CUDA graph of one step, after two eager steps (kernels prepared, decisions made,
+    modules loaded outside the capture)."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
 def run_steps(torch, prefill, decode):
     prefill()
     for _ in range(DECODE_STEPS):
@@ -187,13 +199,7 @@ def mode_e2e(args):
     graphs = {}
     for name, (prefill, decode) in steps.items():
         for kind, fn in (("prefill", prefill), ("decode", decode)):
-            for _ in range(2):
-                fn()  # warm-up: kernels prepared, decisions cached, modules loaded
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            graphs[(name, kind)] = g
+            graphs[(name, kind)] = capture_graph(torch, fn)
     results = {}
     for kind in ("prefill", "decode"):
         times = {name: [] for name in variants}
