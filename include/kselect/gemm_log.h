@@ -42,7 +42,10 @@ struct LoggedGemm {
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::string epilogue;     // "" = none; else as logged ("bias", "gelu", "EPILOGUE_BIAS", ...)
   std::string logged_algo;  // the config the library chose, as logged ("" when not given)
-  int64_t first_line = 0;   // 1-based line of the first call
+  // The workspace the application gave the call, in bytes (the smallest over the entry's calls);
+  // -1 where the format does not log it. Tuned configs must run inside it.
+  int64_t workspace_bytes = -1;
+  int64_t first_line = 0;  // 1-based line of the first call
 };
 
 struct GemmLog {
@@ -106,7 +109,7 @@ GemmLogSummary SummarizeGemmLog(const GemmLog& log, const HardwareConstants& har
 // source, its format ("log_format"), total calls, distinct GEMMs, warnings count, metadata, the
 // threshold and kept/dropped counts, and under "gemms" one object per kept GEMM with m, n, k,
 // batch, layout, transa, transb, a, b, c, compute, alpha, beta, lda, ldb, ldc, epilogue,
-// logged_algo, calls, first_line, estimated_us, share, cumulative_share.
+// logged_algo, workspace_bytes, calls, first_line, estimated_us, share, cumulative_share.
 std::string GemmLogSummaryToJson(const GemmLog& log, const GemmLogSummary& summary);
 
 }  // namespace kselect

@@ -1,18 +1,22 @@
 // The tuner: from the GEMMs an application calls (gemm_log.h) to a verified exact-size solution
 // library (solutions.h) that the selector reads first, with the uplift measured honestly.
 //
-// Per GEMM:
-//   1. enumerate the provider's config space for the problem (every config passes CanImplement);
-//   2. a genetic search over it (RunGeneticSearch): the first population is the model's top-k and
-//      the provider heuristic's top 8, then tournament selection, uniform crossover over coupled
-//      field groups, neighbour mutation, elitism and restarts on stagnation; no config is timed
-//      twice; a wall-time budget per GEMM;
-//   3. the search's fastest configs are checked against the reference GEMM on random data (NaN and
-//      Inf never pass), then timed interleaved with the heuristic's rank-1 pick in one process
-//      (A B C A B C ..., rotated buffers, CUDA graphs) and kept only when at least min_speedup
-//      faster. The model-only pick and the best of the heuristic's top 8 are timed in the same
-//      interleaved rounds, so every uplift in the report is measured against the same reference
-//      at the same moment (clocks drift by up to 18 % between runs minutes apart).
+// Per GEMM, inside the workspace the application gave it (the log's, when it says):
+//   1. the seeds are timed first: the provider heuristic's top N (its first pick is the
+//      reference: what the application ran) and the model's top k. Meanwhile CPU threads
+//      enumerate the provider's config space (every config passes CanImplement);
+//   2. a genetic search over the space (RunGeneticSearch) for the GEMM's budget: tournament
+//      selection, uniform crossover over coupled field groups, neighbour mutation, elitism,
+//      restarts with wider mutation on stagnation; no config is timed twice;
+//   3. the final candidates (the fastest configs timed, the model's first pick, the best of the
+//      top N) are checked against the reference GEMM on random data (NaN and Inf never pass) and
+//      timed interleaved with the reference in one process (A B C A B C ..., rotated buffers,
+//      CUDA graphs); the fastest verified one is chosen;
+//   4. a second, separate interleaved run times the choice, the model's pick and the best of the
+//      top N against the reference; the faster of them there is kept when at least min_speedup
+//      faster than the reference. Every figure in the report comes from that run: measured
+//      against the same reference at the same moment (clocks drift by up to 18 % between runs
+//      minutes apart), and free of the bias of having picked the best of many noisy medians.
 #pragma once
 
 #include <cstdint>
@@ -42,14 +46,16 @@ namespace kselect {
 
 struct GeneticOptions {
   int population = 24;
-  int generations = 40;
+  int generations = 0;             // 0 = no cap: the budget or convergence ends the search
   int tournament = 2;              // contestants per parent choice
   double crossover_rate = 0.9;     // else the child copies its first parent
   double mutation_rate = 0.3;      // chance of each successive neighbour move of a child
   int elites = 2;                  // best individuals carried over unchanged
   int stagnation_generations = 4;  // generations without a 0.5 % gain before a restart
-  int max_restarts = 3;            // then the search stops (converged)
-  int64_t max_evaluations = 0;     // fitness calls; 0 = no cap
+  // Restarts in a row that find nothing 0.5 % faster (each widens the mutation) before the
+  // search stops as converged.
+  int max_restarts = 4;
+  int64_t max_evaluations = 0;  // fitness calls; 0 = no cap
   uint64_t seed = 1;
 };
 
@@ -87,9 +93,13 @@ struct TuneOptions {
   int model_top_k = 8;
   int heuristic_picks = 8;  // the provider heuristic's top-N: seeds, and the best-of-top-N figure
   GeneticOptions genetic;
-  double budget_s = 20;  // wall time of one GEMM's search (enumeration not counted)
-  double min_speedup = 1.03;
-  int confirm_candidates = 3;   // the search's fastest configs verified and timed interleaved
+  double budget_s = 20;  // wall time of one GEMM's search (waiting for its space not counted)
+  // When > 0: the search time of the whole run (per device), split over the GEMMs by
+  // SplitSearchBudget; budget_s is then unused.
+  double total_budget_s = 0;
+  int enumerate_threads = 0;  // CPU threads enumerating spaces (0 = the host's cores - 1, <= 9)
+  double min_speedup = 1.01;
+  int confirm_candidates = 4;   // the fastest timed configs verified and timed interleaved
   int interleaved_rounds = 21;  // rounds of the interleaved comparison
   double batch_ms = 0.2;        // GPU time per timed graph launch in the search
   double interleaved_batch_ms = 0.5;
@@ -105,27 +115,33 @@ struct TuneOptions {
 
 struct TunedGemm {
   LoggedGemm gemm;  // as logged (calls, leading dimensions)
-  // "tuned" (a verified faster config), "default kept" (nothing ≥ min_speedup), "failed: ...".
+  // "tuned" (a verified faster config), "default kept" (nothing ≥ min_speedup), "kept: the
+  // application's own choice (why)" (the provider cannot run it: not measured), "failed: ...".
   std::string outcome;
-  std::string note;                               // why a candidate was rejected, what was skipped
-  InterleavedFigure reference;                    // the heuristic's rank-1 pick
-  std::optional<InterleavedFigure> tuned;         // the search's best verified candidate
+  std::string note;                        // why a candidate was rejected, what was skipped
+  InterleavedFigure reference;             // the heuristic's rank-1 pick
+  std::optional<InterleavedFigure> tuned;  // the final choice (kept when accepted)
+  std::string chosen_from;  // which sets the choice is in: "model", "top8", "search", joined by +
+  double speedup_q1 = 0;    // 25th percentile over the confirming rounds of its speedup
   std::optional<InterleavedFigure> model_pick;    // the selector's top-1, untimed choice
   std::optional<InterleavedFigure> best_of_top8;  // fastest of the heuristic's top N in the search
   // Extra configs compared on request (TunableOp's choice, ...), by label.
   std::vector<std::pair<std::string, InterleavedFigure>> others;
   bool accepted = false;  // tuned->speedup >= min_speedup and verified
   std::string verification;
+  int64_t workspace_limit = 0;  // bytes its configs may use
   int64_t configs_enumerated = 0;
-  int64_t configs_timed = 0;  // fitness calls of the search
+  int64_t configs_timed = 0;  // distinct configs timed (seeds and search)
   int generations = 0;
   int restarts = 0;
   std::string stopped_by;
-  double enumerate_s = 0;    // wall time of the enumeration
-  double search_s = 0;       // wall time of the search
-  double search_gpu_ms = 0;  // GPU time inside timed regions during the search
-  double top8_gpu_ms = 0;    // GPU time the heuristic's top N needed to be timed
-  double confirm_s = 0;      // verification and interleaved timing
+  double enumerate_s = 0;       // wall time of the enumeration (on a CPU thread, beside)
+  double enumerate_wait_s = 0;  // time the GEMM waited for its space after timing the seeds
+  double budget_s = 0;          // the search's budget
+  double search_s = 0;          // wall time of the seeds and the search
+  double search_gpu_ms = 0;     // GPU time inside timed regions during the search
+  double top8_gpu_ms = 0;       // GPU time the heuristic's top N needed to be timed
+  double confirm_s = 0;         // verification and interleaved timing
   int device = 0;
 };
 
@@ -139,6 +155,12 @@ struct TuneResult {
   std::vector<TunedGemm> gemms;  // in the log summary's rank order
   double seconds = 0;
 };
+
+// 30 % of a run's search budget is split evenly over its GEMMs, the rest by their weights.
+inline constexpr double kEvenBudgetFraction = 0.3;
+// Per GEMM, its search budget out of `total_s`: kEvenBudgetFraction evenly, the rest in proportion
+// to `weights` (calls x estimated time per call). CPU only.
+std::vector<double> SplitSearchBudget(std::span<const double> weights, double total_s);
 
 // Progress lines ("[3/12] m=... tuned 1.071x in 18.2 s"), or nullptr for silence.
 using TuneProgress = std::function<void(const std::string& line)>;
@@ -180,17 +202,21 @@ struct ReplayOptions {
 };
 
 struct ReplayResult {
-  int64_t calls = 0;
+  int64_t calls = 0;  // replayed (the log's, less those left out)
   int64_t distinct = 0;
   int64_t from_library = 0;  // distinct GEMMs the library has a solution for
   double default_ms = 0;     // median of the whole sequence with the default picks
   double library_ms = 0;     // ... with the library's solutions
   double uplift = 0;         // median over rounds of default / library, minus 1
+  // GEMMs the provider cannot run ("problem: why"), left out of both sequences, and their calls.
+  std::vector<std::string> left_out;
+  int64_t left_out_calls = 0;
   HardwareProfile hardware;
 };
 
 // Captures the log's call sequence twice as CUDA graphs (default picks; the library's solutions
-// where it has one) and times them interleaved. kUnavailable without a GPU.
+// where it has one) and times them interleaved, each GEMM inside the workspace the log gave it.
+// GEMMs the provider cannot run are left out of both and listed. kUnavailable without a GPU.
 StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& library,
                                      const ReplayOptions& options);
 

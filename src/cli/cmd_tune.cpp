@@ -27,9 +27,11 @@ struct TuneArgs {
   std::string model_dir;
   std::string output_dir;
   double budget_s = 20;
-  double min_speedup = 1.03;
+  double total_budget_s = 0;
+  int enumerate_threads = 0;
+  double min_speedup = 1.01;
   int population = 24;
-  int generations = 40;
+  int generations = 0;
   uint64_t seed = 1;
   int rounds = 21;
   int heuristic_picks = 8;
@@ -103,6 +105,8 @@ int RunTune(const TuneArgs& args) {
   TuneOptions o;
   o.model_dir = args.model_dir;
   o.budget_s = args.budget_s;
+  o.total_budget_s = args.total_budget_s;
+  o.enumerate_threads = args.enumerate_threads;
   o.min_speedup = args.min_speedup;
   o.genetic.population = args.population;
   o.genetic.generations = args.generations;
@@ -128,12 +132,20 @@ int RunTune(const TuneArgs& args) {
     if (args.max_gemms > 0 && static_cast<int>(gemms.size()) >= args.max_gemms) break;
     gemms.push_back(e.gemm);
   }
+  char budget_text[96];
+  if (o.total_budget_s > 0) {
+    std::snprintf(budget_text, sizeof(budget_text), "%.0f s of search in all per device",
+                  o.total_budget_s);
+  } else {
+    std::snprintf(budget_text, sizeof(budget_text), "%.0f s of search each", o.budget_s);
+  }
+  const std::string budget = budget_text;
   std::fprintf(stderr,
                "kselect tune: %s: %zu distinct GEMMs, %zu kept (%.1f %% of the estimated GEMM "
-               "time), %zu tuned by this shard %d/%d on devices %s, %.0f s budget each\n",
+               "time), %zu tuned by this shard %d/%d on devices %s, %s\n",
                args.log.c_str(), log->gemms.size(), summary.kept.size(), 100 * summary.kept_share,
                ShardIndices(gemms.size(), o.shard).size(), o.shard.index, o.shard.count,
-               args.devices.c_str(), o.budget_s);
+               args.devices.c_str(), budget.c_str());
   auto result = TuneGemms(
       *log, gemms, o, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
   if (!result.ok()) return ReportError("tune", result.status());
@@ -235,6 +247,11 @@ int RunReplay(const TuneArgs& args) {
   std::printf(
       "  default picks   %10.4f ms\n  with library    %10.4f ms\n  uplift          %+9.2f %%\n",
       result->default_ms, result->library_ms, 100 * result->uplift);
+  if (!result->left_out.empty()) {
+    std::printf("  left out        %lld calls of %zu GEMMs the provider cannot run:\n",
+                static_cast<long long>(result->left_out_calls), result->left_out.size());
+    for (const std::string& why : result->left_out) std::printf("    %s\n", why.c_str());
+  }
   return kExitOk;
 }
 
@@ -266,6 +283,15 @@ Command TuneCommand() {
             app.add_option("--budget", args->budget_s, "search wall time per GEMM (s)")
                 ->check(CLI::PositiveNumber)
                 ->capture_default_str();
+            app.add_option("--budget-total", args->total_budget_s,
+                           "search wall time of the whole log per device (s), split over the "
+                           "GEMMs by their share of the time (30 % evenly); replaces --budget. "
+                           "Verification and the interleaved runs add about 1 s per GEMM")
+                ->check(CLI::NonNegativeNumber);
+            app.add_option("--enumerate-threads", args->enumerate_threads,
+                           "CPU threads enumerating config spaces while the GPU times (0 = the "
+                           "host's cores - 1, at most 9)")
+                ->check(CLI::Range(0, 256));
             app.add_option("--min-speedup", args->min_speedup,
                            "keep a solution only when at least this much faster, interleaved")
                 ->check(CLI::Range(1.0, 100.0))
@@ -273,8 +299,9 @@ Command TuneCommand() {
             app.add_option("--population", args->population, "GA population")
                 ->check(CLI::Range(2, 4096))
                 ->capture_default_str();
-            app.add_option("--generations", args->generations, "GA generations")
-                ->check(CLI::Range(1, 100000))
+            app.add_option("--generations", args->generations,
+                           "GA generations cap (0 = none: the budget or convergence ends it)")
+                ->check(CLI::Range(0, 100000))
                 ->capture_default_str();
             app.add_option("--seed", args->seed, "GA random seed")->capture_default_str();
             app.add_option("--rounds", args->rounds, "interleaved rounds")

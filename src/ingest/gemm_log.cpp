@@ -184,6 +184,7 @@ std::string GemmLogSummaryToJson(const GemmLog& log, const GemmLogSummary& summa
                          {"ldc", g.ldc},
                          {"epilogue", g.epilogue},
                          {"logged_algo", g.logged_algo},
+                         {"workspace_bytes", g.workspace_bytes},
                          {"calls", g.calls},
                          {"first_line", g.first_line},
                          {"estimated_us", entry.estimated_us},

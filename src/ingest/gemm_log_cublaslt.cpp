@@ -144,6 +144,10 @@ StatusOr<LoggedCall> ParseTraceMatmul(std::string_view body) {
     call.gemm.epilogue = std::string(*epilogue);
   }
   if (auto algo = Find(line, "algo")) call.gemm.logged_algo = std::string(*algo);
+  if (auto workspace = Find(line, "workSpaceSizeInBytes")) {
+    auto bytes = text::ParseInt64(*workspace);
+    if (bytes.ok() && *bytes >= 0) call.gemm.workspace_bytes = *bytes;
+  }
   return call;
 }
 

@@ -216,7 +216,12 @@ class LogBuilder {
     int32_t index = 0;
     if (it != index_.end()) {
       index = it->second;
-      log_.gemms[index].calls += call.calls;
+      LoggedGemm& known = log_.gemms[index];
+      known.calls += call.calls;
+      if (gemm.workspace_bytes >= 0 &&
+          (known.workspace_bytes < 0 || gemm.workspace_bytes < known.workspace_bytes)) {
+        known.workspace_bytes = gemm.workspace_bytes;
+      }
     } else {
       if (static_cast<int64_t>(log_.gemms.size()) >= options_.max_gemms) {
         return ParseError(text::Where(source_, line) + ": more than " +

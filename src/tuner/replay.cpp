@@ -5,6 +5,7 @@
 #include "core/statistics.h"
 #include "kselect/tuner.h"
 #include "timing/graph_timer.h"
+#include "tuner/workspace_providers.h"
 
 namespace kselect {
 
@@ -20,14 +21,12 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
   ReplayResult result;
   KSELECT_ASSIGN_OR_RETURN(result.hardware, QueryHardwareProfile(options.device));
   KSELECT_RETURN_IF_ERROR(CheckSolutionIdentity(library, result.hardware, "the library"));
-  ProviderOptions po = options.provider_options;
-  po.device = options.device;
-  KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<KernelProvider> provider,
-                           CreateProvider(options.provider, po));
+  ProvidersByWorkspace providers(options.provider, options.provider_options, options.device);
   KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<timing::GraphTimer> timer,
                            timing::GraphTimer::Create(options.device));
 
-  // Per distinct GEMM: operands, the default pick and the library's solution.
+  // Per distinct GEMM: operands, the default pick and the library's solution. A GEMM the
+  // provider cannot run is left out of both sequences and reported.
   struct Distinct {
     std::unique_ptr<verify::DeviceOperands> operands;
     std::unique_ptr<PreparedKernel> reference, tuned;
@@ -35,11 +34,22 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
   std::vector<Distinct> distinct(log.gemms.size());
   for (size_t g = 0; g < log.gemms.size(); ++g) {
     const GemmProblem& problem = log.gemms[g].problem;
-    const std::string where = log.source + ": " + problem.ToString();
-    KSELECT_ASSIGN_OR_RETURN(const std::vector<KernelConfig> picks,
-                             provider->HeuristicPicks(problem, 1));
-    if (picks.empty()) return CannotImplementError(where + ": the library has no default pick");
-    KernelConfig tuned = picks.front();
+    const int64_t limit =
+        WorkspaceLimit(options.provider_options.max_workspace_bytes, log.gemms[g]);
+    KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, providers.For(limit));
+    StatusOr<std::vector<KernelConfig>> picks =
+        provider->SupportsProblem(problem)
+            ? provider->HeuristicPicks(problem, 1)
+            : StatusOr<std::vector<KernelConfig>>(CannotImplementError(
+                  std::string(ProviderName(options.provider)) + " does not run it"));
+    if (picks.ok() && picks->empty()) picks = CannotImplementError("no default pick");
+    if (!picks.ok()) {
+      if (picks.status().code() != StatusCode::kCannotImplement) return picks.status();
+      result.left_out.push_back(problem.ToString() + ": " + picks.status().message());
+      result.left_out_calls += log.gemms[g].calls;
+      continue;
+    }
+    KernelConfig tuned = picks->front();
     if (const auto at = library.Find(problem);
         at && ProviderOf(library.solutions[*at].config) == options.provider) {
       tuned = library.solutions[*at].config;
@@ -47,9 +57,9 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
     }
     KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider->Operands(problem));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].operands,
-                             timer->RotatingOperands(problem, specs, po.max_workspace_bytes,
-                                                     options.rotate_bytes, /*max_sets=*/32));
-    KSELECT_ASSIGN_OR_RETURN(distinct[g].reference, provider->Prepare(problem, picks.front()));
+                             timer->RotatingOperands(problem, specs, limit, options.rotate_bytes,
+                                                     /*max_sets=*/32));
+    KSELECT_ASSIGN_OR_RETURN(distinct[g].reference, provider->Prepare(problem, picks->front()));
     KSELECT_ASSIGN_OR_RETURN(distinct[g].tuned, provider->Prepare(problem, tuned));
     // Module loads happen outside the capture.
     for (PreparedKernel* kernel : {distinct[g].reference.get(), distinct[g].tuned.get()}) {
@@ -63,6 +73,7 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
       std::vector<size_t> next(distinct.size(), 0);
       for (const int32_t g : log.sequence) {
         Distinct& d = distinct[static_cast<size_t>(g)];
+        if (d.reference == nullptr) continue;  // left out: the provider cannot run it
         PreparedKernel& kernel = tuned ? *d.tuned : *d.reference;
         KSELECT_RETURN_IF_ERROR(
             kernel.Launch(d.operands->set(next[static_cast<size_t>(g)]++), stream));
@@ -89,7 +100,7 @@ StatusOr<ReplayResult> ReplayGemmLog(const GemmLog& log, const SolutionLibrary& 
     tuned_ms.push_back(b);
     ratios.push_back(a / b);
   }
-  result.calls = static_cast<int64_t>(log.sequence.size());
+  result.calls = static_cast<int64_t>(log.sequence.size()) - result.left_out_calls;
   result.distinct = static_cast<int64_t>(log.gemms.size());
   result.default_ms = Median(reference_ms);
   result.library_ms = Median(tuned_ms);

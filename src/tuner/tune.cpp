@@ -1,21 +1,27 @@
 // kselect tune on the GPU: one worker per device takes GEMMs from a shared queue (largest
-// estimated time first), searches each GEMM's config space with the genetic algorithm, verifies
-// the fastest configs and times them interleaved with the reference.
+// estimated time first). Per GEMM it times the seeds (cuBLASLt's top N, the model's top k) while
+// CPU threads enumerate the config space, runs the genetic search for the GEMM's share of the
+// budget, verifies the fastest configs, picks the fastest in one interleaved run with the
+// reference and confirms the pick in a second.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "bench/provider_comparison.h"
+#include "core/statistics.h"
 #include "core/text.h"
 #include "kselect/selector.h"
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "timing/graph_timer.h"
+#include "tuner/workspace_providers.h"
 
 namespace kselect {
 namespace {
@@ -28,15 +34,93 @@ std::string DefaultRunId() {
   return "tune-" + text::UtcNowIso8601(/*compact=*/true);
 }
 
+int64_t WorkspaceLimit(const TuneOptions& options, const LoggedGemm& gemm) {
+  return WorkspaceLimit(options.provider_options.max_workspace_bytes, gemm);
+}
+
+// Enumerates the GEMMs' config spaces on CPU threads, in queue order, while the GPU workers time
+// seeds and search: enumerating a 100k-config cuBLASLt space is seconds of host work per GEMM.
+class SpaceEnumerator {
+ public:
+  using Space = StatusOr<std::vector<KernelConfig>>;
+
+  SpaceEnumerator(const TuneOptions& options, std::vector<const LoggedGemm*> gemms, int threads)
+      : options_(options),
+        gemms_(std::move(gemms)),
+        spaces_(gemms_.size()),
+        seconds_(gemms_.size(), 0) {
+    for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { Work(); });
+  }
+  ~SpaceEnumerator() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+  // The space of the i-th GEMM, waiting for it; the seconds waited in `waited_s`, those its
+  // enumeration took in `enumerate_s`.
+  Space Take(size_t i, double* waited_s, double* enumerate_s) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return spaces_[i].has_value(); });
+    *waited_s = Seconds(start);
+    *enumerate_s = seconds_[i];
+    Space space = std::move(*spaces_[i]);
+    spaces_[i] = Space(std::vector<KernelConfig>{});  // taken: free the memory
+    return space;
+  }
+
+ private:
+  void Work() {
+    ProvidersByWorkspace providers(options_.provider, options_.provider_options,
+                                   options_.devices.front());
+    for (size_t i = next_++; i < gemms_.size(); i = next_++) {
+      const auto start = std::chrono::steady_clock::now();
+      Space space = stop_ ? Space(UnavailableError("tuning ended")) : Enumerate(providers, i);
+      std::lock_guard lock(mutex_);
+      seconds_[i] = Seconds(start);
+      spaces_[i] = std::move(space);
+      ready_.notify_all();
+    }
+  }
+
+  Space Enumerate(ProvidersByWorkspace& providers, size_t i) {
+    KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider,
+                             providers.For(WorkspaceLimit(options_, *gemms_[i])));
+    return provider->Enumerate(gemms_[i]->problem);
+  }
+
+  const TuneOptions& options_;
+  std::vector<const LoggedGemm*> gemms_;
+  std::vector<std::optional<Space>> spaces_;
+  std::vector<double> seconds_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<std::thread> threads_;
+};
+
+// Which of the compared sets a config belongs to, for the report.
+std::string Origins(bool search, bool model, bool top) {
+  std::string out;
+  for (const auto& [in, name] : {std::pair{model, "model"}, {top, "top8"}, {search, "search"}}) {
+    if (!in) continue;
+    if (!out.empty()) out += "+";
+    out += name;
+  }
+  return out;
+}
+
 // One GPU's tuning state.
 class TuneWorker {
  public:
-  TuneWorker(const TuneOptions& options, int device) : options_(options), device_(device) {}
+  TuneWorker(const TuneOptions& options, int device, SpaceEnumerator* spaces)
+      : options_(options),
+        device_(device),
+        providers_(options.provider, options.provider_options, device),
+        spaces_(spaces) {}
 
   Status Init() {
-    ProviderOptions po = options_.provider_options;
-    po.device = device_;
-    KSELECT_ASSIGN_OR_RETURN(provider_, CreateProvider(options_.provider, po));
     KSELECT_ASSIGN_OR_RETURN(timer_, timing::GraphTimer::Create(device_));
     verify::VerifyOptions vo;
     vo.device = device_;
@@ -44,179 +128,278 @@ class TuneWorker {
     if (!options_.model_dir.empty()) {
       SelectorOptions so;
       so.top_k = std::max(options_.model_top_k, 1);
-      so.provider = po;
+      so.provider = options_.provider_options;
+      so.provider.device = device_;
       so.predicted_times = 0;
       KSELECT_ASSIGN_OR_RETURN(selector_, Selector::Open(options_.model_dir, so));
     }
+    KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider,
+                             providers_.For(options_.provider_options.max_workspace_bytes));
+    provider_version_ = provider->version();
     return Status::Ok();
   }
 
-  std::string provider_version() const { return provider_->version(); }
+  const std::string& provider_version() const { return provider_version_; }
 
-  TunedGemm Tune(const LoggedGemm& logged) {
+  // Tunes the `job`-th GEMM of the queue with `budget_s` seconds of search.
+  TunedGemm Tune(const LoggedGemm& logged, size_t job, double budget_s) {
     TunedGemm out;
     out.gemm = logged;
     out.device = device_;
-    Status status = TuneInto(logged.problem, out);
+    out.budget_s = budget_s;
+    out.workspace_limit = WorkspaceLimit(options_, logged);
+    Status status = TuneInto(logged, job, budget_s, out);
     if (!status.ok()) {
-      out.outcome = "failed: " + status.ToString();
       out.accepted = false;
+      out.tuned.reset();
+      // What the provider cannot run stays on the application's own choice: not a failure.
+      out.outcome = status.code() == StatusCode::kCannotImplement
+                        ? "kept: the application's own choice (" + status.message() + ")"
+                        : "failed: " + status.ToString();
     }
     return out;
   }
 
  private:
-  Status TuneInto(const GemmProblem& problem, TunedGemm& out) {
+  Status TuneInto(const LoggedGemm& logged, size_t job, double budget_s, TunedGemm& out) {
+    const GemmProblem& problem = logged.problem;
     KSELECT_RETURN_IF_ERROR(problem.Validate());
-    // The space and the library's own picks.
-    const auto enumerate_start = std::chrono::steady_clock::now();
-    KSELECT_ASSIGN_OR_RETURN(std::vector<KernelConfig> configs, provider_->Enumerate(problem));
-    KSELECT_ASSIGN_OR_RETURN(std::vector<KernelConfig> picks,
-                             provider_->HeuristicPicks(problem, options_.heuristic_picks));
-    out.enumerate_s = Seconds(enumerate_start);
-    std::set<std::string> keys;
-    for (const KernelConfig& c : configs) keys.insert(ConfigKey(c));
-    for (const KernelConfig& pick : picks) {
-      if (keys.insert(ConfigKey(pick)).second) configs.push_back(pick);
+    KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, providers_.For(out.workspace_limit));
+    if (!provider->SupportsProblem(problem)) {
+      return CannotImplementError(std::string(ProviderName(options_.provider)) +
+                                  " provider does not run " + problem.ToString());
     }
-    if (configs.empty()) return CannotImplementError("no config can run " + problem.ToString());
-    out.configs_enumerated = static_cast<int64_t>(configs.size());
-    KSELECT_ASSIGN_OR_RETURN(const SearchSpace space, MakeSearchSpace(std::move(configs)));
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < space.configs.size(); ++i) index[ConfigKey(space.configs[i])] = i;
-    auto index_of = [&](const KernelConfig& c) -> std::optional<size_t> {
-      const auto it = index.find(ConfigKey(c));
-      return it == index.end() ? std::nullopt : std::optional<size_t>(it->second);
-    };
-
-    // The reference: the heuristic's rank-1 pick (what cuBLASLt runs untuned), or the first config.
-    const size_t reference = picks.empty() ? 0 : *index_of(picks.front());
-    std::vector<size_t> seeds{reference};
-    std::optional<size_t> model_pick;
+    KSELECT_ASSIGN_OR_RETURN(std::vector<KernelConfig> picks,
+                             provider->HeuristicPicks(problem, options_.heuristic_picks));
+    if (picks.empty()) {
+      return CannotImplementError("the provider's heuristic has no pick for " + problem.ToString() +
+                                  " within " + std::to_string(out.workspace_limit) +
+                                  " bytes of workspace");
+    }
+    const KernelConfig reference = picks.front();
+    const std::string reference_key = ConfigKey(reference);
+    std::vector<KernelConfig> model_configs;
     if (selector_ != nullptr) {
       StatusOr<const Selection*> selection = selector_->Select(problem);
       if (selection.ok()) {
         for (const RankedConfig& r : (*selection)->ranked) {
-          if (const auto i = index_of(r.config)) {
-            if (!model_pick) model_pick = *i;
-            seeds.push_back(*i);
-          }
+          if (ProviderOf(r.config) != options_.provider) continue;
+          if (provider->CanImplement(problem, r.config).ok()) model_configs.push_back(r.config);
         }
-        if (!model_pick) out.note += "the model's picks are not in the enumerated space; ";
+        if (model_configs.empty()) out.note += "none of the model's picks can run here; ";
       } else {
         out.note += "model: " + selection.status().message() + "; ";
       }
     }
-    std::vector<size_t> top_picks;
-    for (const KernelConfig& pick : picks) top_picks.push_back(*index_of(pick));
-    seeds.insert(seeds.end(), top_picks.begin(), top_picks.end());
+    std::set<std::string> model_keys, top_keys;
+    for (const KernelConfig& c : model_configs) model_keys.insert(ConfigKey(c));
+    for (const KernelConfig& c : picks) top_keys.insert(ConfigKey(c));
 
-    // Operands rotated past L2, shared by the search and the interleaved comparison.
-    KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider_->Operands(problem));
+    // Operands rotated past L2, shared by the search and the interleaved runs.
+    KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider->Operands(problem));
     KSELECT_ASSIGN_OR_RETURN(
         const std::unique_ptr<verify::DeviceOperands> operands,
-        timer_->RotatingOperands(problem, specs, options_.provider_options.max_workspace_bytes,
-                                 options_.rotate_bytes));
+        timer_->RotatingOperands(problem, specs, out.workspace_limit, options_.rotate_bytes));
 
-    // The search.
-    std::map<size_t, double> gpu_ms_of;
+    // Every config is timed at most once, by key; the seeds before the space exists.
+    struct Timed {
+      KernelConfig config;
+      double ms = 0;  // +inf when it could not be timed
+    };
+    std::unordered_map<std::string, Timed> timed;
     std::string first_failure;
     double best_ms = 0;
-    const FitnessFunction fitness = [&](size_t i) -> std::optional<double> {
+    auto time_config = [&](const KernelConfig& config) -> std::optional<double> {
+      const std::string key = ConfigKey(config);
+      if (const auto it = timed.find(key); it != timed.end()) {
+        return std::isfinite(it->second.ms) ? std::optional<double>(it->second.ms) : std::nullopt;
+      }
       double gpu_ms = 0;
-      StatusOr<std::unique_ptr<PreparedKernel>> kernel =
-          provider_->Prepare(problem, space.configs[i]);
+      StatusOr<std::unique_ptr<PreparedKernel>> kernel = provider->Prepare(problem, config);
       StatusOr<double> ms =
           kernel.ok() ? timer_->Time(**kernel, *operands, options_.batch_ms, 3,
                                      best_ms > 0 ? options_.abort_factor * best_ms : 0, &gpu_ms)
                       : StatusOr<double>(kernel.status());
-      gpu_ms_of[i] = gpu_ms;
       out.search_gpu_ms += gpu_ms;
+      if (top_keys.contains(key)) out.top8_gpu_ms += gpu_ms;
       if (!ms.ok()) {
-        if (first_failure.empty())
-          first_failure = ConfigKey(space.configs[i]) + ": " + ms.status().message();
+        if (first_failure.empty()) first_failure = key + ": " + ms.status().message();
         // A fault poisons the context: nothing more can be timed in it.
         if (cudaDeviceSynchronize() != cudaSuccess) sticky_ = ms.status();
+        timed[key] = {config, std::numeric_limits<double>::infinity()};
         return std::nullopt;
       }
+      timed[key] = {config, *ms};
       if (best_ms == 0 || *ms < best_ms) best_ms = *ms;
       return *ms;
     };
+
     const auto search_start = std::chrono::steady_clock::now();
-    const GeneticResult result = RunGeneticSearch(space, seeds, fitness, options_.genetic, [&] {
-      return !sticky_.ok() || Seconds(search_start) > options_.budget_s;
-    });
-    out.search_s = Seconds(search_start);
+    std::vector<KernelConfig> seeds{reference};
+    for (const KernelConfig& c : model_configs) seeds.push_back(c);
+    for (const KernelConfig& c : picks) seeds.push_back(c);
+    for (const KernelConfig& seed : seeds) {
+      time_config(seed);
+      KSELECT_RETURN_IF_ERROR(sticky_);
+    }
+    if (!timed.contains(reference_key) || !std::isfinite(timed[reference_key].ms)) {
+      return InternalError("the reference (the heuristic's first pick) could not be timed: " +
+                           first_failure);
+    }
+
+    // The space (enumerated meanwhile), with the seeds in it, searched for the rest of the
+    // budget. Waiting for the enumeration does not count against the budget.
+    double waited_s = 0;
+    SpaceEnumerator::Space enumerated = spaces_->Take(job, &waited_s, &out.enumerate_s);
+    out.enumerate_wait_s = waited_s;
+    std::vector<KernelConfig> configs;
+    if (enumerated.ok()) {
+      configs = std::move(*enumerated);
+    } else {
+      out.note += "enumeration failed (" + enumerated.status().message() + "): the seeds only; ";
+    }
+    {
+      std::set<std::string> keys;
+      for (const KernelConfig& c : configs) keys.insert(ConfigKey(c));
+      for (const KernelConfig& seed : seeds) {
+        if (keys.insert(ConfigKey(seed)).second) configs.push_back(seed);
+      }
+    }
+    out.configs_enumerated = static_cast<int64_t>(configs.size());
+    KSELECT_ASSIGN_OR_RETURN(const SearchSpace space, MakeSearchSpace(std::move(configs)));
+    std::unordered_map<std::string, size_t> index;
+    for (size_t i = 0; i < space.configs.size(); ++i) index[ConfigKey(space.configs[i])] = i;
+    std::vector<size_t> seed_indices;
+    for (const KernelConfig& seed : seeds) seed_indices.push_back(index.at(ConfigKey(seed)));
+    const FitnessFunction fitness = [&](size_t i) { return time_config(space.configs[i]); };
+    const GeneticResult result = RunGeneticSearch(
+        space, seed_indices, fitness, options_.genetic,
+        [&] { return !sticky_.ok() || Seconds(search_start) - waited_s > budget_s; });
+    out.search_s = Seconds(search_start) - waited_s;
     KSELECT_RETURN_IF_ERROR(sticky_);
-    out.configs_timed = static_cast<int64_t>(result.evaluated.size());
+    out.configs_timed = static_cast<int64_t>(timed.size());
     out.generations = result.generations;
     out.restarts = result.restarts;
     out.stopped_by = result.stopped_by;
     if (!first_failure.empty())
       out.note += "first config that failed to time: " + first_failure + "; ";
-    std::map<size_t, double> search_ms(result.evaluated.begin(), result.evaluated.end());
 
-    // The best of the heuristic's top N, as the search timed them.
-    std::optional<size_t> best_pick;
-    for (const size_t i : top_picks) {
-      out.top8_gpu_ms += gpu_ms_of.contains(i) ? gpu_ms_of[i] : 0;
-      const auto it = search_ms.find(i);
-      if (it == search_ms.end() || !std::isfinite(it->second)) continue;
-      if (!best_pick || it->second < search_ms[*best_pick]) best_pick = i;
+    // The final candidates: the fastest configs timed (the search's best; the seeds were timed
+    // too), the model's first pick and the best of the heuristic's top N. Only verified configs
+    // may be chosen; the reference needs no check.
+    std::vector<const Timed*> by_speed;
+    for (const auto& [key, t] : timed) {
+      if (std::isfinite(t.ms)) by_speed.push_back(&t);
+    }
+    std::sort(by_speed.begin(), by_speed.end(), [](const Timed* a, const Timed* b) {
+      return a->ms < b->ms || (a->ms == b->ms && ConfigKey(a->config) < ConfigKey(b->config));
+    });
+    std::optional<KernelConfig> model_pick, best_top;
+    if (!model_configs.empty() && timed.contains(ConfigKey(model_configs.front())))
+      model_pick = model_configs.front();
+    for (const Timed* t : by_speed) {
+      if (top_keys.contains(ConfigKey(t->config))) {
+        best_top = t->config;
+        break;
+      }
     }
 
-    // Verification of the search's fastest configs (the reference needs none).
     const auto confirm_start = std::chrono::steady_clock::now();
     KSELECT_ASSIGN_OR_RETURN(std::unique_ptr<verify::VerifyCase> check,
                              verifier_->MakeCase(problem, specs));
-    std::vector<size_t> candidates;
-    for (const size_t i : result.Fastest(static_cast<size_t>(options_.confirm_candidates) + 1)) {
-      if (i == reference || static_cast<int>(candidates.size()) >= options_.confirm_candidates) {
-        continue;
-      }
+    std::map<std::string, bool> verified;
+    auto verify = [&](const KernelConfig& config) -> StatusOr<bool> {
+      const std::string key = ConfigKey(config);
+      if (key == reference_key) return true;
+      if (const auto it = verified.find(key); it != verified.end()) return it->second;
       KSELECT_ASSIGN_OR_RETURN(const bench::DeviceVerdict verdict,
-                               bench::VerifyConfig(*provider_, space.configs[i], *check));
-      if (!verdict.checked) {
-        out.note += ConfigKey(space.configs[i]) + " not verified: " + verdict.detail + "; ";
-        continue;
+                               bench::VerifyConfig(*provider, config, *check));
+      const bool passed = verdict.checked && verdict.passed;
+      if (!verdict.checked) out.note += key + " not verified: " + verdict.detail + "; ";
+      if (verdict.checked && !verdict.passed)
+        out.note += key + " rejected: " + verdict.detail + "; ";
+      if (passed && out.verification.empty()) out.verification = verdict.detail;
+      verified[key] = passed;
+      return passed;
+    };
+    std::vector<KernelConfig> compared{reference};
+    auto slot_of = [&](const KernelConfig& config) {
+      const std::string key = ConfigKey(config);
+      for (size_t s = 0; s < compared.size(); ++s) {
+        if (ConfigKey(compared[s]) == key) return s;
       }
-      if (!verdict.passed) {
-        out.note += ConfigKey(space.configs[i]) + " rejected: " + verdict.detail + "; ";
-        continue;
-      }
-      if (out.verification.empty()) out.verification = verdict.detail;
-      candidates.push_back(i);
-    }
-
-    // The interleaved comparison: reference, verified candidates, model pick, best of top N.
-    std::vector<size_t> compared{reference};
-    auto add = [&](size_t i) {
-      const auto at = std::find(compared.begin(), compared.end(), i);
-      if (at != compared.end()) return static_cast<size_t>(at - compared.begin());
-      compared.push_back(i);
+      compared.push_back(config);
       return compared.size() - 1;
     };
-    std::vector<size_t> candidate_slots;
-    for (const size_t i : candidates) candidate_slots.push_back(add(i));
-    constexpr size_t kNone = static_cast<size_t>(-1);
-    const size_t model_slot = model_pick ? add(*model_pick) : kNone;
-    const size_t pick_slot = best_pick ? add(*best_pick) : kNone;
-    std::vector<timing::Contender> contenders;
-    for (const size_t i : compared) contenders.push_back({provider_.get(), space.configs[i]});
-    KSELECT_ASSIGN_OR_RETURN(
-        const timing::InterleavedRun run,
-        timing::TimeContenders(*timer_, problem, contenders, *operands,
-                               options_.interleaved_batch_ms, options_.interleaved_rounds));
-    out.confirm_s = Seconds(confirm_start);
-    const std::vector<InterleavedFigure>& figures = run.figures;
-    out.reference = figures[0];
-    if (model_slot != kNone) out.model_pick = figures[model_slot];
-    if (pick_slot != kNone) out.best_of_top8 = figures[pick_slot];
-    std::optional<size_t> best_slot;
-    for (const size_t slot : candidate_slots) {
-      if (!best_slot || figures[slot].speedup > figures[*best_slot].speedup) best_slot = slot;
+    int from_search = 0;
+    for (const Timed* t : by_speed) {
+      if (from_search >= options_.confirm_candidates) break;
+      if (ConfigKey(t->config) == reference_key) continue;
+      KSELECT_ASSIGN_OR_RETURN(const bool passed, verify(t->config));
+      if (!passed) continue;
+      slot_of(t->config);
+      ++from_search;
     }
-    if (best_slot) out.tuned = figures[*best_slot];
+    if (model_pick) slot_of(*model_pick);
+    if (best_top) slot_of(*best_top);
+    auto eligible = [&](size_t slot) -> StatusOr<bool> {
+      if (slot == 0) return false;
+      return verify(compared[slot]);
+    };
+
+    // Run 1 picks the fastest eligible config; run 2, separate, measures it with the reference,
+    // the model's pick and the best of the top N, so the reported figures carry no winner's
+    // curse from picking the best of many noisy medians.
+    auto interleave = [&](const std::vector<KernelConfig>& configs) {
+      std::vector<timing::Contender> contenders;
+      for (const KernelConfig& c : configs) contenders.push_back({provider, c});
+      return timing::TimeContenders(*timer_, problem, contenders, *operands,
+                                    options_.interleaved_batch_ms, options_.interleaved_rounds);
+    };
+    KSELECT_ASSIGN_OR_RETURN(const timing::InterleavedRun pick_run, interleave(compared));
+    std::optional<size_t> choice;
+    for (size_t slot = 1; slot < compared.size(); ++slot) {
+      KSELECT_ASSIGN_OR_RETURN(const bool ok, eligible(slot));
+      if (ok && (!choice || pick_run.figures[slot].speedup > pick_run.figures[*choice].speedup))
+        choice = slot;
+    }
+    std::vector<KernelConfig> finalists{reference};
+    auto finalist = [&](const KernelConfig& config) {
+      const std::string key = ConfigKey(config);
+      for (size_t s = 0; s < finalists.size(); ++s) {
+        if (ConfigKey(finalists[s]) == key) return s;
+      }
+      finalists.push_back(config);
+      return finalists.size() - 1;
+    };
+    const std::optional<size_t> choice_slot =
+        choice ? std::optional<size_t>(finalist(compared[*choice])) : std::nullopt;
+    const std::optional<size_t> model_slot =
+        model_pick ? std::optional<size_t>(finalist(*model_pick)) : std::nullopt;
+    const std::optional<size_t> top_slot =
+        best_top ? std::optional<size_t>(finalist(*best_top)) : std::nullopt;
+    KSELECT_ASSIGN_OR_RETURN(const timing::InterleavedRun confirm_run, interleave(finalists));
+    out.confirm_s = Seconds(confirm_start);
+    const std::vector<InterleavedFigure>& figures = confirm_run.figures;
+    out.reference = figures[0];
+    if (model_slot) out.model_pick = figures[*model_slot];
+    if (top_slot) out.best_of_top8 = figures[*top_slot];
+    // The final choice: the faster, in the confirming run, of the pick and the eligible model
+    // and top-N configs (at most three: little room for chance).
+    std::optional<size_t> final_slot = choice_slot;
+    for (size_t slot = 1; slot < finalists.size(); ++slot) {
+      KSELECT_ASSIGN_OR_RETURN(const bool ok, verify(finalists[slot]));
+      if (ok && (!final_slot || figures[slot].speedup > figures[*final_slot].speedup))
+        final_slot = slot;
+    }
+    if (final_slot) {
+      out.tuned = figures[*final_slot];
+      const std::string key = ConfigKey(finalists[*final_slot]);
+      out.chosen_from = Origins(!model_keys.contains(key) && !top_keys.contains(key),
+                                model_keys.contains(key), top_keys.contains(key));
+      out.speedup_q1 =
+          Quantile(Ratios(confirm_run.rounds[0], confirm_run.rounds[*final_slot]), 0.25);
+    }
     out.accepted = out.tuned && out.tuned->speedup >= options_.min_speedup;
     if (out.accepted) {
       out.outcome = "tuned";
@@ -228,7 +411,7 @@ class TuneWorker {
                       out.tuned->speedup, options_.min_speedup);
         out.note += buffer;
       } else {
-        out.note += "no verified candidate faster than the reference in the search; ";
+        out.note += "no verified candidate; ";
       }
     }
     return Status::Ok();
@@ -236,7 +419,9 @@ class TuneWorker {
 
   const TuneOptions& options_;
   int device_;
-  std::unique_ptr<KernelProvider> provider_;
+  ProvidersByWorkspace providers_;
+  SpaceEnumerator* spaces_;
+  std::string provider_version_;
   std::unique_ptr<timing::GraphTimer> timer_;
   std::unique_ptr<verify::Verifier> verifier_;
   std::unique_ptr<Selector> selector_;
@@ -252,11 +437,27 @@ std::string FormatSpeedup(const std::optional<InterleavedFigure>& f) {
 
 }  // namespace
 
+std::vector<double> SplitSearchBudget(std::span<const double> weights, double total_s) {
+  std::vector<double> budgets(weights.size(), 0);
+  if (weights.empty() || total_s <= 0) return budgets;
+  double sum = 0;
+  for (const double w : weights) sum += std::isfinite(w) && w > 0 ? w : 0;
+  const double n = static_cast<double>(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const double w = std::isfinite(weights[i]) && weights[i] > 0 ? weights[i] : 0;
+    const double share = sum > 0 ? w / sum : 1 / n;
+    budgets[i] = total_s * (kEvenBudgetFraction / n + (1 - kEvenBudgetFraction) * share);
+  }
+  return budgets;
+}
+
 StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms,
                                const TuneOptions& options, const TuneProgress& progress) {
   if (options.devices.empty()) return InvalidArgumentError("tune: no devices");
   if (options.min_speedup < 1) return InvalidArgumentError("tune: min_speedup must be >= 1");
-  if (options.budget_s <= 0) return InvalidArgumentError("tune: the budget must be positive");
+  if (options.budget_s <= 0 && options.total_budget_s <= 0) {
+    return InvalidArgumentError("tune: the budget must be positive");
+  }
   for (const size_t g : gemms) {
     if (g >= log.gemms.size()) return InvalidArgumentError("tune: GEMM index out of range");
   }
@@ -270,44 +471,72 @@ StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms
   result.hardware.device_kind = options.device_kind;
 
   const std::vector<size_t> mine = ShardIndices(gemms.size(), options.shard);
-  std::vector<TunedGemm> tuned(mine.size());
+  std::vector<const LoggedGemm*> queue;
+  for (const size_t i : mine) queue.push_back(&log.gemms[gemms[i]]);
+  // Search budgets: fixed per GEMM, or the whole run's split by estimated time share.
+  std::vector<double> budgets(queue.size(), options.budget_s);
+  if (options.total_budget_s > 0) {
+    KSELECT_ASSIGN_OR_RETURN(const HardwareConstants hardware,
+                             HardwareConstantsFor(result.hardware));
+    std::vector<double> weights;
+    for (const LoggedGemm* g : queue) {
+      weights.push_back(static_cast<double>(g->calls) * EstimateGemmCallUs(g->problem, hardware));
+    }
+    budgets = SplitSearchBudget(
+        weights, options.total_budget_s * static_cast<double>(options.devices.size()));
+  }
+  const int threads =
+      options.enumerate_threads > 0
+          ? options.enumerate_threads
+          : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2, 10)) - 1;
+  SpaceEnumerator spaces(options, queue, std::min<int>(threads, std::max<int>(1, queue.size())));
+
+  std::vector<TunedGemm> tuned(queue.size());
   std::atomic<size_t> next{0};
   std::mutex progress_mutex;
   std::vector<Status> worker_status(options.devices.size());
-  std::vector<std::thread> threads;
+  std::vector<std::thread> workers;
   for (size_t w = 0; w < options.devices.size(); ++w) {
-    threads.emplace_back([&, w] {
-      TuneWorker worker(options, options.devices[w]);
+    workers.emplace_back([&, w] {
+      TuneWorker worker(options, options.devices[w], &spaces);
       if (Status s = worker.Init(); !s.ok()) {
         worker_status[w] = s;
         return;
       }
       if (w == 0) result.provider_version = worker.provider_version();
-      for (size_t i = next++; i < mine.size(); i = next++) {
-        const LoggedGemm& logged = log.gemms[gemms[mine[i]]];
+      for (size_t i = next++; i < queue.size(); i = next++) {
+        const LoggedGemm& logged = *queue[i];
         const auto gemm_start = std::chrono::steady_clock::now();
-        tuned[i] = worker.Tune(logged);
+        tuned[i] = worker.Tune(logged, i, budgets[i]);
         if (progress) {
           const TunedGemm& t = tuned[i];
-          char line[512];
-          std::snprintf(line, sizeof(line),
-                        "[%zu/%zu] gpu%d %s calls=%lld: %s, tuned %s model %s top8 %s, "
-                        "%lld of %lld configs timed, %.1f s",
-                        i + 1, mine.size(), options.devices[w], logged.problem.ToString().c_str(),
-                        static_cast<long long>(logged.calls), t.outcome.c_str(),
-                        FormatSpeedup(t.tuned).c_str(), FormatSpeedup(t.model_pick).c_str(),
-                        FormatSpeedup(t.best_of_top8).c_str(),
-                        static_cast<long long>(t.configs_timed),
-                        static_cast<long long>(t.configs_enumerated), Seconds(gemm_start));
+          char line[640];
+          std::snprintf(
+              line, sizeof(line),
+              "[%zu/%zu] gpu%d %s calls=%lld: %s, tuned %s (%s) model %s top8 %s, "
+              "%lld of %lld configs timed in %.1f of %.1f s, %.1f s in all",
+              i + 1, queue.size(), options.devices[w], logged.problem.ToString().c_str(),
+              static_cast<long long>(logged.calls), t.outcome.c_str(),
+              FormatSpeedup(t.tuned).c_str(), t.chosen_from.empty() ? "-" : t.chosen_from.c_str(),
+              FormatSpeedup(t.model_pick).c_str(), FormatSpeedup(t.best_of_top8).c_str(),
+              static_cast<long long>(t.configs_timed), static_cast<long long>(t.configs_enumerated),
+              t.search_s, t.budget_s, Seconds(gemm_start));
           std::lock_guard lock(progress_mutex);
           progress(line);
         }
       }
     });
   }
-  for (std::thread& t : threads) t.join();
-  for (const Status& s : worker_status) {
-    if (!s.ok()) return s;
+  for (std::thread& t : workers) t.join();
+  // A worker that could not start leaves its GEMMs to the others; only all failing is an error.
+  size_t started = 0;
+  for (const Status& s : worker_status) started += s.ok();
+  if (started == 0) return worker_status.front();
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (tuned[i].outcome.empty()) {  // never taken (cannot happen with one worker running)
+      tuned[i].gemm = *queue[i];
+      tuned[i].outcome = "failed: no worker took it";
+    }
   }
   result.gemms = std::move(tuned);
   result.seconds = Seconds(start);
@@ -318,7 +547,7 @@ SolutionLibrary SolutionLibraryOf(const TuneResult& result) {
   SolutionLibrary library;
   library.identity = ProvenanceOf(result.hardware);
   for (const TunedGemm& t : result.gemms) {
-    if (t.reference.median_ms <= 0) continue;    // failed: nothing measured
+    if (t.reference.median_ms <= 0) continue;    // not measured: the application's own choice
     if (library.Find(t.gemm.problem)) continue;  // one problem logged with two lds: first wins
     // A GEMM the search could not speed up keeps the library's default pick, pinned: dispatch
     // then runs exactly what the application ran before, not an untimed model choice.
@@ -328,7 +557,7 @@ SolutionLibrary SolutionLibraryOf(const TuneResult& result) {
     s.config = chosen.config;
     s.latency_ms = chosen.median_ms;
     s.reference_latency_ms = t.reference.median_ms;
-    s.speedup = chosen.speedup;
+    s.speedup = t.accepted ? chosen.speedup : 1.0;
     s.tflops = t.gemm.problem.Flops() / (chosen.median_ms * 1e-3) / 1e12;
     s.verification = t.accepted ? t.verification : "the default pick, kept";
     s.run_id = result.run_id;
@@ -341,7 +570,7 @@ double WeightedUplift(const TuneResult& result,
                       const std::function<const InterleavedFigure*(const TunedGemm&)>& pick) {
   double reference = 0, chosen = 0;
   for (const TunedGemm& t : result.gemms) {
-    if (t.reference.median_ms <= 0) continue;  // failed: not measured
+    if (t.reference.median_ms <= 0) continue;  // not measured
     const double calls = static_cast<double>(t.gemm.calls);
     reference += calls * t.reference.median_ms;
     const InterleavedFigure* f = pick(t);

@@ -63,6 +63,24 @@ TEST(GemmLogFormats, NamesRoundTrip) {
   EXPECT_FALSE(ParseGemmLogFormat("yaml").ok());
 }
 
+// The workspace an application gives a GEMM is the smallest its calls logged; unknown is -1.
+TEST(GemmLogCublasLt, KeepsTheSmallestLoggedWorkspace) {
+  const std::string call =
+      "[2026-03-02 10:15:01][cublasLt][1][Trace][cublasLtMatmul] A=0X1 Adesc=[type=R_16BF "
+      "rows=4096 cols=1024 ld=4096] B=0X2 Bdesc=[type=R_16BF rows=4096 cols=8 ld=4096] C=0X3 "
+      "Cdesc=[type=R_16BF rows=1024 cols=8 ld=1024] D=0X3 Ddesc=[type=R_16BF rows=1024 cols=8 "
+      "ld=1024] computeDesc=[computeType=COMPUTE_32F scaleType=R_32F transa=OP_T] workSpace=0X4";
+  const std::string text = call + " workSpaceSizeInBytes=33554432 beta=0\n" + call +
+                           " workSpaceSizeInBytes=1048576 beta=0\n";
+  auto log = ParseGemmLog(text, "inline");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->gemms.size(), 1u);
+  EXPECT_EQ(log->gemms[0].workspace_bytes, 1048576);
+  auto unknown = ParseGemmLog(call + " beta=0\n", "inline");
+  ASSERT_TRUE(unknown.ok()) << unknown.status().ToString();
+  EXPECT_EQ(unknown->gemms[0].workspace_bytes, -1);
+}
+
 TEST(GemmLogCublasLt, ReadsLinearTrace) {
   const GemmLog log = Read("cublaslt_trace.log");
   EXPECT_EQ(log.format, GemmLogFormat::kCublasLtTrace);
@@ -78,6 +96,7 @@ TEST(GemmLogCublasLt, ReadsLinearTrace) {
   EXPECT_EQ(log.gemms[0].logged_algo,
             "algoId=66 tile=MATMUL_TILE_128x128 stages=MATMUL_STAGES_64xAUTO customOption=0 "
             "clusterShape=CLUSTER_SHAPE_1x1x1");
+  EXPECT_EQ(log.gemms[0].workspace_bytes, 33554432);
   EXPECT_EQ(log.gemms[1].problem, LinearGemm(4096, 16, 4096));
   EXPECT_EQ(log.gemms[1].logged_algo, "");
   EXPECT_EQ(log.gemms[2].problem, LinearGemm(28672, 16, 4096));

@@ -92,7 +92,21 @@ TEST(CublasLtProviderTest, SupportMatrix) {
   EXPECT_TRUE(CublasLtSupportsProblem(fp16));
   GemmProblem fp16_nn = fp16;
   fp16_nn.layout = GemmLayoutFromBlasOps("NN").value();
-  EXPECT_FALSE(CublasLtSupportsProblem(fp16_nn));
+  EXPECT_TRUE(CublasLtSupportsProblem(fp16_nn));
+  // fp32 GEMMs of a real trace (a rotary table's outer product: k = 1), fp32 or tf32 compute.
+  GemmProblem fp32 = Bf16("NN");
+  fp32.m = 64;
+  fp32.n = 1;
+  fp32.k = 1;
+  fp32.dtype_a = fp32.dtype_b = fp32.dtype_c = DataType::kF32;
+  EXPECT_TRUE(CublasLtSupportsProblem(fp32));
+  fp32.compute = DataType::kTF32;
+  EXPECT_TRUE(CublasLtSupportsProblem(fp32));
+  fp32.dtype_c = DataType::kBF16;
+  EXPECT_FALSE(CublasLtSupportsProblem(fp32));
+  GemmProblem mixed = Bf16("TN");
+  mixed.dtype_b = DataType::kF16;
+  EXPECT_FALSE(CublasLtSupportsProblem(mixed));
   GemmProblem fp8 = Bf16("TN");
   fp8.dtype_a = fp8.dtype_b = DataType::kF8E4M3;
   EXPECT_TRUE(CublasLtSupportsProblem(fp8));

@@ -152,6 +152,44 @@ TEST(GeneticSearchTest, StopsOnTheBudgetAndTheEvaluationCap) {
   EXPECT_EQ(capped.evaluated.size(), 50u);
 }
 
+// With no cap on generations the search runs until its budget, or until max_restarts restarts
+// in a row found nothing faster: the stated convergence criterion.
+TEST(GeneticSearchTest, ConvergesOnlyAfterFruitlessRestartsInARow) {
+  auto space = MakeSearchSpace(CublasLtLikeSpace());
+  ASSERT_TRUE(space.ok());
+  GeneticOptions options;
+  options.generations = 0;
+  options.max_restarts = 3;
+  const GeneticResult flat = RunGeneticSearch(
+      *space, {}, [&](size_t) -> std::optional<double> { return 1.0; }, options);
+  EXPECT_EQ(flat.stopped_by, "converged");
+  EXPECT_EQ(flat.restarts, 3);
+  // Each stagnation period is stagnation_generations generations; four of them end the search.
+  EXPECT_EQ(flat.generations, 4 * options.stagnation_generations);
+  int calls = 0;
+  const GeneticResult budgeted = RunGeneticSearch(
+      *space, {},
+      [&](size_t i) -> std::optional<double> {
+        ++calls;
+        return SyntheticMs(space->configs[i]);
+      },
+      options, [&] { return calls >= 200; });
+  EXPECT_TRUE(budgeted.stopped_by == "budget" || budgeted.stopped_by == "converged")
+      << budgeted.stopped_by;
+}
+
+TEST(TuneBudgetTest, SplitsByShareWithAnEvenFloor) {
+  const std::vector<double> weights = {90, 10, 0};
+  const std::vector<double> budgets = SplitSearchBudget(weights, 100);
+  ASSERT_EQ(budgets.size(), 3u);
+  EXPECT_NEAR(budgets[0], 10 + 63, 1e-9);
+  EXPECT_NEAR(budgets[1], 10 + 7, 1e-9);
+  EXPECT_NEAR(budgets[2], 10, 1e-9);  // a GEMM of no estimated weight still gets its floor
+  const std::vector<double> nothing = {0, 0};
+  EXPECT_NEAR(SplitSearchBudget(nothing, 10)[0], 5, 1e-9);
+  EXPECT_TRUE(SplitSearchBudget({}, 10).empty());
+}
+
 TEST(GeneticSearchTest, ASmallSpaceIsSearchedWhole) {
   std::vector<KernelConfig> small;
   for (int tile = 1; tile <= 6; ++tile) {

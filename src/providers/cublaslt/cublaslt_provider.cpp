@@ -105,7 +105,8 @@ StatusOr<std::unique_ptr<GemmDescriptors>> BuildDescriptors(const GemmProblem& p
   desc->type_a = *CudaType(p.dtype_a);
   desc->type_b = *CudaType(p.dtype_b);
   desc->type_c = *CudaType(p.dtype_c);
-  desc->compute = CUBLAS_COMPUTE_32F;
+  // fp32 operands with tf32 compute are what PyTorch runs with allow_tf32 set.
+  desc->compute = p.compute == DataType::kTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   KSELECT_RETURN_IF_ERROR(Check(cublasLtMatmulDescCreate(&desc->op, desc->compute, CUDA_R_32F),
                                 "cublasLtMatmulDescCreate"));
   // Column-major C; 'T' on A means A is stored k x m column-major (m x k row-major).
@@ -568,13 +569,16 @@ std::string CublasStatusText(cublasStatus_t status) {
 bool CublasLtSupportsProblem(const Problem& problem) {
   const GemmProblem* p = std::get_if<GemmProblem>(&problem);
   if (p == nullptr || !p->Validate().ok()) return false;
-  if (p->layout.c != MatrixOrder::kColMajor || p->compute != DataType::kF32) return false;
+  if (p->layout.c != MatrixOrder::kColMajor) return false;
   const bool tn = p->layout.a == MatrixOrder::kRowMajor && p->layout.b == MatrixOrder::kColMajor;
-  if (p->dtype_a == DataType::kBF16) {
-    return p->dtype_b == DataType::kBF16 && p->dtype_c == DataType::kBF16;
+  if (p->dtype_a == DataType::kF32) {
+    // fp32 GEMMs as applications call them (rotary tables, fp32 heads): fp32 or tf32 compute.
+    return p->dtype_b == DataType::kF32 && p->dtype_c == DataType::kF32 &&
+           (p->compute == DataType::kF32 || p->compute == DataType::kTF32);
   }
-  if (p->dtype_a == DataType::kF16) {
-    return tn && p->dtype_b == DataType::kF16 && p->dtype_c == DataType::kF16;
+  if (p->compute != DataType::kF32) return false;
+  if (p->dtype_a == DataType::kBF16 || p->dtype_a == DataType::kF16) {
+    return p->dtype_b == p->dtype_a && p->dtype_c == p->dtype_a;
   }
   if (p->dtype_a == DataType::kF8E4M3) {
     return tn && p->dtype_b == DataType::kF8E4M3 &&
