@@ -84,6 +84,15 @@ GeneticResult RunGeneticSearch(const SearchSpace& space, std::span<const size_t>
 // ---------------------------------------------------------------------------------------------
 // Tuning the GEMMs of a log on the GPU.
 
+// A started worker process and the parent's ends of its pipes.
+struct TuneWorkerProcess {
+  int pid = -1;
+  int to_worker = -1;    // its stdin
+  int from_worker = -1;  // its protocol output
+};
+// Starts the worker for one device.
+using TuneWorkerLauncher = std::function<StatusOr<TuneWorkerProcess>(int device)>;
+
 struct TuneOptions {
   Provider provider = Provider::kCublasLt;
   ProviderOptions provider_options;  // workspace limit, tile rule set; device set per worker
@@ -106,9 +115,16 @@ struct TuneOptions {
   double abort_factor = 2.0;  // a config slower than this x the best so far is not timed further
   int64_t rotate_bytes = 0;   // operand bytes rotated through (0 = 2 x L2)
   std::vector<int> devices = {0};  // one worker per GPU
-  ShardSpec shard;                 // which of the log's kept GEMMs this process tunes
-  std::string device_kind;         // lender's kind name, recorded ("nvidia-h200")
-  std::string run_id;              // "" = derived from the start time
+  // With more than one device: one worker process per device, `worker_command` with
+  // "--worker-device D" appended (e.g. {"/proc/self/exe", "tune"}), speaking ServeTuneWorker's
+  // protocol. Empty: one thread per device in this process. `worker_launcher`, when set, starts
+  // the workers instead (tests), for any number of devices.
+  std::vector<std::string> worker_command;
+  TuneWorkerLauncher worker_launcher;
+  double worker_timeout_s = 600;  // a worker silent this long past its GEMM's budget is killed
+  ShardSpec shard;                // which of the log's kept GEMMs this process tunes
+  std::string device_kind;        // lender's kind name, recorded ("nvidia-h200")
+  std::string run_id;             // "" = derived from the start time
 };
 
 // The figures of one config in the interleaved comparison.
@@ -142,7 +158,17 @@ struct TunedGemm {
   double search_gpu_ms = 0;     // GPU time inside timed regions during the search
   double top8_gpu_ms = 0;       // GPU time the heuristic's top N needed to be timed
   double confirm_s = 0;         // verification and interleaved timing
+  double wall_s = 0;            // the GEMM's whole tuning
   int device = 0;
+};
+
+// One worker process of a run, for the report.
+struct TuneWorkerRecord {
+  int device = 0;
+  int pid = -1;
+  int64_t gemms_done = 0;
+  double busy_s = 0;  // sum of its GEMMs' wall time
+  std::string ended;  // "finished", "died: signal 9 (Killed)", "failed to start: ..."
 };
 
 struct TuneResult {
@@ -152,7 +178,8 @@ struct TuneResult {
   std::string device_kind;
   std::string provider_version;
   TuneOptions options;
-  std::vector<TunedGemm> gemms;  // in the log summary's rank order
+  std::vector<TunedGemm> gemms;           // in the log summary's rank order
+  std::vector<TuneWorkerRecord> workers;  // worker processes, when the run used them
   double seconds = 0;
 };
 
@@ -167,8 +194,29 @@ using TuneProgress = std::function<void(const std::string& line)>;
 
 // Tunes the log's GEMMs at `gemms` (indices into log.gemms, e.g. a summary's kept entries), this
 // shard's share of them, over options.devices. kUnavailable without a GPU.
+//
+// With worker processes, the GEMMs go to the workers longest budget first, each to the least
+// loaded; a worker that dies has its unfinished GEMMs sent to the others (the GEMM it died on
+// fails alone when it kills a second worker), and how it ended is in TuneResult::workers.
 StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms,
                                const TuneOptions& options, const TuneProgress& progress = {});
+
+// What a worker process does instead of the GPU work (tests); unset members do the real work.
+struct TuneWorkerHooks {
+  std::function<StatusOr<HardwareProfile>(int device)> hardware;
+  std::function<TunedGemm(const LoggedGemm& gemm, double budget_s, int device)> tune;
+};
+
+// The worker's side of the protocol, one JSON object per line: it says
+// {"event":"hello","ok":true,"hardware":{...}} (or "ok":false and "reason", then exits 1), then
+// per {"cmd":"tune","options":{...},"jobs":[{"job":i,"gemm":{...},"budget_s":b},...]} read from
+// `in_fd` it tunes the jobs on `device` and writes {"event":"done","job":i,"result":{...}} for
+// each and {"event":"batch_end","provider_version":"..."}; returns 0 at the end of input.
+int ServeTuneWorker(int in_fd, int out_fd, int device, const TuneWorkerHooks& hooks = {});
+
+// The launcher for `command` (TuneOptions::worker_command): fork and exec with
+// "--worker-device D" appended; the child's stdout is the protocol.
+TuneWorkerLauncher ExecTuneWorkerLauncher(std::vector<std::string> command);
 
 // The result as a library with its identity: the accepted solutions, and for every other GEMM
 // measured the default pick pinned (speedup 1), so dispatch never falls to an untimed choice for

@@ -27,6 +27,13 @@ import time
 HIDDEN, HEADS, KV_HEADS, MLP, VOCAB = 4096, 32, 8, 14336, 128256
 HEAD_DIM = HIDDEN // HEADS
 BATCH, PROMPT, DECODE_STEPS = 8, 256, 128
+# Other architectures' dimensions (--dims), for traces the tuner was not developed on:
+# hidden, heads, KV heads, MLP, vocabulary.
+DIMS = {
+    "llama3-8b": (4096, 32, 8, 14336, 128256),
+    "qwen2.5-14b": (5120, 40, 8, 13824, 152064),
+    "mistral-7b": (4096, 32, 8, 14336, 32000),
+}
 
 
 def build(torch, layers, linear_fn):
@@ -265,7 +272,15 @@ def main():
     parser.add_argument("--time-top-k", type=int, default=0,
                         help="the selector's time_top_k (a cross-provider model times both "
                              "providers' candidates at first use)")
+    parser.add_argument("--dims", choices=sorted(DIMS), default="llama3-8b",
+                        help="the architecture's dimensions (default Llama 3 8B)")
+    parser.add_argument("--batch", type=int, default=BATCH,
+                        help="sequences: decode GEMMs have n = batch, prefill n = batch x 256")
     args = parser.parse_args()
+    global HIDDEN, HEADS, KV_HEADS, MLP, VOCAB, HEAD_DIM, BATCH
+    HIDDEN, HEADS, KV_HEADS, MLP, VOCAB = DIMS[args.dims]
+    HEAD_DIM = HIDDEN // HEADS
+    BATCH = args.batch
     os.makedirs(args.out, exist_ok=True)
     result = {"capture": mode_capture, "tunableop": mode_tunableop, "e2e": mode_e2e}[args.mode](
         args)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/json_codec.h"
+#include "core/pipes.h"
 #include "core/statistics.h"
 #include "cuda/gpu_state.h"
 #include "cuda/runtime.h"
@@ -31,19 +32,6 @@ namespace kselect::bench {
 namespace {
 
 using nlohmann::json;
-
-bool WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 using cuda::RuntimeErrorText;
 
@@ -469,15 +457,7 @@ void WorkerClient::Send(const json& request) {
       return;
     }
   }
-  // A worker that died since its last reply makes the write raise SIGPIPE, which would end the
-  // coordinator: ignore it for this write (EPIPE is reported instead) and restore the handler.
-  struct sigaction ignore {
-  }, previous{};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &previous);
-  const bool written = WriteAll(to_worker_, request.dump() + "\n");
-  ::sigaction(SIGPIPE, &previous, nullptr);
-  if (!written) send_error_ = ReapReason();
+  if (!WriteAllIgnoringSigpipe(to_worker_, request.dump() + "\n")) send_error_ = ReapReason();
 }
 
 StatusOr<json> WorkerClient::Receive(double timeout_s) {

@@ -1,6 +1,8 @@
 // kselect tune: an application's GEMM log -> a verified solution library and its report;
 // kselect tune merge: one library into another with the merge rules.
 // kselect replay: the log's call sequence timed with the default picks and with a library.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -37,6 +39,7 @@ struct TuneArgs {
   int heuristic_picks = 8;
   int max_gemms = 0;
   std::string devices = "0";
+  int worker_device = -1;  // this process is a worker (hidden)
   std::string shard;
   std::string device_kind;
   std::string run_id;
@@ -76,6 +79,12 @@ void AddTunableOpChoices(const GemmLog& tunableop, TuneResult& result, std::stri
 }
 
 int RunTune(const TuneArgs& args) {
+  if (args.worker_device >= 0) {
+    // The protocol owns the real stdout; anything else printed (a library's log) goes to stderr.
+    const int protocol = ::dup(1);
+    if (protocol < 0 || ::dup2(2, 1) < 0) return kExitFailure;
+    return ServeTuneWorker(0, protocol, args.worker_device) == 0 ? kExitOk : kExitFailure;
+  }
   if (args.log.empty()) {
     return ReportError("tune", InvalidArgumentError("a log to tune is required (see --help)"));
   }
@@ -118,6 +127,8 @@ int RunTune(const TuneArgs& args) {
   auto devices = ParseDeviceList(args.devices);
   if (!devices.ok()) return ReportError("tune", devices.status());
   o.devices = *devices;
+  // Several GPUs: one worker process each, this binary again.
+  if (o.devices.size() > 1) o.worker_command = {"/proc/self/exe", "tune"};
   auto shard = args.shard.empty() ? ShardFromEnvironment() : ParseShard(args.shard);
   if (!shard.ok()) return ReportError("tune", shard.status());
   o.shard = *shard;
@@ -311,8 +322,13 @@ Command TuneCommand() {
                            "the heuristic's top N: seeds and the best-of-top-N figure")
                 ->check(CLI::Range(1, 64))
                 ->capture_default_str();
-            app.add_option("--devices", args->devices, "CUDA devices, one worker each (0,1,..)")
+            app.add_option("--devices", args->devices,
+                           "CUDA devices (0,1,..): with several, one worker process each, GEMMs "
+                           "balanced by budget, a dead worker's GEMMs retried on another")
                 ->capture_default_str();
+            app.add_option("--worker-device", args->worker_device,
+                           "internal: serve as the worker process for this device")
+                ->group("");
             app.add_option("--shard", args->shard,
                            "i/N: this process tunes GEMMs i, i+N, ... (default: Slurm/MPI rank)");
             app.add_option("--device-kind", args->device_kind,

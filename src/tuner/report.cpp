@@ -8,6 +8,7 @@
 #include "core/provenance_json.h"
 #include "kselect/config_schema.h"
 #include "kselect/tuner.h"
+#include "tuner/tune_internal.h"
 
 namespace kselect {
 namespace {
@@ -78,47 +79,207 @@ Totals TotalsOf(const TuneResult& result) {
 
 }  // namespace
 
+json TunedGemmToJson(const TunedGemm& t) {
+  json others = json::object();
+  for (const auto& [label, f] : t.others) others[label] = FigureJson(f);
+  return {{"problem", json_codec::GemmProblemToJson(t.gemm.problem)},
+          {"calls", t.gemm.calls},
+          {"lda", t.gemm.lda},
+          {"ldb", t.gemm.ldb},
+          {"ldc", t.gemm.ldc},
+          {"epilogue", t.gemm.epilogue},
+          {"logged_algo", t.gemm.logged_algo},
+          {"first_line", t.gemm.first_line},
+          {"outcome", t.outcome},
+          {"accepted", t.accepted},
+          {"note", t.note},
+          {"verification", t.verification},
+          {"reference", t.reference.median_ms > 0 ? FigureJson(t.reference) : json()},
+          {"tuned", FigureJson(t.tuned)},
+          {"chosen_from", t.chosen_from},
+          {"speedup_q1", t.speedup_q1},
+          {"workspace_limit", t.workspace_limit},
+          {"logged_workspace_bytes", t.gemm.workspace_bytes},
+          {"model_pick", FigureJson(t.model_pick)},
+          {"best_of_top8", FigureJson(t.best_of_top8)},
+          {"others", std::move(others)},
+          {"configs_enumerated", t.configs_enumerated},
+          {"configs_timed", t.configs_timed},
+          {"generations", t.generations},
+          {"restarts", t.restarts},
+          {"stopped_by", t.stopped_by},
+          {"enumerate_s", t.enumerate_s},
+          {"enumerate_wait_s", t.enumerate_wait_s},
+          {"budget_s", t.budget_s},
+          {"search_s", t.search_s},
+          {"search_gpu_ms", t.search_gpu_ms},
+          {"top8_gpu_ms", t.top8_gpu_ms},
+          {"confirm_s", t.confirm_s},
+          {"wall_s", t.wall_s},
+          {"device", t.device}};
+}
+
+namespace {
+
+StatusOr<std::optional<InterleavedFigure>> FigureFromJson(const json& j, const std::string& path) {
+  if (j.is_null()) return std::optional<InterleavedFigure>();
+  if (!j.is_object() || !j.contains("config")) {
+    return ParseError(path + ": a figure must be an object with a config");
+  }
+  InterleavedFigure f;
+  KSELECT_ASSIGN_OR_RETURN(f.config,
+                           json_codec::KernelConfigFromJson(j["config"], path + ".config"));
+  f.median_ms = j.value("median_ms", 0.0);
+  f.speedup = j.value("speedup", 1.0);
+  return std::optional<InterleavedFigure>(std::move(f));
+}
+
+}  // namespace
+
+StatusOr<TunedGemm> TunedGemmFromJson(const json& j) {
+  if (!j.is_object()) return ParseError("a tuned GEMM must be a JSON object");
+  try {
+    TunedGemm t;
+    KSELECT_ASSIGN_OR_RETURN(const Problem problem,
+                             json_codec::ProblemFromJson(j.at("problem"), "problem"));
+    if (!std::holds_alternative<GemmProblem>(problem)) return ParseError("problem: not a GEMM");
+    t.gemm.problem = std::get<GemmProblem>(problem);
+    t.gemm.calls = j.value("calls", int64_t{0});
+    t.gemm.lda = j.value("lda", int64_t{0});
+    t.gemm.ldb = j.value("ldb", int64_t{0});
+    t.gemm.ldc = j.value("ldc", int64_t{0});
+    t.gemm.epilogue = j.value("epilogue", std::string());
+    t.gemm.logged_algo = j.value("logged_algo", std::string());
+    t.gemm.first_line = j.value("first_line", int64_t{0});
+    t.gemm.workspace_bytes = j.value("logged_workspace_bytes", int64_t{-1});
+    t.outcome = j.value("outcome", std::string());
+    t.accepted = j.value("accepted", false);
+    t.note = j.value("note", std::string());
+    t.verification = j.value("verification", std::string());
+    KSELECT_ASSIGN_OR_RETURN(const std::optional<InterleavedFigure> reference,
+                             FigureFromJson(j.value("reference", json()), "reference"));
+    if (reference) t.reference = *reference;
+    KSELECT_ASSIGN_OR_RETURN(t.tuned, FigureFromJson(j.value("tuned", json()), "tuned"));
+    KSELECT_ASSIGN_OR_RETURN(t.model_pick,
+                             FigureFromJson(j.value("model_pick", json()), "model_pick"));
+    KSELECT_ASSIGN_OR_RETURN(t.best_of_top8,
+                             FigureFromJson(j.value("best_of_top8", json()), "best_of_top8"));
+    if (t.accepted && !t.tuned) return ParseError("accepted without a tuned figure");
+    t.chosen_from = j.value("chosen_from", std::string());
+    t.speedup_q1 = j.value("speedup_q1", 0.0);
+    t.workspace_limit = j.value("workspace_limit", int64_t{0});
+    t.configs_enumerated = j.value("configs_enumerated", int64_t{0});
+    t.configs_timed = j.value("configs_timed", int64_t{0});
+    t.generations = j.value("generations", 0);
+    t.restarts = j.value("restarts", 0);
+    t.stopped_by = j.value("stopped_by", std::string());
+    t.enumerate_s = j.value("enumerate_s", 0.0);
+    t.enumerate_wait_s = j.value("enumerate_wait_s", 0.0);
+    t.budget_s = j.value("budget_s", 0.0);
+    t.search_s = j.value("search_s", 0.0);
+    t.search_gpu_ms = j.value("search_gpu_ms", 0.0);
+    t.top8_gpu_ms = j.value("top8_gpu_ms", 0.0);
+    t.confirm_s = j.value("confirm_s", 0.0);
+    t.wall_s = j.value("wall_s", 0.0);
+    t.device = j.value("device", 0);
+    return t;
+  } catch (const json::exception& e) {
+    return ParseError(std::string("tuned GEMM: ") + e.what());
+  }
+}
+
+json TuneOptionsToJson(const TuneOptions& o) {
+  const GeneticOptions& g = o.genetic;
+  return {{"provider", ProviderName(o.provider)},
+          {"max_workspace_bytes", o.provider_options.max_workspace_bytes},
+          {"rule_set", o.provider_options.rule_set},
+          {"rules_dir", o.provider_options.rules_dir},
+          {"model_dir", o.model_dir},
+          {"model_top_k", o.model_top_k},
+          {"heuristic_picks", o.heuristic_picks},
+          {"genetic",
+           {{"population", g.population},
+            {"generations", g.generations},
+            {"tournament", g.tournament},
+            {"crossover_rate", g.crossover_rate},
+            {"mutation_rate", g.mutation_rate},
+            {"elites", g.elites},
+            {"stagnation_generations", g.stagnation_generations},
+            {"max_restarts", g.max_restarts},
+            {"max_evaluations", g.max_evaluations},
+            {"seed", g.seed}}},
+          {"budget_s", o.budget_s},
+          {"total_budget_s", o.total_budget_s},
+          {"enumerate_threads", o.enumerate_threads},
+          {"min_speedup", o.min_speedup},
+          {"confirm_candidates", o.confirm_candidates},
+          {"interleaved_rounds", o.interleaved_rounds},
+          {"batch_ms", o.batch_ms},
+          {"interleaved_batch_ms", o.interleaved_batch_ms},
+          {"abort_factor", o.abort_factor},
+          {"rotate_bytes", o.rotate_bytes},
+          {"device_kind", o.device_kind},
+          {"run_id", o.run_id}};
+}
+
+StatusOr<TuneOptions> TuneOptionsFromJson(const json& j) {
+  if (!j.is_object()) return ParseError("tune options must be a JSON object");
+  try {
+    TuneOptions o;
+    KSELECT_ASSIGN_OR_RETURN(o.provider, ParseProvider(j.at("provider").get<std::string>()));
+    o.provider_options.max_workspace_bytes = j.at("max_workspace_bytes").get<int64_t>();
+    o.provider_options.rule_set = j.value("rule_set", std::string());
+    o.provider_options.rules_dir = j.value("rules_dir", std::string());
+    o.model_dir = j.value("model_dir", std::string());
+    o.model_top_k = j.value("model_top_k", o.model_top_k);
+    o.heuristic_picks = j.value("heuristic_picks", o.heuristic_picks);
+    const json& g = j.at("genetic");
+    o.genetic.population = g.at("population").get<int>();
+    o.genetic.generations = g.at("generations").get<int>();
+    o.genetic.tournament = g.at("tournament").get<int>();
+    o.genetic.crossover_rate = g.at("crossover_rate").get<double>();
+    o.genetic.mutation_rate = g.at("mutation_rate").get<double>();
+    o.genetic.elites = g.at("elites").get<int>();
+    o.genetic.stagnation_generations = g.at("stagnation_generations").get<int>();
+    o.genetic.max_restarts = g.at("max_restarts").get<int>();
+    o.genetic.max_evaluations = g.at("max_evaluations").get<int64_t>();
+    o.genetic.seed = g.at("seed").get<uint64_t>();
+    o.budget_s = j.at("budget_s").get<double>();
+    o.total_budget_s = j.at("total_budget_s").get<double>();
+    o.enumerate_threads = j.at("enumerate_threads").get<int>();
+    o.min_speedup = j.at("min_speedup").get<double>();
+    o.confirm_candidates = j.at("confirm_candidates").get<int>();
+    o.interleaved_rounds = j.at("interleaved_rounds").get<int>();
+    o.batch_ms = j.at("batch_ms").get<double>();
+    o.interleaved_batch_ms = j.at("interleaved_batch_ms").get<double>();
+    o.abort_factor = j.at("abort_factor").get<double>();
+    o.rotate_bytes = j.at("rotate_bytes").get<int64_t>();
+    o.device_kind = j.value("device_kind", std::string());
+    o.run_id = j.value("run_id", std::string());
+    if (o.genetic.population < 2 || o.genetic.tournament < 1 || o.genetic.elites < 0 ||
+        o.interleaved_rounds < 1 || o.min_speedup < 1) {
+      return ParseError("tune options out of range");
+    }
+    return o;
+  } catch (const json::exception& e) {
+    return ParseError(std::string("tune options: ") + e.what());
+  }
+}
+
 std::string TuneReportJson(const TuneResult& result) {
   const Totals totals = TotalsOf(result);
   const auto [tuned_mean, tuned_geomean] = MeanAndGeomean(result, &Tuned);
   const auto [model_mean, model_geomean] = MeanAndGeomean(result, &ModelPick);
   const auto [top8_mean, top8_geomean] = MeanAndGeomean(result, &BestOfTop8);
   json gemms = json::array();
-  for (const TunedGemm& t : result.gemms) {
-    json others = json::object();
-    for (const auto& [label, f] : t.others) others[label] = FigureJson(f);
-    gemms.push_back({{"problem", json_codec::GemmProblemToJson(t.gemm.problem)},
-                     {"calls", t.gemm.calls},
-                     {"lda", t.gemm.lda},
-                     {"ldb", t.gemm.ldb},
-                     {"ldc", t.gemm.ldc},
-                     {"epilogue", t.gemm.epilogue},
-                     {"outcome", t.outcome},
-                     {"accepted", t.accepted},
-                     {"note", t.note},
-                     {"verification", t.verification},
-                     {"reference", t.reference.median_ms > 0 ? FigureJson(t.reference) : json()},
-                     {"tuned", FigureJson(t.tuned)},
-                     {"chosen_from", t.chosen_from},
-                     {"speedup_q1", t.speedup_q1},
-                     {"workspace_limit", t.workspace_limit},
-                     {"logged_workspace_bytes", t.gemm.workspace_bytes},
-                     {"model_pick", FigureJson(t.model_pick)},
-                     {"best_of_top8", FigureJson(t.best_of_top8)},
-                     {"others", std::move(others)},
-                     {"configs_enumerated", t.configs_enumerated},
-                     {"configs_timed", t.configs_timed},
-                     {"generations", t.generations},
-                     {"restarts", t.restarts},
-                     {"stopped_by", t.stopped_by},
-                     {"enumerate_s", t.enumerate_s},
-                     {"enumerate_wait_s", t.enumerate_wait_s},
-                     {"budget_s", t.budget_s},
-                     {"search_s", t.search_s},
-                     {"search_gpu_ms", t.search_gpu_ms},
-                     {"top8_gpu_ms", t.top8_gpu_ms},
-                     {"confirm_s", t.confirm_s},
-                     {"device", t.device}});
+  for (const TunedGemm& t : result.gemms) gemms.push_back(TunedGemmToJson(t));
+  json workers = json::array();
+  for (const TuneWorkerRecord& w : result.workers) {
+    workers.push_back({{"device", w.device},
+                       {"pid", w.pid},
+                       {"gemms_done", w.gemms_done},
+                       {"busy_s", w.busy_s},
+                       {"ended", w.ended}});
   }
   const TuneOptions& o = result.options;
   json root = {
@@ -169,6 +330,7 @@ std::string TuneReportJson(const TuneResult& result) {
       {"configs_timed", totals.configs_timed},
       {"configs_enumerated", totals.configs_enumerated},
       {"seconds", result.seconds},
+      {"workers", std::move(workers)},
       {"gemms", std::move(gemms)}};
   Provenance provenance = ProvenanceOf(result.hardware);
   provenance.device_kind = result.device_kind;
@@ -194,6 +356,15 @@ std::string TuneReportMarkdown(const TuneResult& result) {
                 static_cast<long long>(totals.calls_measured), static_cast<long long>(totals.calls),
                 result.seconds);
   md << line;
+  if (!result.workers.empty()) {
+    md << "Worker processes:";
+    for (const TuneWorkerRecord& w : result.workers) {
+      std::snprintf(line, sizeof(line), " GPU %d (pid %d): %lld GEMMs, %.1f s busy, %s;", w.device,
+                    w.pid, static_cast<long long>(w.gemms_done), w.busy_s, w.ended.c_str());
+      md << line;
+    }
+    md << "\n\n";
+  }
   md << "Every figure is a speedup over cuBLASLt's default pick (its heuristic's rank 1), timed "
         "interleaved with it in one process (CUDA graphs, operands rotated past L2, median of "
         "the rounds' ratios). Call-weighted uplift = sum(calls x default ms) / sum(calls x "

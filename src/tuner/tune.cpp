@@ -21,6 +21,7 @@
 #include "kselect/tuner.h"
 #include "kselect/verify.h"
 #include "timing/graph_timer.h"
+#include "tuner/tune_internal.h"
 #include "tuner/workspace_providers.h"
 
 namespace kselect {
@@ -28,10 +29,6 @@ namespace {
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-std::string DefaultRunId() {
-  return "tune-" + text::UtcNowIso8601(/*compact=*/true);
 }
 
 int64_t WorkspaceLimit(const TuneOptions& options, const LoggedGemm& gemm) {
@@ -437,6 +434,10 @@ std::string FormatSpeedup(const std::optional<InterleavedFigure>& f) {
 
 }  // namespace
 
+std::string DefaultTuneRunId() {
+  return "tune-" + text::UtcNowIso8601(/*compact=*/true);
+}
+
 std::vector<double> SplitSearchBudget(std::span<const double> weights, double total_s) {
   std::vector<double> budgets(weights.size(), 0);
   if (weights.empty() || total_s <= 0) return budgets;
@@ -451,6 +452,73 @@ std::vector<double> SplitSearchBudget(std::span<const double> weights, double to
   return budgets;
 }
 
+Status TuneQueueInProcess(std::span<const LoggedGemm* const> queue, std::span<const double> budgets,
+                          const TuneOptions& options, const TunedCallback& done,
+                          std::string* provider_version) {
+  KSELECT_CHECK(queue.size() == budgets.size());
+  const int threads =
+      options.enumerate_threads > 0
+          ? options.enumerate_threads
+          : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2, 10)) - 1;
+  SpaceEnumerator spaces(options, {queue.begin(), queue.end()},
+                         std::min<int>(threads, std::max<int>(1, queue.size())));
+  std::atomic<size_t> next{0};
+  std::mutex done_mutex;
+  std::vector<Status> worker_status(options.devices.size());
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < options.devices.size(); ++w) {
+    workers.emplace_back([&, w] {
+      TuneWorker worker(options, options.devices[w], &spaces);
+      if (Status s = worker.Init(); !s.ok()) {
+        worker_status[w] = s;
+        return;
+      }
+      {
+        std::lock_guard lock(done_mutex);
+        if (provider_version->empty()) *provider_version = worker.provider_version();
+      }
+      for (size_t i = next++; i < queue.size(); i = next++) {
+        const auto gemm_start = std::chrono::steady_clock::now();
+        TunedGemm t = worker.Tune(*queue[i], i, budgets[i]);
+        t.wall_s = Seconds(gemm_start);
+        std::lock_guard lock(done_mutex);
+        done(i, std::move(t));
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  // A worker that could not start leaves its GEMMs to the others; only all failing is an error.
+  for (const Status& s : worker_status) {
+    if (s.ok()) return Status::Ok();
+  }
+  return worker_status.front();
+}
+
+std::string TuneProgressLine(const TunedGemm& t, size_t done, size_t total) {
+  char line[768];
+  std::snprintf(line, sizeof(line),
+                "[%zu/%zu] gpu%d %s calls=%lld: %s, tuned %s (%s) model %s top8 %s, %lld of %lld "
+                "configs timed in %.1f of %.1f s, %.1f s in all",
+                done, total, t.device, t.gemm.problem.ToString().c_str(),
+                static_cast<long long>(t.gemm.calls), t.outcome.c_str(),
+                FormatSpeedup(t.tuned).c_str(), t.chosen_from.empty() ? "-" : t.chosen_from.c_str(),
+                FormatSpeedup(t.model_pick).c_str(), FormatSpeedup(t.best_of_top8).c_str(),
+                static_cast<long long>(t.configs_timed),
+                static_cast<long long>(t.configs_enumerated), t.search_s, t.budget_s, t.wall_s);
+  return line;
+}
+
+std::vector<double> SearchBudgets(std::span<const LoggedGemm* const> queue,
+                                  const TuneOptions& options, const HardwareConstants& hardware) {
+  if (options.total_budget_s <= 0) return std::vector<double>(queue.size(), options.budget_s);
+  std::vector<double> weights;
+  for (const LoggedGemm* g : queue) {
+    weights.push_back(static_cast<double>(g->calls) * EstimateGemmCallUs(g->problem, hardware));
+  }
+  return SplitSearchBudget(weights,
+                           options.total_budget_s * static_cast<double>(options.devices.size()));
+}
+
 StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms,
                                const TuneOptions& options, const TuneProgress& progress) {
   if (options.devices.empty()) return InvalidArgumentError("tune: no devices");
@@ -461,77 +529,32 @@ StatusOr<TuneResult> TuneGemms(const GemmLog& log, std::span<const size_t> gemms
   for (const size_t g : gemms) {
     if (g >= log.gemms.size()) return InvalidArgumentError("tune: GEMM index out of range");
   }
+  const std::vector<size_t> mine = ShardIndices(gemms.size(), options.shard);
+  std::vector<const LoggedGemm*> queue;
+  for (const size_t i : mine) queue.push_back(&log.gemms[gemms[i]]);
+  if (options.worker_launcher || (options.devices.size() > 1 && !options.worker_command.empty())) {
+    return TuneInWorkerProcesses(log.source, queue, options, progress);
+  }
+
   const auto start = std::chrono::steady_clock::now();
   TuneResult result;
-  result.run_id = options.run_id.empty() ? DefaultRunId() : options.run_id;
+  result.run_id = options.run_id.empty() ? DefaultTuneRunId() : options.run_id;
   result.log_source = log.source;
   result.device_kind = options.device_kind;
   result.options = options;
   KSELECT_ASSIGN_OR_RETURN(result.hardware, QueryHardwareProfile(options.devices.front()));
   result.hardware.device_kind = options.device_kind;
-
-  const std::vector<size_t> mine = ShardIndices(gemms.size(), options.shard);
-  std::vector<const LoggedGemm*> queue;
-  for (const size_t i : mine) queue.push_back(&log.gemms[gemms[i]]);
-  // Search budgets: fixed per GEMM, or the whole run's split by estimated time share.
-  std::vector<double> budgets(queue.size(), options.budget_s);
-  if (options.total_budget_s > 0) {
-    KSELECT_ASSIGN_OR_RETURN(const HardwareConstants hardware,
-                             HardwareConstantsFor(result.hardware));
-    std::vector<double> weights;
-    for (const LoggedGemm* g : queue) {
-      weights.push_back(static_cast<double>(g->calls) * EstimateGemmCallUs(g->problem, hardware));
-    }
-    budgets = SplitSearchBudget(
-        weights, options.total_budget_s * static_cast<double>(options.devices.size()));
-  }
-  const int threads =
-      options.enumerate_threads > 0
-          ? options.enumerate_threads
-          : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2, 10)) - 1;
-  SpaceEnumerator spaces(options, queue, std::min<int>(threads, std::max<int>(1, queue.size())));
-
+  KSELECT_ASSIGN_OR_RETURN(const HardwareConstants hardware, HardwareConstantsFor(result.hardware));
+  const std::vector<double> budgets = SearchBudgets(queue, options, hardware);
   std::vector<TunedGemm> tuned(queue.size());
-  std::atomic<size_t> next{0};
-  std::mutex progress_mutex;
-  std::vector<Status> worker_status(options.devices.size());
-  std::vector<std::thread> workers;
-  for (size_t w = 0; w < options.devices.size(); ++w) {
-    workers.emplace_back([&, w] {
-      TuneWorker worker(options, options.devices[w], &spaces);
-      if (Status s = worker.Init(); !s.ok()) {
-        worker_status[w] = s;
-        return;
-      }
-      if (w == 0) result.provider_version = worker.provider_version();
-      for (size_t i = next++; i < queue.size(); i = next++) {
-        const LoggedGemm& logged = *queue[i];
-        const auto gemm_start = std::chrono::steady_clock::now();
-        tuned[i] = worker.Tune(logged, i, budgets[i]);
-        if (progress) {
-          const TunedGemm& t = tuned[i];
-          char line[640];
-          std::snprintf(
-              line, sizeof(line),
-              "[%zu/%zu] gpu%d %s calls=%lld: %s, tuned %s (%s) model %s top8 %s, "
-              "%lld of %lld configs timed in %.1f of %.1f s, %.1f s in all",
-              i + 1, queue.size(), options.devices[w], logged.problem.ToString().c_str(),
-              static_cast<long long>(logged.calls), t.outcome.c_str(),
-              FormatSpeedup(t.tuned).c_str(), t.chosen_from.empty() ? "-" : t.chosen_from.c_str(),
-              FormatSpeedup(t.model_pick).c_str(), FormatSpeedup(t.best_of_top8).c_str(),
-              static_cast<long long>(t.configs_timed), static_cast<long long>(t.configs_enumerated),
-              t.search_s, t.budget_s, Seconds(gemm_start));
-          std::lock_guard lock(progress_mutex);
-          progress(line);
-        }
-      }
-    });
-  }
-  for (std::thread& t : workers) t.join();
-  // A worker that could not start leaves its GEMMs to the others; only all failing is an error.
-  size_t started = 0;
-  for (const Status& s : worker_status) started += s.ok();
-  if (started == 0) return worker_status.front();
+  size_t finished = 0;
+  KSELECT_RETURN_IF_ERROR(TuneQueueInProcess(
+      queue, budgets, options,
+      [&](size_t i, TunedGemm t) {
+        tuned[i] = std::move(t);
+        if (progress) progress(TuneProgressLine(tuned[i], ++finished, queue.size()));
+      },
+      &result.provider_version));
   for (size_t i = 0; i < queue.size(); ++i) {
     if (tuned[i].outcome.empty()) {  // never taken (cannot happen with one worker running)
       tuned[i].gemm = *queue[i];
