@@ -88,7 +88,9 @@ TEST(TuneGpuTest, TunesVerifiesAndReplays) {
     }
     // The final choice is the fastest, in the confirming run, of the verified finalists: never
     // behind the model's pick or the best of the top N there.
-    if (t.tuned) EXPECT_FALSE(t.chosen_from.empty());
+    if (t.tuned) {
+      EXPECT_FALSE(t.chosen_from.empty());
+    }
     if (t.accepted) {
       EXPECT_FALSE(t.verification.empty());
       if (t.model_pick && t.note.find("rejected") == std::string::npos) {
