@@ -53,8 +53,8 @@ struct GeneticOptions {
   int elites = 2;                  // best individuals carried over unchanged
   int stagnation_generations = 4;  // generations without a 0.5 % gain before a restart
   // Restarts in a row that find nothing 0.5 % faster (each widens the mutation) before the
-  // search stops as converged.
-  int max_restarts = 4;
+  // search stops as converged (what it leaves of its budget goes to the next GEMM).
+  int max_restarts = 8;
   int64_t max_evaluations = 0;  // fitness calls; 0 = no cap
   uint64_t seed = 1;
 };
@@ -102,11 +102,12 @@ struct TuneOptions {
   int model_top_k = 8;
   int heuristic_picks = 8;  // the provider heuristic's top-N: seeds, and the best-of-top-N figure
   GeneticOptions genetic;
-  double budget_s = 20;  // wall time of one GEMM's search (waiting for its space not counted)
+  double budget_s = 20;  // wall time of one GEMM's seeds and search (waiting for its space too)
   // When > 0: the search time of the whole run (per device), split over the GEMMs by
-  // SplitSearchBudget; budget_s is then unused.
+  // SplitSearchBudget; budget_s is then unused. A GEMM whose search converges early leaves the
+  // rest of its budget to the next GEMM its device tunes.
   double total_budget_s = 0;
-  int enumerate_threads = 0;  // CPU threads enumerating spaces (0 = the host's cores - 1, <= 9)
+  int enumerate_threads = 0;  // CPU threads enumerating spaces (0 = the host's cores - 1, <= 15)
   double min_speedup = 1.01;
   int confirm_candidates = 4;   // the fastest timed configs verified and timed interleaved
   int interleaved_rounds = 21;  // rounds of the interleaved comparison
@@ -153,6 +154,7 @@ struct TunedGemm {
   std::string stopped_by;
   double enumerate_s = 0;       // wall time of the enumeration (on a CPU thread, beside)
   double enumerate_wait_s = 0;  // time the GEMM waited for its space after timing the seeds
+  // (an enumeration still running when the budget ends, or after 30 s, is cut short: see note)
   double budget_s = 0;          // the search's budget
   double search_s = 0;          // wall time of the seeds and the search
   double search_gpu_ms = 0;     // GPU time inside timed regions during the search

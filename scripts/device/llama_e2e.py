@@ -261,6 +261,7 @@ def mode_e2e(args):
 
 
 def main():
+    global HIDDEN, HEADS, KV_HEADS, MLP, VOCAB, HEAD_DIM, BATCH
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["capture", "tunableop", "e2e"])
@@ -277,7 +278,6 @@ def main():
     parser.add_argument("--batch", type=int, default=BATCH,
                         help="sequences: decode GEMMs have n = batch, prefill n = batch x 256")
     args = parser.parse_args()
-    global HIDDEN, HEADS, KV_HEADS, MLP, VOCAB, HEAD_DIM, BATCH
     HIDDEN, HEADS, KV_HEADS, MLP, VOCAB = DIMS[args.dims]
     HEAD_DIM = HIDDEN // HEADS
     BATCH = args.batch

@@ -18,7 +18,7 @@ MODEL="${MODEL:-models/h200_cublaslt_default_bf16_tn}"
 # shellcheck source=scripts/device/check_common.sh
 source "$(dirname "$0")/check_common.sh"
 
-[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Tune*:*Solution*:*Genetic*:*SearchSpace*:*GemmLog*:*CublasLt*}"
+[ "${TESTS:-1}" = 1 ] && gpu_tests 200 "${GPU_TEST_FILTER:-*Tune*:*Genetic*:*SearchSpace*:*GemmLog*:*SupportMatrix*}"
 python3 -c "import torch; print(torch.__version__)" > "$OUT/torch.txt" 2>&1
 
 first=1

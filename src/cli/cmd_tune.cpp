@@ -301,7 +301,7 @@ Command TuneCommand() {
                 ->check(CLI::NonNegativeNumber);
             app.add_option("--enumerate-threads", args->enumerate_threads,
                            "CPU threads enumerating config spaces while the GPU times (0 = the "
-                           "host's cores - 1, at most 9)")
+                           "host's cores - 1, at most 15)")
                 ->check(CLI::Range(0, 256));
             app.add_option("--min-speedup", args->min_speedup,
                            "keep a solution only when at least this much faster, interleaved")

@@ -35,32 +35,44 @@ int64_t WorkspaceLimit(const TuneOptions& options, const LoggedGemm& gemm) {
   return WorkspaceLimit(options.provider_options.max_workspace_bytes, gemm);
 }
 
-// Enumerates the GEMMs' config spaces on CPU threads, in queue order, while the GPU workers time
-// seeds and search: enumerating a 100k-config cuBLASLt space is seconds of host work per GEMM.
+// Enumerates the GEMMs' config spaces on CPU threads, one GEMM a thread in queue order, while the
+// GPU workers time seeds and search: enumerating a 100k-config cuBLASLt space is seconds of host
+// work per GEMM (minutes for some fp32 ones). (Sharing one GEMM's space over all threads was
+// slower on the H200 host: cuBLASLt's checks did not scale across threads.) An enumeration is
+// cut, keeping what it has, when its GEMM stops waiting for it, after kMaxEnumerateS, or when the
+// run ends.
 class SpaceEnumerator {
  public:
   using Space = StatusOr<std::vector<KernelConfig>>;
+  static constexpr double kMaxEnumerateS = 30;
 
   SpaceEnumerator(const TuneOptions& options, std::vector<const LoggedGemm*> gemms, int threads)
       : options_(options),
         gemms_(std::move(gemms)),
         spaces_(gemms_.size()),
-        seconds_(gemms_.size(), 0) {
-    for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { Work(); });
+        seconds_(gemms_.size(), 0),
+        cut_(std::make_unique<std::atomic<bool>[]>(gemms_.size())) {
+    for (int t = 0; t < std::max(threads, 1); ++t) threads_.emplace_back([this] { Work(); });
   }
   ~SpaceEnumerator() {
     stop_ = true;
+    for (size_t i = 0; i < gemms_.size(); ++i) cut_[i] = true;
     for (std::thread& t : threads_) t.join();
   }
 
-  // The space of the i-th GEMM, waiting for it; the seconds waited in `waited_s`, those its
-  // enumeration took in `enumerate_s`.
-  Space Take(size_t i, double* waited_s, double* enumerate_s) {
+  // The space of the i-th GEMM, waiting for it at most `wait_s` (then cut short); the seconds
+  // waited in `waited_s`, those its enumeration took in `enumerate_s`, whether it was cut in `cut`.
+  Space Take(size_t i, double wait_s, double* waited_s, double* enumerate_s, bool* cut) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [&] { return spaces_[i].has_value(); });
+    auto ready = [&] { return spaces_[i].has_value(); };
+    if (!ready_.wait_for(lock, std::chrono::duration<double>(std::max(wait_s, 0.0)), ready)) {
+      cut_[i] = true;
+      ready_.wait(lock, ready);  // a cut enumeration ends within one family's check
+    }
     *waited_s = Seconds(start);
     *enumerate_s = seconds_[i];
+    *cut = cut_[i];
     Space space = std::move(*spaces_[i]);
     spaces_[i] = Space(std::vector<KernelConfig>{});  // taken: free the memory
     return space;
@@ -83,13 +95,24 @@ class SpaceEnumerator {
   Space Enumerate(ProvidersByWorkspace& providers, size_t i) {
     KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider,
                              providers.For(WorkspaceLimit(options_, *gemms_[i])));
-    return provider->Enumerate(gemms_[i]->problem);
+    const auto start = std::chrono::steady_clock::now();
+    auto going = [&, i] {
+      if (!cut_[i] && Seconds(start) > kMaxEnumerateS) cut_[i] = true;
+      return !cut_[i];
+    };
+    ConfigFilter filter;
+    filter.keep = [&](const KernelConfig&) { return going(); };
+    filter.may_keep = [&](const KernelConfig&, std::span<const std::string_view>) {
+      return going();
+    };
+    return provider->Enumerate(gemms_[i]->problem, filter);
   }
 
   const TuneOptions& options_;
   std::vector<const LoggedGemm*> gemms_;
   std::vector<std::optional<Space>> spaces_;
   std::vector<double> seconds_;
+  std::unique_ptr<std::atomic<bool>[]> cut_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
@@ -245,13 +268,19 @@ class TuneWorker {
     }
 
     // The space (enumerated meanwhile), with the seeds in it, searched for the rest of the
-    // budget. Waiting for the enumeration does not count against the budget.
+    // budget; waiting for it counts against the budget, and it is cut short when the budget ends.
     double waited_s = 0;
-    SpaceEnumerator::Space enumerated = spaces_->Take(job, &waited_s, &out.enumerate_s);
+    bool cut = false;
+    SpaceEnumerator::Space enumerated = spaces_->Take(
+        job, budget_s - Seconds(search_start), &waited_s, &out.enumerate_s, &cut);
     out.enumerate_wait_s = waited_s;
     std::vector<KernelConfig> configs;
     if (enumerated.ok()) {
       configs = std::move(*enumerated);
+      if (cut) {
+        out.note += "space cut short after " + std::to_string(configs.size()) + " configs (" +
+                    std::to_string(static_cast<int>(out.enumerate_s)) + " s); ";
+      }
     } else {
       out.note += "enumeration failed (" + enumerated.status().message() + "): the seeds only; ";
     }
@@ -271,8 +300,8 @@ class TuneWorker {
     const FitnessFunction fitness = [&](size_t i) { return time_config(space.configs[i]); };
     const GeneticResult result = RunGeneticSearch(
         space, seed_indices, fitness, options_.genetic,
-        [&] { return !sticky_.ok() || Seconds(search_start) - waited_s > budget_s; });
-    out.search_s = Seconds(search_start) - waited_s;
+        [&] { return !sticky_.ok() || Seconds(search_start) > budget_s; });
+    out.search_s = Seconds(search_start);
     KSELECT_RETURN_IF_ERROR(sticky_);
     out.configs_timed = static_cast<int64_t>(timed.size());
     out.generations = result.generations;
@@ -459,9 +488,8 @@ Status TuneQueueInProcess(std::span<const LoggedGemm* const> queue, std::span<co
   const int threads =
       options.enumerate_threads > 0
           ? options.enumerate_threads
-          : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2, 10)) - 1;
-  SpaceEnumerator spaces(options, {queue.begin(), queue.end()},
-                         std::min<int>(threads, std::max<int>(1, queue.size())));
+          : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 2, 16)) - 1;
+  SpaceEnumerator spaces(options, {queue.begin(), queue.end()}, threads);
   std::atomic<size_t> next{0};
   std::mutex done_mutex;
   std::vector<Status> worker_status(options.devices.size());
@@ -477,9 +505,13 @@ Status TuneQueueInProcess(std::span<const LoggedGemm* const> queue, std::span<co
         std::lock_guard lock(done_mutex);
         if (provider_version->empty()) *provider_version = worker.provider_version();
       }
+      // What a converged search leaves of its budget goes to this worker's next GEMM.
+      double leftover_s = 0;
       for (size_t i = next++; i < queue.size(); i = next++) {
         const auto gemm_start = std::chrono::steady_clock::now();
-        TunedGemm t = worker.Tune(*queue[i], i, budgets[i]);
+        const double budget_s = budgets[i] + leftover_s;
+        TunedGemm t = worker.Tune(*queue[i], i, budget_s);
+        leftover_s = std::max(0.0, budget_s - t.search_s);
         t.wall_s = Seconds(gemm_start);
         std::lock_guard lock(done_mutex);
         done(i, std::move(t));

@@ -180,6 +180,8 @@ TuneWorkerLauncher ExecTuneWorkerLauncher(std::vector<std::string> command) {
 }
 
 int ServeTuneWorker(int in_fd, int out_fd, int device, const TuneWorkerHooks& hooks) {
+  // A parent that is gone shows as a failed write (EPIPE), not as a signal.
+  ::signal(SIGPIPE, SIG_IGN);
   auto send = [&](const json& message) { return WriteAll(out_fd, message.dump() + "\n"); };
   StatusOr<HardwareProfile> hardware =
       hooks.hardware ? hooks.hardware(device) : QueryHardwareProfile(device);
@@ -467,9 +469,20 @@ StatusOr<TuneResult> TuneInWorkerProcesses(const std::string& log_source,
       }
     }
   }
-  // End of input ends each live worker.
+  // End of input ends each live worker: its last lines (batch_end) are read to its end of output
+  // before its pipes close, so it never writes into a closed pipe.
   for (Worker& w : workers) {
     if (!w.alive) continue;
+    ::close(w.process.to_worker);
+    w.process.to_worker = -1;
+    for (StatusOr<std::string> line = ReadLineWithin(w, 10); line.ok();
+         line = ReadLineWithin(w, 10)) {
+      const json message = json::parse(*line, nullptr, false);
+      if (!message.is_discarded() && message.value("event", "") == "batch_end" &&
+          result.provider_version.empty()) {
+        result.provider_version = message.value("provider_version", "");
+      }
+    }
     CloseWorker(w);
     w.record.ended = ReapReason(w.process.pid);
     w.alive = false;
