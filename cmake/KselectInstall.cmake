@@ -9,6 +9,7 @@
 #   bin/kselect                                                 the CLI (with KSELECT_BUILD_CLI)
 #   share/kselect/models/<name>/                                shipped models, run-time files only
 #   share/kselect/rules/                                        rule sets (KSELECT_RULES_DIR)
+#   share/kselect/hardware/                                     device profiles (log summarize)
 #
 # Consumers:
 #   find_package(kselect CONFIG REQUIRED)                  # both components
@@ -84,6 +85,10 @@ foreach(name IN LISTS models)
                          PATTERN "cv_metrics.json" PATTERN "eval_report.md")
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kselect/rules)
+# The device profiles (`kselect log summarize` estimates with the H200's unless --hw names
+# another); installed binaries find both folders from their own (src/core/data_files.h).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/hardware/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/kselect/hardware FILES_MATCHING PATTERN "*.json")
 
 # ------------------------------------------------------------------------------------ package
 # FindCUDAToolkit looks on PATH and in CUDA_PATH; the toolkit kselect was built with is the

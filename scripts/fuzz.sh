@@ -31,9 +31,13 @@ declare -A target_seeds=(
   [fuzz_tree_ensemble]="${seeds}/tree_ensemble ${fixtures}/ck_model"
   [fuzz_model_specs]="${seeds}/model_specs ${seeds}/json_regressions"
   [fuzz_gemm_log]="${seeds}/gemm_log ${fixtures}/gemm_logs"
+  [fuzz_candidate_table]="${seeds}/candidate_table ${seeds}/json_regressions"
+  [fuzz_decision_cache]="${seeds}/decision_cache ${seeds}/json_regressions"
+  [fuzz_solution_library]="${fixtures}/solutions ${seeds}/json_regressions"
 )
 targets=(fuzz_ck_tile_log fuzz_ck_tile_json fuzz_ck_conv_csv fuzz_ck_kernel_name
-         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble fuzz_model_specs fuzz_gemm_log)
+         fuzz_kselect_jsonl fuzz_hardware_json fuzz_tree_ensemble fuzz_model_specs fuzz_gemm_log
+         fuzz_candidate_table fuzz_decision_cache fuzz_solution_library)
 
 mkdir -p "${build}/artifacts"
 failed=()

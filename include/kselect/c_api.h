@@ -213,6 +213,13 @@ KSELECT_C_EXPORT int kselect_selector_cache_load(kselect_selector* selector, con
 /* Number of decisions in the cache. */
 KSELECT_C_EXPORT int kselect_selector_cache_size(const kselect_selector* selector, size_t* out);
 
+/* Record mode (kselect_selector_options.record_path): retries the problem records a failed write
+ * left in memory, then KSELECT_OK when every distinct problem asked for is in the file (or record
+ * mode is off), KSELECT_IO_ERROR otherwise (a full disk, a file-size limit), the last error naming
+ * the file, the reason and how many records wait or were dropped. Selections never fail for a
+ * record that could not be written: call this to know. */
+KSELECT_C_EXPORT int kselect_selector_record_status(kselect_selector* selector);
+
 /* What kselect_gemm_run ran. The strings live in storage of the calling thread and stay valid
  * until its next kselect_gemm_run. */
 typedef struct kselect_dispatch_info {

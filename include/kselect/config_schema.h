@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +61,9 @@ struct ConfigField {
   std::string_view name;  // the member's name; rules and search name fields by it
   FieldType type = FieldType::kInt;
   int bits = 64;               // integer storage width: values outside it are refused on reading
+  // The least value a config can have (a tile of 0 rows, a negative engine id is no kernel):
+  // below it, reading refuses the config. The lowest int64 = no bound.
+  int64_t least = std::numeric_limits<int64_t>::min();
   std::string_view key_label;  // label in ConfigKey; "" = not part of the identity (derived)
   std::string_view json_key;   // "" = not in JSON
   std::string_view column;     // dataset column (include/kselect/dataset.h); "" = not stored

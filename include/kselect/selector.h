@@ -76,7 +76,9 @@ struct SelectorOptions {
   // Path of a solution library (format "kselect.solutions"); "" = none.
   std::string solution_library;
   // Record mode: every distinct problem asked for is appended to this file (format
-  // "kselect.problem_record", one JSON object per line) for offline tuning; "" = off.
+  // "kselect.problem_record", one JSON object per line) for offline tuning; "" = off. A write
+  // that fails (a full disk, a file-size limit) does not fail the selection: the line is kept in
+  // memory (up to 4,096) and retried before the next one, and Selector::RecordStatus says so.
   std::string record_path;
   // Decisions the cache holds; further decisions are made but not cached.
   size_t cache_capacity = 1 << 16;
@@ -206,6 +208,12 @@ class Selector {
   Status SaveCache(const std::string& path) const;
   Status LoadCache(const std::string& path);
   size_t CachedDecisions() const;
+
+  // Record mode (SelectorOptions::record_path): OK while every problem asked for is in the file;
+  // otherwise kIoError naming the file, why the last write failed and how many records wait in
+  // memory (or were dropped). FlushRecord retries the waiting records first. OK when off.
+  Status RecordStatus() const;
+  Status FlushRecord();
 
   const Model& model() const;
   // The model directory opened (of several given, the one chosen for the device).

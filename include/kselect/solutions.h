@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kselect/hardware.h"
@@ -52,6 +53,8 @@ struct SolutionLibrary {
 // Reads a library (plain or gzip). Errors name the file and entry; a library with two solutions
 // for one problem is refused.
 StatusOr<SolutionLibrary> LoadSolutionLibrary(const std::string& path);
+// The same from the file's text (plain JSON); `path` names it in errors.
+StatusOr<SolutionLibrary> SolutionLibraryFromJson(std::string_view text, const std::string& path);
 // Writes atomically (version 2, gzip when the path ends in .gz).
 Status SaveSolutionLibrary(const SolutionLibrary& library, const std::string& path);
 

@@ -106,6 +106,7 @@ _PROTOTYPES = {
     "kselect_selector_cache_save": [_handle, ctypes.c_char_p],
     "kselect_selector_cache_load": [_handle, ctypes.c_char_p],
     "kselect_selector_cache_size": [_handle, _p(_size)],
+    "kselect_selector_record_status": [_handle],
     "kselect_gemm_run": [
         _handle,
         _p(GemmProblem),

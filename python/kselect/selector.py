@@ -336,6 +336,12 @@ class Selector:
             )
         )
 
+    def check_record(self) -> None:
+        """Record mode (record_path): retries the problem records a failed write left in memory,
+        then raises (io_error, naming the file and the reason) unless every distinct problem asked
+        for is in the file. Selections never fail for a record that could not be written."""
+        _capi.check(_capi.lib().kselect_selector_record_status(self._open_handle()))
+
     @property
     def cache_size(self) -> int:
         """Decisions in the cache."""

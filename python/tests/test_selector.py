@@ -118,6 +118,17 @@ class SelectorTest(OpenSelector):
                 self.selector.load_cache(pathlib.Path(tmp) / "missing.json")
             self.assertIn("missing.json", str(raised.exception))
 
+    def test_record_mode_reports_its_state(self):
+        # Issue 44, defect 4: record mode's state is visible (a failed write raises io_error here;
+        # tests/selector/selector_test.cpp makes one fail).
+        self.selector.check_record()  # record mode off: nothing to report
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "asked.jsonl"
+            with kselect.Selector(DEFAULT_MODEL, top_k=3, record_path=path) as recording:
+                recording.select(4096, 3, 4096)
+                recording.check_record()
+            self.assertEqual(len(path.read_text().splitlines()), 1)
+
     def test_threads_share_one_selector(self):
         errors = []
         results = {}

@@ -541,6 +541,13 @@ int kselect_selector_cache_size(const kselect_selector* selector, size_t* out) {
   });
 }
 
+int kselect_selector_record_status(kselect_selector* selector) {
+  return Guard(__func__, [&] {
+    KSELECT_RETURN_IF_ERROR(CheckSelector(selector));
+    return selector->cross ? Status::Ok() : selector->selector->FlushRecord();
+  });
+}
+
 int kselect_gemm_run(kselect_selector* selector, const kselect_gemm_problem* problem, const void* a,
                      const void* b, void* c, void* workspace, int64_t workspace_bytes, void* stream,
                      kselect_dispatch_info* info) {

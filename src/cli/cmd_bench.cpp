@@ -214,7 +214,7 @@ Command BenchCommand() {
             ->capture_default_str();
         app.add_option("--rules-dir", args->rules_dir,
                        "folder of rule sets (<provider>/<name>.json); default "
-                       "$KSELECT_RULES_DIR, else the source tree's rules/")
+                       "$KSELECT_RULES_DIR, else the install's or source tree's rules/")
             ->capture_default_str();
         app.add_option("-o,--output", args->output,
                        "JSONL file the records are appended to (required unless --dry-run)")

@@ -130,7 +130,7 @@ Command CatalogueCommand() {
             ->capture_default_str();
         app.add_option("--rules-dir", a->rules_dir,
                        "folder of rule sets (<provider>/<name>.json); default "
-                       "$KSELECT_RULES_DIR, else the source tree's rules/")
+                       "$KSELECT_RULES_DIR, else the install's or source tree's rules/")
             ->capture_default_str();
         app.add_option("-m", a->m, "rows of C")->capture_default_str()->check(PositiveInteger());
         app.add_option("-n", a->n, "columns of C")->capture_default_str()->check(PositiveInteger());

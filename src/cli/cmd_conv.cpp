@@ -210,9 +210,15 @@ StatusOr<int> RunSelect(const ConvSelectOptions& o, bool direction_given) {
     std::string peer_source;
     if (peer_data) {
       KSELECT_ASSIGN_OR_RETURN(peer, RecordedPeerPicks(*peer_data, model.spec().provider, problem));
-      if (peer) {
-        peer_source = o.peer_data + " (the heuristic's picks recorded when it was measured)";
+      // As predict does: picks asked for and not there are an error, never a silent fallback to
+      // another source of picks (issue 44, defect 18).
+      if (!peer) {
+        return FailedPreconditionError(
+            o.peer_data + " did not measure " + ProblemToString(problem) +
+            ": it has no heuristic picks recorded for it (leave --peer-data out to let the "
+            "selector ask cuDNN, or give a file that measured the layer)");
       }
+      peer_source = o.peer_data + " (the heuristic's picks recorded when it was measured)";
     }
     const auto ranks = peer ? std::optional<std::span<const PeerPick>>(*peer)
                             : std::optional<std::span<const PeerPick>>();

@@ -44,7 +44,7 @@ struct DataArgs {
   std::vector<std::string> report_inputs;
   std::vector<std::string> full_sample;
   std::string rules = "default";
-  std::string rules_dir;  // empty: $KSELECT_RULES_DIR, else the source tree's rules/
+  std::string rules_dir;  // empty: $KSELECT_RULES_DIR, else the install's or source tree's rules/
   std::string json_output;
   std::string markdown_output;
 };
@@ -382,7 +382,7 @@ Command DataCommand() {
                                "problem (rules/<provider>/<name>.json), and the heuristic's picks");
             filter->add_option("--rules-dir", args->rules_dir,
                                "folder of rule sets for --catalogue (default: "
-                               "$KSELECT_RULES_DIR, else the source tree's rules/)");
+                               "$KSELECT_RULES_DIR, else the install's or source tree's rules/)");
 
             CLI::App* schema = app.add_subcommand("schema", "print the canonical column list");
             schema->add_flag("--markdown", args->markdown, "as docs/dataset_schema.md");
@@ -405,7 +405,7 @@ Command DataCommand() {
                 ->capture_default_str();
             report->add_option("--rules-dir", args->rules_dir,
                                "folder of rule sets (<provider>/<name>.json); default "
-                               "$KSELECT_RULES_DIR, else the source tree's rules/");
+                               "$KSELECT_RULES_DIR, else the install's or source tree's rules/");
             report->add_option("--json", args->json_output, "also write JSON here ('-': stdout)");
             report->add_option("--markdown", args->markdown_output,
                                "write the Markdown here instead of stdout");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "core/data_files.h"
 #include "core/text.h"
 #include "kselect/features.h"
 #include "kselect/gemm_log.h"
@@ -32,7 +33,10 @@ struct LogArgs {
 };
 
 StatusOr<HardwareConstants> HardwareOf(const std::string& path) {
-  const std::string file = path.empty() ? KSELECT_DEFAULT_HARDWARE_PROFILE : path;
+  // The shipped profile: $KSELECT_DATA_DIR's, an installed binary's, else the source tree's.
+  const std::string file =
+      path.empty() ? ShippedDataPath("hardware/nvidia-h200.json", KSELECT_DEFAULT_HARDWARE_PROFILE)
+                   : path;
   StatusOr<HardwareProfile> profile = LoadHardwareProfile(file);
   if (!profile.ok() && path.empty()) {
     return profile.status().WithContext(

@@ -226,7 +226,7 @@ Command SearchCommand() {
             ->capture_default_str();
         app.add_option("--rules-dir", o->options.rules_dir,
                        "folder of rule sets (<provider>/<name>.json); default $KSELECT_RULES_DIR, "
-                       "else the source tree's rules/")
+                       "else the install's or source tree's rules/")
             ->capture_default_str();
         app.add_option("--strategy", o->strategy, "random or de (differential evolution)")
             ->capture_default_str();

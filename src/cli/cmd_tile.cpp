@@ -75,7 +75,7 @@ void AddRuleOptions(CLI::App& app, TileOptions& o) {
       ->required();
   app.add_option("--rules-dir", o.rules_dir,
                  "folder of rule sets (<provider>/<name>.json); default $KSELECT_RULES_DIR, else "
-                 "the source tree's rules/")
+                 "the install's or source tree's rules/")
       ->capture_default_str();
 }
 

@@ -16,6 +16,12 @@ std::string TypeName(const json& j) {
   return j.type_name();
 }
 
+// "got string \"x\"", "got null": the type, then the value where it says more than the type.
+std::string Got(const json& j) {
+  if (j.is_null()) return "got null";
+  return "got " + TypeName(j) + " " + JsonExcerpt(j);
+}
+
 }  // namespace
 
 ObjectReader::ObjectReader(const json& object, std::string path)
@@ -56,8 +62,7 @@ int64_t ObjectReader::Int(std::string_view key) {
     const double d = v->get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
   }
-  Fail(ParseError(PathOf(key) + ": expected an integer, got " + TypeName(*v) + " " +
-                  JsonExcerpt(*v)));
+  Fail(ParseError(PathOf(key) + ": expected an integer, " + Got(*v)));
   return 0;
 }
 
@@ -70,8 +75,7 @@ double ObjectReader::Number(std::string_view key) {
   if (!v) return 0;
   if (v->is_null()) return std::numeric_limits<double>::quiet_NaN();
   if (v->is_number()) return v->get<double>();
-  Fail(
-      ParseError(PathOf(key) + ": expected a number, got " + TypeName(*v) + " " + JsonExcerpt(*v)));
+  Fail(ParseError(PathOf(key) + ": expected a number, " + Got(*v)));
   return 0;
 }
 
@@ -426,6 +430,16 @@ StatusOr<KernelConfig> KernelConfigFromJson(const json& j, const std::string& pa
     i += group.size() - 1;
   }
   KSELECT_RETURN_IF_ERROR(r.Finish());
+  // A value no kernel can have (a 0x0x0 tile, a negative size or engine id): read, it would be
+  // ranked and offered like any other config.
+  for (const ConfigField& field : fields) {
+    if (!field.IsInteger() || field.get == nullptr || field.json_key.empty()) continue;
+    if (const int64_t value = field.get(config); value < field.least) {
+      return ParseError(r.PathOf(field.json_key) + ": " + std::string(schema.name) + " " +
+                        std::string(field.name) + " " + std::to_string(value) +
+                        " is impossible (at least " + std::to_string(field.least) + ")");
+    }
+  }
   return config;
 }
 

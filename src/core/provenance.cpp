@@ -2,8 +2,10 @@
 #include "kselect/provenance.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "core/provenance_json.h"
 #include "core/text.h"
@@ -39,9 +41,10 @@ bool Known(int32_t value) {
   return value != 0;
 }
 
-// A value as the message shows it: strings quoted (an empty or spaced name stays readable).
+// A value as the message shows it: strings quoted and JSON-escaped (an empty or spaced name, a
+// tab or a control character stays readable).
 std::string Shown(const std::string& value) {
-  return "\"" + text::Excerpt(value) + "\"";
+  return text::Excerpt(json(value).dump(-1, ' ', false, json::error_handler_t::replace));
 }
 std::string Shown(int32_t value) {
   return std::to_string(value);
@@ -51,6 +54,28 @@ std::string Shown(double value) {
     return std::to_string(static_cast<int64_t>(value));
   }
   return json(value).dump();
+}
+
+// Two values that differ, shown so that the difference shows: where their texts read alike (past
+// the excerpt's length, or in bytes that are not UTF-8) the first differing byte is named.
+template <typename T>
+std::pair<std::string, std::string> ShownApart(const T& theirs, const T& ours) {
+  std::pair<std::string, std::string> shown{Shown(theirs), Shown(ours)};
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (shown.first == shown.second) {
+      size_t at = 0;
+      while (at < theirs.size() && at < ours.size() && theirs[at] == ours[at]) ++at;
+      auto byte = [](const std::string& text, size_t i) {
+        if (i >= text.size()) return std::string("the end");
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "0x%02x", static_cast<unsigned char>(text[i]));
+        return std::string(hex);
+      };
+      shown.first += " (" + byte(theirs, at) + " at byte " + std::to_string(at) + ")";
+      shown.second += " (" + byte(ours, at) + " there)";
+    }
+  }
+  return shown;
 }
 
 std::string Mismatch(const ProvenanceCheck& check, std::string_view key,
@@ -111,7 +136,8 @@ Status CheckProvenance(const Provenance& recorded, const Provenance& here,
       [&](ProvenanceField field, const char* key, const auto& theirs, const auto& ours) {
         if (status.ok() && check.fields.Has(field) && Known(theirs) && Known(ours) &&
             theirs != ours) {
-          status = SchemaMismatchError(Mismatch(check, key, Shown(theirs), Shown(ours)));
+          const auto [recorded_text, here_text] = ShownApart(theirs, ours);
+          status = SchemaMismatchError(Mismatch(check, key, recorded_text, here_text));
         }
       },
       recorded, here);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -77,6 +78,51 @@ StatusOr<int64_t> ParseInt64(std::string_view s) {
   return value;
 }
 
+namespace {
+
+// The power of ten of the first non-zero digit of a decimal number that from_chars read whole
+// ("123.4" -> 2, "0.05" -> -2, "5e-3" -> -3), saturating far past any double's range; 0 when every
+// digit is zero.
+int64_t DecimalExponent(std::string_view number) {
+  constexpr int64_t kFar = int64_t{1} << 40;
+  size_t i = number.empty() || number.front() != '-' ? 0 : 1;
+  int64_t leading = -1;  // exponent of the first significant digit, from the digits alone
+  int64_t integer_digits = 0;
+  bool found = false;
+  for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) {
+    if (!found && number[i] != '0') {
+      found = true;
+      integer_digits = 0;
+    }
+    if (found) ++integer_digits;
+  }
+  if (found) leading = integer_digits - 1;
+  if (i < number.size() && number[i] == '.') {
+    int64_t position = 0;
+    for (++i; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) {
+      --position;
+      if (!found && number[i] != '0') {
+        found = true;
+        leading = position;
+      }
+    }
+  }
+  if (!found) return 0;
+  int64_t exponent = 0;
+  if (i < number.size() && (number[i] == 'e' || number[i] == 'E')) {
+    ++i;
+    const bool negative = i < number.size() && number[i] == '-';
+    if (i < number.size() && (number[i] == '-' || number[i] == '+')) ++i;
+    for (; i < number.size() && number[i] >= '0' && number[i] <= '9'; ++i) {
+      exponent = std::min(exponent * 10 + (number[i] - '0'), kFar);
+    }
+    if (negative) exponent = -exponent;
+  }
+  return std::clamp(leading, -kFar, kFar) + exponent;
+}
+
+}  // namespace
+
 StatusOr<double> ParseDouble(std::string_view s) {
   std::string_view t = Trim(s);
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);
@@ -87,10 +133,9 @@ StatusOr<double> ParseDouble(std::string_view s) {
   }
   if (ec == std::errc::result_out_of_range) {
     // Overflow reads as infinity, underflow as zero: validation then marks the row invalid.
-    value = (t.find_first_of("eE") != std::string_view::npos &&
-             t.find("e-") == std::string_view::npos && t.find("E-") == std::string_view::npos)
-                ? HUGE_VAL
-                : 0.0;
+    // Which one it is follows from the decimal exponent of the first significant digit, with or
+    // without an exponent part (1 followed by 309 zeros overflows as 1e309 does).
+    value = DecimalExponent(t) > 0 ? HUGE_VAL : 0.0;
     if (!t.empty() && t.front() == '-') value = -value;
   }
   return value;

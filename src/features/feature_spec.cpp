@@ -59,6 +59,7 @@ json HardwareToJson(const HardwareConstants& h) {
               {"flops_per_clock_per_sm_16bit", h.flops_per_clock_per_sm_16bit}};
 }
 
+// `path` names the file and the key ("<file>: hardware"), so every error says where it is.
 StatusOr<HardwareConstants> HardwareFromJson(const json& j, const std::string& path) {
   json_codec::ObjectReader r(j, path);
   HardwareConstants h;
@@ -73,6 +74,26 @@ StatusOr<HardwareConstants> HardwareFromJson(const json& j, const std::string& p
   h.mem_bandwidth_gb_s = r.Number("mem_bandwidth_gb_s");
   h.flops_per_clock_per_sm_16bit = r.Number("flops_per_clock_per_sm_16bit");
   KSELECT_RETURN_IF_ERROR(r.Finish());
+  // The features and estimates divide by these: each a positive, finite figure.
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"sm_count", h.sm_count},
+        {"sm_clock_mhz", h.sm_clock_mhz},
+        {"mem_bandwidth_gb_s", h.mem_bandwidth_gb_s},
+        {"flops_per_clock_per_sm_16bit", h.flops_per_clock_per_sm_16bit}}) {
+    if (!(value > 0) || !std::isfinite(value)) {
+      return ParseError(r.PathOf(key) + ": " +
+                        (std::isnan(value) ? "missing (null)" : "must be a positive number") +
+                        "; this spec's hardware cannot be ranked for (retrain, or restore the "
+                        "file)");
+    }
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"l2_bytes", h.l2_bytes},
+                                   {"smem_per_sm_bytes", h.smem_per_sm_bytes},
+                                   {"smem_per_block_bytes", h.smem_per_block_bytes},
+                                   {"max_threads_per_sm", h.max_threads_per_sm},
+                                   {"max_blocks_per_sm", h.max_blocks_per_sm}}) {
+    if (value < 0) return ParseError(r.PathOf(key) + ": negative");
+  }
   return h;
 }
 
@@ -280,7 +301,7 @@ StatusOr<FeatureSpec> FeatureSpecFromJson(std::string_view text, std::string_vie
     }
     spec.encodings[it.key()] = std::move(values);
   }
-  KSELECT_ASSIGN_OR_RETURN(spec.hardware, HardwareFromJson(*hardware, "hardware"));
+  KSELECT_ASSIGN_OR_RETURN(spec.hardware, HardwareFromJson(*hardware, src + ": hardware"));
   return spec;
 }
 

@@ -1,7 +1,9 @@
 // HardwareProfile <-> JSON. The reader is strict: every field must be present with the right
 // type and no other keys are accepted, so a typo in a hand-edited profile is an error rather than
 // a silently defaulted field.
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <string>
@@ -169,6 +171,60 @@ Status SaveHardwareProfile(const HardwareProfile& profile, const std::string& pa
   return text::WriteFileAtomically(path, HardwareProfileToJson(profile) + "\n");
 }
 
+namespace {
+
+// Devices whose figures are known (from profiles captured on them, data/hardware/): a profile
+// naming one must carry its figures, so another device's numbers under its name (H100 figures in
+// an H200 profile) are refused rather than estimated with. Measured figures vary a little with
+// the driver's clock and memory reports: within kKnownDeviceTolerance of these.
+struct KnownDevice {
+  std::string_view device_name;
+  int32_t sm_count;
+  int64_t l2_bytes;
+  int64_t global_mem_bytes;
+  double peak_mem_bandwidth_gb_s;
+};
+constexpr KnownDevice kKnownDevices[] = {
+    {"NVIDIA H200", 132, 62914560, 150109880320, 4814.304},
+    {"NVIDIA H100 80GB HBM3", 132, 52428800, 85017493504, 3352.32},
+};
+constexpr double kKnownDeviceTolerance = 0.10;
+
+Status CheckKnownDevice(const HardwareProfile& profile, std::string_view source) {
+  for (const KnownDevice& known : kKnownDevices) {
+    if (profile.device_name != known.device_name) continue;
+    const struct {
+      const char* key;
+      double value, expected;
+      bool exact;
+    } figures[] = {
+        {"sm_count", 1.0 * profile.sm_count, 1.0 * known.sm_count, true},
+        {"l2_bytes", 1.0 * profile.l2_bytes, 1.0 * known.l2_bytes, false},
+        {"global_mem_bytes", 1.0 * profile.global_mem_bytes, 1.0 * known.global_mem_bytes, false},
+        {"peak_mem_bandwidth_gb_s", profile.peak_mem_bandwidth_gb_s, known.peak_mem_bandwidth_gb_s,
+         false},
+    };
+    for (const auto& f : figures) {
+      const double off = std::abs(f.value - f.expected) / f.expected;
+      if (f.exact ? f.value != f.expected : off > kKnownDeviceTolerance) {
+        char expected[64];
+        std::snprintf(expected, sizeof(expected), "%.10g", f.expected);
+        char value[64];
+        std::snprintf(value, sizeof(value), "%.10g", f.value);
+        return InvalidArgumentError(FieldError(
+            source, f.key,
+            std::string(value) + " is not an " + std::string(known.device_name) + "'s (" +
+                expected + (f.exact ? "" : " within 10 %") +
+                "): figures of another device under its name? Capture the profile on the GPU "
+                "with `kselect hw --save`"));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path) {
   KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path));
   KSELECT_ASSIGN_OR_RETURN(HardwareProfile profile, HardwareProfileFromJson(contents, path));
@@ -194,6 +250,7 @@ StatusOr<HardwareProfile> LoadHardwareProfile(const std::string& path) {
       return InvalidArgumentError(FieldError(source, key, "must be positive"));
     }
   }
+  KSELECT_RETURN_IF_ERROR(CheckKnownDevice(profile, source));
   return profile;
 }
 

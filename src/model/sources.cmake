@@ -11,6 +11,7 @@ set(KSELECT_ML_RUNTIME_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/ck_tile_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/compiled_trees.cpp
     ${CMAKE_CURRENT_LIST_DIR}/foreign_model.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/gzip_file.cpp
     ${CMAKE_CURRENT_LIST_DIR}/model.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tree_ensemble.cpp)
 # Training and evaluation (kselect_offline): evaluation against the oracle, baselines, reports,

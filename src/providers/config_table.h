@@ -82,6 +82,11 @@ struct FieldRow : ConfigField {
     f.neighbourhood = values;
     return f;
   }
+  constexpr FieldRow AtLeast(int64_t value) const {
+    FieldRow f = *this;
+    f.least = value;
+    return f;
+  }
   constexpr FieldRow SearchGroup(std::string_view group) const {
     FieldRow f = *this;
     f.search_group = group;

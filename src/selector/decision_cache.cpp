@@ -1,10 +1,58 @@
 #include "selector/decision_cache.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
+#include "core/json_codec.h"
+#include "core/provenance_json.h"
+#include "core/text.h"
+
+namespace kselect {
+
+std::string_view DecisionPathName(DecisionPath path) {
+  switch (path) {
+    case DecisionPath::kSolutionLibrary:
+      return "solution_library";
+    case DecisionPath::kCache:
+      return "cache";
+    case DecisionPath::kModel:
+      return "model";
+    case DecisionPath::kAnalytical:
+      return "analytical";
+    case DecisionPath::kHeuristic:
+      return "heuristic";
+    case DecisionPath::kFirstImplementable:
+      return "first_implementable";
+  }
+  return "unknown";
+}
+
+}  // namespace kselect
+
 namespace kselect::selector_internal {
 namespace {
+
+using nlohmann::json;
+
+// A stage that decides (kCache never does: it only answers with an earlier decision).
+StatusOr<DecisionPath> ParseDecidingStage(std::string_view name) {
+  for (DecisionPath path :
+       {DecisionPath::kSolutionLibrary, DecisionPath::kModel, DecisionPath::kAnalytical,
+        DecisionPath::kHeuristic, DecisionPath::kFirstImplementable}) {
+    if (DecisionPathName(path) == name) return path;
+  }
+  return ParseError("unknown deciding stage \"" + std::string(name).substr(0, 64) +
+                    "\" (expected solution_library, model, analytical, heuristic or "
+                    "first_implementable)");
+}
+
+std::optional<double> NumberOrNothing(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  return std::nullopt;
+}
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   // splitmix64's finaliser over a running combination: cheap, and spreads small integers.
@@ -20,6 +68,77 @@ uint64_t Bits(double value) {
 }
 
 }  // namespace
+
+StatusOr<DecisionCacheFile> DecisionCacheFromJson(std::string_view text, const std::string& path) {
+  KSELECT_RETURN_IF_ERROR(text::CheckJsonDepth(text, path));
+  const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    return ParseError(path + ": not a JSON object (corrupt decision cache)");
+  }
+  json_codec::ObjectReader reader(root, path);
+  const std::string format = reader.String("format");
+  const int64_t version = reader.Int("version");
+  reader.String("tool_version");
+  const json* identity = reader.Child("identity", true);
+  const json* entries = reader.Child("entries", true);
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  if (format != kDecisionCacheFormat || version != 1) {
+    return ParseError(path + ": format " + format.substr(0, 64) + " version " +
+                      std::to_string(version) + ", expected " + std::string(kDecisionCacheFormat) +
+                      " version 1");
+  }
+  DecisionCacheFile file;
+  json_codec::ObjectReader identity_reader(*identity, path + ".identity");
+  file.identity = json_codec::ReadProvenance(identity_reader);
+  file.sm_clock_mhz = identity_reader.NumberOr("sm_clock_mhz", 0);
+  file.mem_bandwidth_gb_s = identity_reader.NumberOr("mem_bandwidth_gb_s", 0);
+  KSELECT_RETURN_IF_ERROR(identity_reader.Finish());
+  if (!entries->is_array()) return ParseError(path + ".entries: not an array");
+  file.decisions.reserve(entries->size());
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string where = path + ".entries[" + std::to_string(i) + "]";
+    json_codec::ObjectReader entry((*entries)[i], where);
+    const json* problem_json = entry.Child("problem", true);
+    const std::string decided_by = entry.String("decided_by");
+    const std::string note = entry.String("note");
+    const bool checked = entry.Bool("can_implement_checked");
+    const int64_t considered = entry.Int("candidates_considered");
+    const int64_t scored = entry.Int("candidates_scored");
+    const json* ranked = entry.Child("ranked", true);
+    KSELECT_RETURN_IF_ERROR(entry.Finish());
+    Selection s;
+    KSELECT_ASSIGN_OR_RETURN(s.problem, json_codec::ProblemFromJson(*problem_json, where));
+    if (Status valid = ValidateProblem(s.problem); !valid.ok()) {
+      return ParseError(where + ".problem: " + valid.message());
+    }
+    auto stage = ParseDecidingStage(decided_by);
+    if (!stage.ok()) return ParseError(where + ".decided_by: " + stage.status().message());
+    s.decided_by = s.path = *stage;
+    s.note = note;
+    s.can_implement_checked = checked;
+    s.candidates_considered = static_cast<size_t>(std::max<int64_t>(considered, 0));
+    s.candidates_scored = static_cast<size_t>(std::max<int64_t>(scored, 0));
+    if (!ranked->is_array() || ranked->empty()) {
+      return ParseError(where + ".ranked: not a non-empty array");
+    }
+    for (size_t r = 0; r < ranked->size(); ++r) {
+      const std::string at = where + ".ranked[" + std::to_string(r) + "]";
+      json_codec::ObjectReader item((*ranked)[r], at);
+      const json* config = item.Child("config", true);
+      const double score = item.Number("score");
+      const json* tflops = item.Child("predicted_tflops", false);
+      const json* latency = item.Child("predicted_latency_ms", false);
+      KSELECT_RETURN_IF_ERROR(item.Finish());
+      KSELECT_ASSIGN_OR_RETURN(KernelConfig kernel,
+                               json_codec::KernelConfigFromJson(*config, at + ".config"));
+      s.ranked.push_back({std::move(kernel), score,
+                          tflops ? NumberOrNothing(*tflops) : std::nullopt,
+                          latency ? NumberOrNothing(*latency) : std::nullopt});
+    }
+    file.decisions.push_back(std::move(s));
+  }
+  return file;
+}
 
 uint64_t HashProblem(const Problem& problem) {
   uint64_t h = problem.index();

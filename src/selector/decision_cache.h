@@ -7,12 +7,32 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "kselect/problem.h"
+#include "kselect/provenance.h"
 #include "kselect/selector.h"
 
 namespace kselect::selector_internal {
+
+// The decision cache on disk (Selector::SaveCache): format "kselect.decision_cache" version 1.
+inline constexpr std::string_view kDecisionCacheFormat = "kselect.decision_cache";
+
+// A decision cache file as read, before a selector checks it against its own provenance, model
+// and candidate table (Selector::LoadCache).
+struct DecisionCacheFile {
+  Provenance identity;
+  double sm_clock_mhz = 0;  // the figures the features read, beside the record
+  double mem_bandwidth_gb_s = 0;
+  // Each decision as its stage made it (path = decided_by); problems valid, ranked non-empty.
+  std::vector<Selection> decisions;
+};
+
+// Strict: a malformed file, an unknown stage, an impossible problem or config, an empty ranking
+// is a kParseError naming `path` and the entry.
+StatusOr<DecisionCacheFile> DecisionCacheFromJson(std::string_view text, const std::string& path);
 
 // A hash of every field that tells two problems apart (the same fields operator== compares).
 uint64_t HashProblem(const Problem& problem);

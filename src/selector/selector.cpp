@@ -3,10 +3,16 @@
 #include "kselect/selector.h"
 #include "kselect/solutions.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -34,36 +40,8 @@ using selector_internal::CacheEntry;
 using selector_internal::DecisionCache;
 using selector_internal::HashProblem;
 
-std::string_view DecisionPathName(DecisionPath path) {
-  switch (path) {
-    case DecisionPath::kSolutionLibrary:
-      return "solution_library";
-    case DecisionPath::kCache:
-      return "cache";
-    case DecisionPath::kModel:
-      return "model";
-    case DecisionPath::kAnalytical:
-      return "analytical";
-    case DecisionPath::kHeuristic:
-      return "heuristic";
-    case DecisionPath::kFirstImplementable:
-      return "first_implementable";
-  }
-  return "unknown";
-}
-
 namespace {
 
-StatusOr<DecisionPath> ParseDecisionPath(std::string_view name) {
-  for (DecisionPath path :
-       {DecisionPath::kSolutionLibrary, DecisionPath::kCache, DecisionPath::kModel,
-        DecisionPath::kAnalytical, DecisionPath::kHeuristic, DecisionPath::kFirstImplementable}) {
-    if (DecisionPathName(path) == name) return path;
-  }
-  return ParseError("unknown decision path \"" + std::string(name) + "\"");
-}
-
-constexpr std::string_view kCacheFormat = "kselect.decision_cache";
 constexpr std::string_view kRecordFormat = "kselect.problem_record";
 
 // The candidates of one group, indexed for the first stage: each config's family (algo, tile m,
@@ -137,14 +115,27 @@ struct Selector::Impl {
   StatusOr<std::vector<KernelConfig>> LockedHeuristicPicks(const Problem& problem, int count);
   std::unordered_map<std::string, KernelConfig> solutions;  // ProblemToString -> config
   DecisionCache cache;
+  // Record mode (SelectorOptions::record_path), under record_mutex: the file, the problems
+  // recorded, and the lines a failed write left unwritten, retried before the next one.
   std::mutex record_mutex;
   std::set<std::string> recorded;
-  std::ofstream record;
+  int record_fd = -1;
+  std::deque<std::string> record_pending;
+  size_t record_head_written = 0;  // bytes of record_pending.front() already in the file
+  int64_t records_dropped = 0;     // lines given up on once record_pending was full
+  Status record_status;            // the last write's failure; OK once everything is written
   // Dispatch: prepared kernels per (problem, config).
   std::unordered_map<std::string, std::unique_ptr<PreparedKernel>> prepared;
   std::unordered_map<std::string, FirstUseRecord> first_use_orders;
 
   Impl(Model m, size_t cache_capacity) : model(std::move(m)), cache(cache_capacity) {}
+  ~Impl() {
+    if (record_fd >= 0) {
+      std::lock_guard lock(record_mutex);
+      WritePendingRecords();
+      ::close(record_fd);
+    }
+  }
 
   StatusOr<Selection> Decide(const Problem& problem, std::optional<std::span<const PeerPick>> peer);
   StatusOr<std::optional<Selection>> FromModel(const Problem& problem,
@@ -166,6 +157,8 @@ struct Selector::Impl {
   Status FillPredictions(const Problem& problem, std::optional<std::span<const PeerPick>> peer,
                          std::vector<RankedConfig>* ranked, size_t count) const;
   void Record(const Problem& problem);
+  // Writes record_pending to the file, under record_mutex; sets record_status.
+  void WritePendingRecords();
 };
 
 namespace {
@@ -354,8 +347,12 @@ StatusOr<std::unique_ptr<Selector>> Selector::Open(const std::string& model_dir,
         }
       }
     }
-    impl->record.open(options.record_path, std::ios::app);
-    if (!impl->record) return IoError(options.record_path + ": cannot open for appending");
+    impl->record_fd = ::open(options.record_path.c_str(),
+                             O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (impl->record_fd < 0) {
+      return IoError(options.record_path + ": cannot open for appending (" + std::strerror(errno) +
+                     ")");
+    }
   }
   return std::unique_ptr<Selector>(new Selector(std::move(impl)));
 }
@@ -435,17 +432,71 @@ StatusOr<const Selection*> Selector::Select(const Problem& problem,
   return &uncached->fresh;
 }
 
+// Lines kept in memory while the record file cannot be written (a full disk, a size limit);
+// older ones are dropped, and counted, past this.
+constexpr size_t kMaxPendingRecords = 4096;
+
 void Selector::Impl::Record(const Problem& problem) {
-  if (options.record_path.empty()) return;
+  if (record_fd < 0) return;
   const std::string key = ProblemToString(problem);
   std::lock_guard lock(record_mutex);
   if (!recorded.insert(key).second) return;
-  record << json{{"format", kRecordFormat},
-                 {"problem", json_codec::ProblemToJson(problem)},
-                 {"model", model_dir}}
-                .dump()
-         << "\n";
-  record.flush();
+  if (record_pending.size() >= kMaxPendingRecords) {
+    record_pending.pop_back();  // the newest unwritten line: the front may be half written
+    ++records_dropped;
+  }
+  record_pending.push_back(json{{"format", kRecordFormat},
+                                {"problem", json_codec::ProblemToJson(problem)},
+                                {"model", model_dir}}
+                               .dump() +
+                           "\n");
+  WritePendingRecords();
+}
+
+void Selector::Impl::WritePendingRecords() {
+  // One write per line, resumed where a short write stopped, so a line is never left torn in
+  // the middle of the file once the disk has room again.
+  while (!record_pending.empty()) {
+    const std::string& line = record_pending.front();
+    const ssize_t n =
+        ::write(record_fd, line.data() + record_head_written, line.size() - record_head_written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
+      record_status =
+          IoError(options.record_path + ": cannot append a problem record (" + reason + "); " +
+                  std::to_string(record_pending.size()) +
+                  " kept in memory and retried at the next new problem or FlushRecord()" +
+                  (records_dropped > 0 ? ", " + std::to_string(records_dropped) + " dropped past " +
+                                             std::to_string(kMaxPendingRecords)
+                                       : std::string()));
+      return;
+    }
+    record_head_written += static_cast<size_t>(n);
+    if (record_head_written == line.size()) {
+      record_pending.pop_front();
+      record_head_written = 0;
+    }
+  }
+  record_status = records_dropped == 0
+                      ? Status::Ok()
+                      : IoError(options.record_path + ": " + std::to_string(records_dropped) +
+                                " problem records were dropped while the file could not be "
+                                "written (more than " +
+                                std::to_string(kMaxPendingRecords) + " waited)");
+}
+
+Status Selector::FlushRecord() {
+  if (impl_->record_fd < 0) return Status::Ok();
+  std::lock_guard lock(impl_->record_mutex);
+  impl_->WritePendingRecords();
+  return impl_->record_status;
+}
+
+Status Selector::RecordStatus() const {
+  if (impl_->record_fd < 0) return Status::Ok();
+  std::lock_guard lock(impl_->record_mutex);
+  return impl_->record_status;
 }
 
 StatusOr<Selection> Selector::Impl::Decide(const Problem& problem,
@@ -816,6 +867,13 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromFirstImplementable(const 
     *note = provider_status.message();
     return std::optional<Selection>();
   }
+  // Enumerating is the provider proving what runs: cuBLASLt and cuDNN ask the device, the tile
+  // engine NVRTC-compiles its whole catalogue (minutes). Without the GPU nothing could be run or
+  // checked, so the stage passes at once instead of blocking the caller (issue 44, defect 3).
+  if (!gpu_present) {
+    *note = "no GPU on this host: the provider's configs cannot be enumerated and checked here";
+    return std::optional<Selection>();
+  }
   StatusOr<std::vector<KernelConfig>> configs = [&] {
     std::lock_guard lock(provider_mutex);
     return provider->Enumerate(problem);
@@ -861,11 +919,6 @@ namespace {
 
 json OptionalNumber(const std::optional<double>& value) {
   return value ? json(*value) : json();
-}
-
-std::optional<double> NumberOrNothing(const json& value) {
-  if (value.is_number()) return value.get<double>();
-  return std::nullopt;
 }
 
 }  // namespace
@@ -919,7 +972,7 @@ Status Selector::SaveCache(const std::string& path) const {
   json identity = {{kCacheSmClock, impl_->hardware.sm_clock_mhz},
                    {kCacheBandwidth, impl_->hardware.mem_bandwidth_gb_s}};
   json_codec::WriteProvenance(CacheProvenance(*impl_), identity);
-  const json root = {{"format", kCacheFormat},
+  const json root = {{"format", selector_internal::kDecisionCacheFormat},
                      {"version", 1},
                      {"tool_version", ToolVersion()},
                      {"identity", std::move(identity)},
@@ -929,79 +982,67 @@ Status Selector::SaveCache(const std::string& path) const {
 
 Status Selector::LoadCache(const std::string& path) {
   KSELECT_ASSIGN_OR_RETURN(const std::string contents, text::ReadFile(path));
-  const json root = json::parse(contents, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return ParseError(path + ": not a JSON object (corrupt decision cache)");
-  }
-  json_codec::ObjectReader reader(root, path);
-  const std::string format = reader.String("format");
-  const int64_t version = reader.Int("version");
-  reader.String("tool_version");
-  const json* identity = reader.Child("identity", true);
-  const json* entries = reader.Child("entries", true);
-  KSELECT_RETURN_IF_ERROR(reader.Finish());
-  if (format != kCacheFormat || version != 1) {
-    return ParseError(path + ": format " + format + " version " + std::to_string(version) +
-                      ", expected " + std::string(kCacheFormat) + " version 1");
-  }
-  json_codec::ObjectReader identity_reader(*identity, path + ".identity");
-  const Provenance recorded = json_codec::ReadProvenance(identity_reader);
+  KSELECT_ASSIGN_OR_RETURN(selector_internal::DecisionCacheFile file,
+                           selector_internal::DecisionCacheFromJson(contents, path));
   const ProvenanceFigure figures[] = {
-      {kCacheSmClock, identity_reader.NumberOr(kCacheSmClock, 0),
-       1.0 * impl_->hardware.sm_clock_mhz},
-      {kCacheBandwidth, identity_reader.NumberOr(kCacheBandwidth, 0),
-       impl_->hardware.mem_bandwidth_gb_s}};
-  KSELECT_RETURN_IF_ERROR(identity_reader.Finish());
+      {kCacheSmClock, file.sm_clock_mhz, 1.0 * impl_->hardware.sm_clock_mhz},
+      {kCacheBandwidth, file.mem_bandwidth_gb_s, impl_->hardware.mem_bandwidth_gb_s}};
   KSELECT_RETURN_IF_ERROR(CheckProvenance(
-      recorded, CacheProvenance(*impl_),
+      file.identity, CacheProvenance(*impl_),
       {.fields = kCacheFields,
        .artifact = path,
        .remedy = "its decisions do not hold here; delete it or let the selector rebuild it",
        .figures = figures}));
-  if (!entries->is_array()) return ParseError(path + ".entries: not an array");
-  // Parse everything before inserting anything, so a bad file changes nothing.
+  // Check everything before inserting anything, so a bad file changes nothing. A decision holds
+  // at most top_k configs (a C caller sizes its buffers by it), each one this selector could
+  // have returned: its provider's, and in the candidate table unless the stage that decided
+  // ranks configs from elsewhere (the library's heuristic or enumeration, the solution library,
+  // a model given the heuristic's picks), where the provider is asked when it can be.
+  const Provider provider = impl_->model.spec().provider;
   std::vector<std::unique_ptr<CacheEntry>> loaded;
-  for (size_t i = 0; i < entries->size(); ++i) {
+  for (size_t i = 0; i < file.decisions.size(); ++i) {
+    Selection& s = file.decisions[i];
     const std::string where = path + ".entries[" + std::to_string(i) + "]";
-    json_codec::ObjectReader entry((*entries)[i], where);
-    const json* problem_json = entry.Child("problem", true);
-    const std::string decided_by = entry.String("decided_by");
-    const std::string note = entry.String("note");
-    const bool checked = entry.Bool("can_implement_checked");
-    const int64_t considered = entry.Int("candidates_considered");
-    const int64_t scored = entry.Int("candidates_scored");
-    const json* ranked = entry.Child("ranked", true);
-    KSELECT_RETURN_IF_ERROR(entry.Finish());
-    auto selection = std::make_unique<CacheEntry>();
-    Selection& s = selection->fresh;
-    KSELECT_ASSIGN_OR_RETURN(s.problem, json_codec::ProblemFromJson(*problem_json, where));
-    KSELECT_ASSIGN_OR_RETURN(s.decided_by, ParseDecisionPath(decided_by));
-    s.path = s.decided_by;
-    s.note = note;
-    s.can_implement_checked = checked;
-    s.candidates_considered = static_cast<size_t>(std::max<int64_t>(considered, 0));
-    s.candidates_scored = static_cast<size_t>(std::max<int64_t>(scored, 0));
-    if (!ranked->is_array() || ranked->empty()) {
-      return ParseError(where + ".ranked: not a non-empty array");
+    if (s.ranked.size() > static_cast<size_t>(impl_->options.top_k)) {
+      s.ranked.resize(static_cast<size_t>(impl_->options.top_k));
     }
-    for (size_t r = 0; r < ranked->size(); ++r) {
+    const auto group = impl_->groups.find(CandidateGroupKey(s.problem));
+    const bool outside_allowed =
+        s.decided_by == DecisionPath::kSolutionLibrary ||
+        s.decided_by == DecisionPath::kHeuristic ||
+        s.decided_by == DecisionPath::kFirstImplementable ||
+        (s.decided_by == DecisionPath::kModel && impl_->model.UsesPeerRanks());
+    for (size_t r = 0; r < s.ranked.size(); ++r) {
+      const KernelConfig& config = s.ranked[r].config;
       const std::string at = where + ".ranked[" + std::to_string(r) + "]";
-      json_codec::ObjectReader item((*ranked)[r], at);
-      const json* config = item.Child("config", true);
-      const double score = item.Number("score");
-      const json* tflops = item.Child("predicted_tflops", false);
-      const json* latency = item.Child("predicted_latency_ms", false);
-      KSELECT_RETURN_IF_ERROR(item.Finish());
-      KSELECT_ASSIGN_OR_RETURN(KernelConfig kernel,
-                               json_codec::KernelConfigFromJson(*config, at + ".config"));
-      s.ranked.push_back({std::move(kernel), score,
-                          tflops ? NumberOrNothing(*tflops) : std::nullopt,
-                          latency ? NumberOrNothing(*latency) : std::nullopt});
+      if (ProviderOf(config) != provider) {
+        return SchemaMismatchError(at + ": a " + std::string(ProviderName(ProviderOf(config))) +
+                                   " config for a " + std::string(ProviderName(provider)) +
+                                   " model (a cache of another selector?)");
+      }
+      const bool in_table =
+          group != impl_->groups.end() && group->second.index_of_key.contains(ConfigKey(config));
+      if (in_table) continue;
+      if (!outside_allowed) {
+        return SchemaMismatchError(at + ": " + DescribeConfig(config) + " is not among the " +
+                                   "candidate table's configs for " + CandidateGroupKey(s.problem) +
+                                   ", yet the " + std::string(DecisionPathName(s.decided_by)) +
+                                   " stage ranks only those (a cache of another model?)");
+      }
+      if (impl_->options.check_can_implement && impl_->gpu_present && impl_->provider) {
+        std::lock_guard lock(impl_->provider_mutex);
+        const Status can = impl_->provider->CanImplement(s.problem, config);
+        if (!can.ok() && can.code() != StatusCode::kUnavailable) {
+          return can.WithContext(at + ": " + DescribeConfig(config));
+        }
+      }
     }
-    selection->hash = HashProblem(s.problem);
-    selection->cached = s;
-    selection->cached.path = DecisionPath::kCache;
-    loaded.push_back(std::move(selection));
+    auto entry = std::make_unique<CacheEntry>();
+    entry->hash = HashProblem(s.problem);
+    entry->cached = s;
+    entry->cached.path = DecisionPath::kCache;
+    entry->fresh = std::move(s);
+    loaded.push_back(std::move(entry));
   }
   for (auto& entry : loaded) impl_->cache.Insert(entry);
   return Status::Ok();

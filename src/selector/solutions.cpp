@@ -33,6 +33,10 @@ std::optional<size_t> SolutionLibrary::Find(const Problem& problem) const {
 
 StatusOr<SolutionLibrary> LoadSolutionLibrary(const std::string& path) {
   KSELECT_ASSIGN_OR_RETURN(const std::string text, ReadMaybeGzipFile(path));
+  return SolutionLibraryFromJson(text, path);
+}
+
+StatusOr<SolutionLibrary> SolutionLibraryFromJson(std::string_view text, const std::string& path) {
   KSELECT_RETURN_IF_ERROR(text::CheckJsonDepth(text, path));
   const json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
@@ -87,6 +91,11 @@ StatusOr<SolutionLibrary> LoadSolutionLibrary(const std::string& path) {
     KSELECT_RETURN_IF_ERROR(entry.Finish());
     KSELECT_ASSIGN_OR_RETURN(s.problem,
                              json_codec::ProblemFromJson(*problem_json, where + ".problem"));
+    // A problem no kernel runs (a negative size) is no tuning result; the config's own
+    // impossible values (a negative algo id) the config reader refuses.
+    if (Status valid = ValidateProblem(s.problem); !valid.ok()) {
+      return ParseError(where + ".problem: " + valid.message());
+    }
     KSELECT_ASSIGN_OR_RETURN(s.config,
                              json_codec::KernelConfigFromJson(*config_json, where + ".config"));
     for (const double value : {s.tflops, s.speedup, s.latency_ms, s.reference_latency_ms}) {
@@ -143,8 +152,31 @@ Status CheckSolutionIdentity(const SolutionLibrary& library, const HardwareProfi
                           .remedy = "its measurements do not hold here; tune again here"});
 }
 
+namespace {
+
+// A version 1 library records no device: where its solutions were measured is unknown.
+bool HasIdentity(const SolutionLibrary& library) {
+  return !library.identity.device_name.empty() || library.identity.sm_count != 0 ||
+         !library.identity.arch.empty();
+}
+
+}  // namespace
+
 StatusOr<MergeSummary> MergeSolutionLibraries(SolutionLibrary& base,
                                               const SolutionLibrary& incoming, bool force) {
+  // Merged, version 1 solutions would be written under the other library's device: never
+  // measured there, they would load as if they had been (issue 44, defect 12).
+  if (HasIdentity(base) != HasIdentity(incoming)) {
+    const bool base_has = HasIdentity(base);
+    const SolutionLibrary& with = base_has ? base : incoming;
+    return SchemaMismatchError(
+        std::string(base_has ? "the incoming library" : "the base library") +
+        " records no device (a version 1 file), " + (base_has ? "the base" : "the incoming") +
+        " library was tuned on " + with.identity.device_name + " (" + with.identity.arch + ", " +
+        std::to_string(with.identity.sm_count) +
+        " SMs): its solutions were never checked there; tune them again on that device and "
+        "merge the result");
+  }
   // Speedups compare only where device and libraries are the same; which kselect or model tuned
   // them does not matter.
   KSELECT_RETURN_IF_ERROR(CheckProvenance(
@@ -154,7 +186,6 @@ StatusOr<MergeSummary> MergeSolutionLibraries(SolutionLibrary& base,
        .remedy = "libraries tuned on different devices or versions are not comparable; merge "
                  "libraries from one device and library version",
        .here = "the base library"}));
-  if (base.identity.device_name.empty()) base.identity = incoming.identity;
   MergeSummary summary;
   for (const Solution& s : incoming.solutions) {
     const std::optional<size_t> at = base.Find(s.problem);

@@ -37,6 +37,22 @@ TEST(TextTest, StrictNumbers) {
   EXPECT_FALSE(ParseBool("yes please").ok());
 }
 
+// Issue 44, defect 15: out of range without an exponent part reads as the exponent form does
+// (1 and 309 zeros overflows like 1e309; it read as 0).
+TEST(TextTest, OutOfRangeNumbersWithoutAnExponentOverflowOrUnderflowRight) {
+  const std::string huge = "1" + std::string(309, '0');
+  EXPECT_EQ(*ParseDouble(huge), HUGE_VAL);
+  EXPECT_EQ(*ParseDouble("-" + huge), -HUGE_VAL);
+  EXPECT_EQ(*ParseDouble(huge + ".5"), HUGE_VAL);
+  EXPECT_EQ(*ParseDouble("000" + huge), HUGE_VAL);
+  EXPECT_EQ(*ParseDouble("0." + std::string(400, '0') + "1"), 0.0);
+  EXPECT_EQ(*ParseDouble("0.0000001e-400"), 0.0);
+  EXPECT_EQ(*ParseDouble("0.001e312"), HUGE_VAL);
+  EXPECT_EQ(*ParseDouble(huge + "e-9999999999999999999999"), 0.0);
+  EXPECT_EQ(*ParseDouble("1e-99999999999999999999999"), 0.0);
+  EXPECT_DOUBLE_EQ(*ParseDouble("1" + std::string(300, '0')), 1e300);
+}
+
 TEST(TextTest, Utf8CheckNamesLineAndColumn) {
   EXPECT_TRUE(CheckUtf8("plain\nü and 漢字 and 😀\n", "f").ok());
   const Status bad = CheckUtf8("ok\nab\xff", "f.log");

@@ -98,6 +98,41 @@ TEST(FeatureSpec, StrictReaderRefusesUnknownKeysVersionsAndKinds) {
   EXPECT_FALSE(FeatureSpecFromJson("{not json", "x.json").ok());
 }
 
+// Issue 44, defect 22: an error in the spec's hardware block names the file and the field, and
+// says what was there ("null", not "null null"); a missing or zero figure is refused.
+TEST(FeatureSpec, HardwareErrorsNameTheFileAndTheField) {
+  const std::string text = FeatureSpecToJson(GemmFeatureSpec(Provider::kTile, H200()));
+  auto edit = [&](auto fn) {
+    nlohmann::json j = nlohmann::json::parse(text);
+    fn(j);
+    return FeatureSpecFromJson(j.dump(), "m/feature_spec.json");
+  };
+  const struct {
+    const char* key;
+    nlohmann::json value;
+    const char* says;
+  } cases[] = {
+      {"sm_count", nullptr,
+       "m/feature_spec.json: hardware.sm_count: expected an integer, got null"},
+      {"sm_count", "many", "hardware.sm_count: expected an integer, got string"},
+      {"sm_count", 0, "m/feature_spec.json: hardware.sm_count: must be a positive number"},
+      {"mem_bandwidth_gb_s", nullptr, "hardware.mem_bandwidth_gb_s: missing (null)"},
+      {"mem_bandwidth_gb_s", -1.5, "hardware.mem_bandwidth_gb_s: must be a positive number"},
+      {"l2_bytes", -1, "m/feature_spec.json: hardware.l2_bytes: negative"},
+  };
+  for (const auto& c : cases) {
+    auto spec = edit([&](nlohmann::json& j) { j["hardware"][c.key] = c.value; });
+    ASSERT_FALSE(spec.ok()) << c.key;
+    EXPECT_TRUE(Contains(spec.status().message(), c.says)) << spec.status().message();
+    EXPECT_FALSE(Contains(spec.status().message(), "null null")) << spec.status().message();
+  }
+  auto not_object = edit([](nlohmann::json& j) { j["hardware"] = nullptr; });
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_TRUE(Contains(not_object.status().message(),
+                       "m/feature_spec.json: hardware: expected a JSON object, got null"))
+      << not_object.status().message();
+}
+
 TEST(FeatureSpec, MismatchIsRefusedWithAClearMessage) {
   const FeatureSpec model = GemmFeatureSpec(Provider::kTile, H200());
   EXPECT_TRUE(CheckSpecCompatible(model, model).ok());

@@ -27,7 +27,7 @@ HardwareProfile H200Profile() {
   p.sm_clock_mhz = 1980;
   p.mem_clock_mhz = 3201;
   p.mem_bus_width_bits = 6144;
-  p.l2_bytes = 52428800;
+  p.l2_bytes = 62914560;
   p.smem_per_sm_bytes = 233472;
   p.smem_per_block_optin_bytes = 232448;
   p.regs_per_sm = 65536;
@@ -138,6 +138,45 @@ TEST(HardwareJsonTest, ImpossibleFiguresInAProfileFileAreNamed) {
   const Status status = load(negative);
   EXPECT_NE(status.message().find("\"l2_bytes\": negative"), std::string::npos)
       << status.ToString();
+  std::filesystem::remove(path);
+}
+
+// Issue 44, defect 17: a profile naming a device kselect knows must carry that device's figures;
+// an H100's swapped into an H200 profile are refused naming the field. Other names load as they
+// are.
+TEST(HardwareJsonTest, AnotherDevicesFiguresUnderAKnownNameAreRefused) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("kselect_hw_known_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  auto load = [&](const Json& json) {
+    std::ofstream(path, std::ios::trunc) << json.dump();
+    return LoadHardwareProfile(path).status();
+  };
+  const struct {
+    const char* key;
+    Json h100_value;
+  } swapped[] = {{"peak_mem_bandwidth_gb_s", 3352.32},
+                 {"global_mem_bytes", 85017493504LL},
+                 {"l2_bytes", 52428800},
+                 {"sm_count", 114}};
+  for (const auto& s : swapped) {
+    Json json = ProfileJson();
+    json[s.key] = s.h100_value;
+    const Status status = load(json);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << s.key;
+    EXPECT_NE(status.message().find(std::string("\"") + s.key + "\""), std::string::npos)
+        << status.ToString();
+    EXPECT_NE(status.message().find("is not an NVIDIA H200's"), std::string::npos)
+        << status.ToString();
+  }
+  Json other = ProfileJson();
+  other["device_name"] = "NVIDIA RTX 6000 Ada Generation";
+  other["peak_mem_bandwidth_gb_s"] = 960.0;
+  EXPECT_TRUE(load(other).ok());
+  for (const char* shipped : {"nvidia-h200.json", "nvidia-h100-x1.json"}) {
+    const std::string file = std::string(KSELECT_SOURCE_DIR) + "/data/hardware/" + shipped;
+    EXPECT_TRUE(LoadHardwareProfile(file).ok()) << LoadHardwareProfile(file).status().ToString();
+  }
   std::filesystem::remove(path);
 }
 

@@ -55,6 +55,31 @@ foreach(file include/kselect/selector.h include/kselect/c_api.h include/kselect/
     message(FATAL_ERROR "the install tree lacks ${file}")
   endif()
 endforeach()
+# ---------------------------------------------------------------------------- installed data
+# The installed CLI reads its own data (share/kselect/), not the source tree it was built from:
+# the installed H200 profile is changed so its clock shows in `log summarize`'s output, and an
+# unknown rule set is looked for under the install's rules/ (issue 44).
+set(installed_profile ${prefix}/share/kselect/hardware/nvidia-h200.json)
+if(NOT EXISTS ${installed_profile})
+  message(FATAL_ERROR "the install tree lacks share/kselect/hardware/nvidia-h200.json")
+endif()
+file(READ ${installed_profile} profile_text)
+string(REPLACE "\"sm_clock_mhz\": 1980" "\"sm_clock_mhz\": 1755" profile_text "${profile_text}")
+file(WRITE ${installed_profile} "${profile_text}")
+set(clean_env ${CMAKE_COMMAND} -E env --unset=KSELECT_RULES_DIR --unset=KSELECT_DATA_DIR)
+run_step("installed kselect log summarize (no --hw)"
+         COMMAND ${clean_env} ${prefix}/bin/kselect log summarize
+                 ${SOURCE_DIR}/tests/fixtures/gemm_logs/plain.csv
+         OUTPUT_VAR summary)
+expect_contains("installed kselect log summarize" "${summary}" "1755 MHz")
+execute_process(COMMAND ${clean_env} ${prefix}/bin/kselect tile list --rules no_such_set
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+expect_contains("installed kselect tile list" "${err}"
+                "${prefix}/share/kselect/rules/tile/no_such_set.json")
+run_step("installed kselect tile list --rules tiny"
+         COMMAND ${clean_env} ${prefix}/bin/kselect tile list --rules tiny OUTPUT_VAR listed)
+expect_contains("installed kselect tile list" "${listed}" "pipeline=small_m")
+
 file(GLOB_RECURSE extras ${prefix}/share/kselect/models/*oof_predictions*
      ${prefix}/share/kselect/models/*.html)
 if(extras)

@@ -4,8 +4,11 @@
 #include "kselect/selector.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -17,6 +20,7 @@
 #include "kselect/config_schema.h"
 #include "kselect/dataset.h"
 #include "kselect/eval.h"
+#include "kselect/hardware.h"
 #include "kselect/model.h"
 #include "kselect/train.h"
 #include "testing_util.h"
@@ -393,6 +397,174 @@ TEST_F(SelectorTest, RecordModeWritesEachProblemOnce) {
   }
   EXPECT_EQ(lines, 3);
   EXPECT_EQ(seen.size(), 3u);
+}
+
+// Issue 44, defect 4: a record that cannot be written (here a file-size limit cuts the second
+// one short) does not fail the selection, is kept and retried, and the caller can see why.
+TEST_F(SelectorTest, RecordWriteErrorsAreKeptRetriedAndReported) {
+  SelectorOptions options;
+  options.record_path = (tmp_ / "asked.jsonl").string();
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), options);
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  ASSERT_TRUE((*selector)->Select(LinearGemm(4096, 16, 4096)).ok());
+  EXPECT_TRUE((*selector)->RecordStatus().ok());
+  const auto written = static_cast<rlim_t>(fs::file_size(options.record_path));
+
+  rlimit unlimited{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+  rlimit limited = unlimited;
+  limited.rlim_cur = written + 10;  // 10 more bytes: the next line is cut short, then nothing
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const bool second = (*selector)->Select(LinearGemm(4096, 32, 4096)).ok();
+  const bool third = (*selector)->Select(LinearGemm(4096, 64, 4096)).ok();
+  const Status while_full = (*selector)->FlushRecord();
+  setrlimit(RLIMIT_FSIZE, &unlimited);
+  std::signal(SIGXFSZ, old_handler);
+
+  EXPECT_TRUE(second);
+  EXPECT_TRUE(third);
+  EXPECT_EQ(while_full.code(), StatusCode::kIoError);
+  EXPECT_TRUE(Contains(while_full.message(), options.record_path)) << while_full.message();
+  EXPECT_TRUE(Contains(while_full.message(), "2 kept in memory")) << while_full.message();
+  EXPECT_EQ((*selector)->RecordStatus().code(), StatusCode::kIoError);
+
+  // Room again: the retry completes the cut line and writes the next; every line reads.
+  const Status flushed = (*selector)->FlushRecord();
+  EXPECT_TRUE(flushed.ok()) << flushed.ToString();
+  EXPECT_TRUE((*selector)->RecordStatus().ok());
+  std::ifstream in(options.record_path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    const auto row = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(row.is_object()) << line;
+    EXPECT_TRUE(json_codec::ProblemFromJson(row["problem"], "record").ok());
+  }
+  EXPECT_EQ(lines, 3);
+}
+
+// Issue 44, defect 3: a tile model asked about a layout its table lacks (the CLI's default,
+// rcr) on a host without a GPU answers at once, saying why each stage passed, instead of
+// NVRTC-compiling the whole catalogue for a decision nothing here could check.
+TEST_F(SelectorTest, TileModelWithoutTheLayoutAnswersAtOnceWithoutAGpu) {
+  if (QueryHardwareProfile(0).ok()) GTEST_SKIP() << "a GPU is present: enumeration may run";
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+  ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+  GemmProblem problem = LinearGemm(4096, 16, 4096);
+  problem.layout = *ParseGemmLayout("rcr");
+  const auto start = std::chrono::steady_clock::now();
+  auto selection = (*selector)->Select(problem);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);
+  ASSERT_FALSE(selection.ok());
+  EXPECT_EQ(selection.status().code(), StatusCode::kCannotImplement);
+  EXPECT_TRUE(Contains(selection.status().message(), "no configs for gemm a=bf16"))
+      << selection.status().message();
+  EXPECT_TRUE(Contains(selection.status().message(), "layout=rcr"));
+  EXPECT_TRUE(Contains(selection.status().message(), "first_implementable: no GPU on this host"))
+      << selection.status().message();
+}
+
+// Issue 44, defect 16: a candidate table holding a config no kernel can have (a 0x0x0 tile) is
+// refused on opening, naming the file and the field, instead of being ranked.
+TEST_F(SelectorTest, CandidateTablesWithImpossibleConfigsAreRefused) {
+  const std::string dir = CopyModel("h200_tile_bf16_tn");
+  auto table = LoadCandidateTable(dir);
+  ASSERT_TRUE(table.ok());
+  auto& configs = table->groups.begin()->second;
+  TileConfig& tile = std::get<TileConfig>(configs[0]);
+  tile.tile_m = tile.tile_n = tile.tile_k = 0;
+  ASSERT_TRUE(WriteCandidateTable(*table, dir).ok());
+  auto selector = Selector::Open(dir);
+  ASSERT_FALSE(selector.ok());
+  EXPECT_EQ(selector.status().code(), StatusCode::kParseError);
+  EXPECT_TRUE(Contains(selector.status().message(), "candidates.json.gz"))
+      << selector.status().message();
+  EXPECT_TRUE(Contains(selector.status().message(), "tile tile_m 0 is impossible"))
+      << selector.status().message();
+
+  // The same check reads every provider's configs: negative sizes, engine -1.
+  const struct {
+    const char* json;
+    const char* says;
+  } impossible[] = {
+      {R"({"provider": "cudnn", "engine_id": -1})", "cudnn engine_id -1 is impossible"},
+      {R"({"provider": "cublaslt", "algo_id": 6, "tile_m": -64})",
+       "cublaslt tile_m -64 is impossible"},
+      {R"({"provider": "tile", "tile": [128, -128, 32]})", "tile tile_n -128 is impossible"},
+      {R"({"provider": "tile", "warps": [2, 0, 1]})", "tile warps_n 0 is impossible"},
+  };
+  for (const auto& c : impossible) {
+    auto config = json_codec::KernelConfigFromJson(nlohmann::json::parse(c.json), "config");
+    ASSERT_FALSE(config.ok()) << c.json;
+    EXPECT_TRUE(Contains(config.status().message(), c.says)) << config.status().message();
+  }
+}
+
+// Issue 44, defect 9: a loaded cache holds at most top_k configs per decision (a C caller sizes
+// its buffers by top_k), and each config is one this selector could have returned.
+TEST_F(SelectorTest, LoadedCacheKeepsTopKAndTheCandidateTable) {
+  const std::string path = (tmp_ / "cache.json").string();
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
+  {
+    SelectorOptions wide;
+    wide.top_k = 8;
+    auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), wide);
+    ASSERT_TRUE(selector.ok());
+    auto s = (*selector)->Select(problem);
+    ASSERT_TRUE(s.ok());
+    ASSERT_EQ((*s)->ranked.size(), 8u);
+    ASSERT_TRUE((*selector)->SaveCache(path).ok());
+  }
+  SelectorOptions narrow;
+  narrow.top_k = 2;
+  auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"), narrow);
+  ASSERT_TRUE(selector.ok());
+  const Status loaded = (*selector)->LoadCache(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  auto cached = (*selector)->Select(problem);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ((*cached)->path, DecisionPath::kCache);
+  EXPECT_EQ((*cached)->ranked.size(), 2u);
+
+  // A config the table lacks in a model's decision, and another provider's config: refused,
+  // naming the entry, and nothing of the file is loaded.
+  nlohmann::json saved = nlohmann::json::parse(ReadAll(path));
+  auto table = (*selector)->Candidates(problem);
+  std::set<std::string> keys;
+  for (const KernelConfig& c : table) keys.insert(ConfigKey(c));
+  TileConfig outside;
+  outside.tile_m = 16;
+  outside.tile_n = 16;
+  outside.tile_k = 16;
+  outside.warps_m = outside.warps_n = 1;
+  ASSERT_FALSE(keys.contains(ConfigKey(outside)));
+  const struct {
+    nlohmann::json config;
+    StatusCode code;
+    const char* says;
+  } bad[] = {
+      {json_codec::KernelConfigToJson(outside), StatusCode::kSchemaMismatch,
+       "is not among the candidate table's configs"},
+      {json_codec::KernelConfigToJson(CublasLtConfig{}), StatusCode::kSchemaMismatch,
+       "a cublaslt config for a tile model"},
+  };
+  for (const auto& b : bad) {
+    nlohmann::json edited = saved;
+    edited["entries"][0]["ranked"][1]["config"] = b.config;
+    const std::string edited_path = (tmp_ / "edited.json").string();
+    std::ofstream(edited_path, std::ios::trunc) << edited.dump(1);
+    auto fresh = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(fresh.ok());
+    const Status refused = (*fresh)->LoadCache(edited_path);
+    EXPECT_EQ(refused.code(), b.code) << refused.ToString();
+    EXPECT_TRUE(Contains(refused.message(), b.says)) << refused.message();
+    EXPECT_TRUE(Contains(refused.message(), "entries[0].ranked[1]")) << refused.message();
+    EXPECT_EQ((*fresh)->CachedDecisions(), 0u);
+  }
 }
 
 TEST_F(SelectorTest, SolutionLibraryComesFirst) {

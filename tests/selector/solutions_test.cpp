@@ -185,6 +185,89 @@ TEST_F(SolutionsTest, MergeReplacesOnlyWhenFasterOrForced) {
   EXPECT_TRUE(MergeSolutionLibraries(base, newer, false).ok());
 }
 
+// Issue 44, defect 12: a version 1 library (no identity) is never merged with one that records a
+// device, whichever side it is on: its solutions would be written under that device unchecked.
+TEST_F(SolutionsTest, VersionOneSolutionsAreNotStampedWithAnotherLibrarysDevice) {
+  const GemmProblem a = LinearGemm(4096, 1, 4096), b = LinearGemm(4096, 2, 4096);
+  SolutionLibrary unverified;
+  unverified.solutions = {Make(b, 5, 1.3)};
+  for (const bool base_is_old : {false, true}) {
+    SolutionLibrary base = base_is_old ? unverified : Library({Make(a, 3, 1.1)});
+    const SolutionLibrary incoming = base_is_old ? Library({Make(a, 3, 1.1)}) : unverified;
+    const SolutionLibrary before = base;
+    const Status refused = MergeSolutionLibraries(base, incoming, false).status();
+    EXPECT_EQ(refused.code(), StatusCode::kSchemaMismatch);
+    EXPECT_NE(refused.message().find(base_is_old ? "the base library records no device"
+                                                 : "the incoming library records no device"),
+              std::string::npos)
+        << refused.message();
+    EXPECT_NE(refused.message().find("tuned on NVIDIA H200"), std::string::npos);
+    EXPECT_EQ(base.solutions.size(), before.solutions.size());
+    EXPECT_EQ(base.identity, before.identity);
+  }
+  SolutionLibrary old_base = unverified;  // two version 1 libraries merge as they are
+  SolutionLibrary old_incoming;
+  old_incoming.solutions = {Make(a, 3, 1.1)};
+  ASSERT_TRUE(MergeSolutionLibraries(old_base, old_incoming, false).ok());
+  EXPECT_TRUE(old_base.identity.device_name.empty());
+}
+
+// Issue 44, defect 12: entries no kernel could have run are refused on reading, naming the entry.
+TEST_F(SolutionsTest, ImpossibleEntriesAreRefused) {
+  const std::string good = (tmp_ / "good.json").string();
+  ASSERT_TRUE(SaveSolutionLibrary(Library({Make(LinearGemm(4096, 1, 4096), 3, 1.1)}), good).ok());
+  std::ifstream in(good);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const struct {
+    const char* from;
+    const char* to;
+    const char* says;
+  } edits[] = {
+      {"\"m\": 4096", "\"m\": -4096", "solutions[0].problem: m must be"},
+      {"\"algo_id\": 66", "\"algo_id\": -1", "cublaslt algo_id -1 is impossible"},
+      {"\"tile_id\": 3", "\"tile_id\": -3", "cublaslt tile_id -3 is impossible"},
+  };
+  for (const auto& e : edits) {
+    std::string edited = text;
+    const size_t at = edited.find(e.from);
+    ASSERT_NE(at, std::string::npos) << e.from;
+    edited.replace(at, std::string(e.from).size(), e.to);
+    const std::string path = (tmp_ / "edited.json").string();
+    std::ofstream(path, std::ios::trunc) << edited;
+    const auto loaded = LoadSolutionLibrary(path);
+    ASSERT_FALSE(loaded.ok()) << e.to;
+    EXPECT_NE(loaded.status().message().find(e.says), std::string::npos)
+        << loaded.status().message();
+  }
+}
+
+// Issue 44, defect 21: two identities that differ only past the excerpt's length, or in a
+// character that prints alike, are told apart in the message.
+TEST_F(SolutionsTest, IdentityMismatchShowsTheDifference) {
+  const GemmProblem a = LinearGemm(4096, 1, 4096);
+  const std::string long_name = "NVIDIA H200 " + std::string(300, 'x');
+  for (const auto& [ours, theirs] :
+       {std::pair<std::string, std::string>{long_name + "a", long_name + "b"},
+        {"NVIDIA H200", "NVIDIA H200 "},
+        {"NVIDIA H200", "NVIDIA\tH200"}}) {
+    SolutionLibrary base = Library({Make(a, 3, 1.1)});
+    base.identity.device_name = ours;
+    SolutionLibrary incoming = Library({Make(a, 4, 1.2)});
+    incoming.identity.device_name = theirs;
+    const Status refused = MergeSolutionLibraries(base, incoming, false).status();
+    ASSERT_EQ(refused.code(), StatusCode::kSchemaMismatch);
+    const std::string& m = refused.message();
+    const size_t made = m.find("made with device_name ");
+    const size_t has = m.find(", the base library has ");
+    ASSERT_NE(made, std::string::npos) << m;
+    ASSERT_NE(has, std::string::npos) << m;
+    const std::string shown_theirs = m.substr(made + 22, has - made - 22);
+    const size_t end = m.find(": libraries tuned", has);
+    const std::string shown_ours = m.substr(has + 23, end - has - 23);
+    EXPECT_NE(shown_theirs, shown_ours) << m;
+  }
+}
+
 // Identities written before the record held cuDNN, tool and model still load, the file's writer
 // standing in for the tool; the next save writes the whole record.
 TEST_F(SolutionsTest, LoadsIdentitiesWithoutTheNewerKeys) {

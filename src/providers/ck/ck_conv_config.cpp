@@ -19,9 +19,9 @@ constexpr std::string_view kPipelines[] = {"compv3", "compv4", "compv5",
 constexpr std::string_view kSchedulers[] = {"intrawave", "interwave"};
 
 constexpr ConfigField kFields[] = {
-    Field<&C::tile_m>("tile_m").Key("tile").Json("tile").Column("tile_m"),
-    Field<&C::tile_n>("tile_n").Key("tile").Json("tile").Column("tile_n"),
-    Field<&C::tile_k>("tile_k").Key("tile").Json("tile").Column("tile_k"),
+    Field<&C::tile_m>("tile_m").AtLeast(0).Key("tile").Json("tile").Column("tile_m"),
+    Field<&C::tile_n>("tile_n").AtLeast(0).Key("tile").Json("tile").Column("tile_n"),
+    Field<&C::tile_k>("tile_k").AtLeast(0).Key("tile").Json("tile").Column("tile_k"),
     Field<&C::pipeline>("pipeline")
         .Key("pipeline")
         .Json("pipeline")

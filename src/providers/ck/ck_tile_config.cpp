@@ -18,9 +18,9 @@ constexpr std::string_view kSchedulers[] = {"intrawave", "interwave"};
 constexpr std::string_view kEpilogues[] = {"default", "cshuffle"};
 
 constexpr ConfigField kFields[] = {
-    Field<&C::tile_m>("tile_m").Key("tile").Json("tile").Column("tile_m"),
-    Field<&C::tile_n>("tile_n").Key("tile").Json("tile").Column("tile_n"),
-    Field<&C::tile_k>("tile_k").Key("tile").Json("tile").Column("tile_k"),
+    Field<&C::tile_m>("tile_m").AtLeast(0).Key("tile").Json("tile").Column("tile_m"),
+    Field<&C::tile_n>("tile_n").AtLeast(0).Key("tile").Json("tile").Column("tile_n"),
+    Field<&C::tile_k>("tile_k").AtLeast(0).Key("tile").Json("tile").Column("tile_k"),
     Field<&C::warp_m>("warp_m").Key("warp").Json("warp").Column("warp_m").Feature("warp_m",
                                                                                   E::kNumber),
     Field<&C::warp_n>("warp_n").Key("warp").Json("warp").Column("warp_n").Feature("warp_n",

@@ -17,6 +17,7 @@ using C = CublasLtConfig;
 // only mean something with that algorithm, stages with a tile, a reduction scheme with split-K.
 constexpr ConfigField kFields[] = {
     Field<&C::algo_id>("algo_id")
+        .AtLeast(0)
         .Key("algo")
         .Json("algo_id")
         .Column("cublaslt_algo_id")
@@ -24,6 +25,7 @@ constexpr ConfigField kFields[] = {
         .Search(S::kEnumerated)
         .SearchGroup("kernel"),
     Field<&C::tile_id>("tile_id")
+        .AtLeast(0)
         .Key("tile")
         .Json("tile_id")
         .Column("cublaslt_tile_id")
@@ -31,6 +33,7 @@ constexpr ConfigField kFields[] = {
         .Search(S::kEnumerated)
         .SearchGroup("tile"),
     Field<&C::stages_id>("stages_id")
+        .AtLeast(0)
         .Key("stages")
         .Json("stages_id")
         .Column("cublaslt_stages_id")
@@ -38,12 +41,14 @@ constexpr ConfigField kFields[] = {
         .Search(S::kEnumerated)
         .SearchGroup("tile"),
     Field<&C::split_k>("split_k")
+        .AtLeast(0)
         .Key("splitk")
         .Json("split_k")
         .Column("split_k")
         .Search(S::kEnumerated)
         .SearchGroup("split_k"),
     Field<&C::reduction_scheme>("reduction_scheme")
+        .AtLeast(0)
         .Key("reduction")
         .Json("reduction_scheme")
         .Column("cublaslt_reduction_scheme")
@@ -51,12 +56,14 @@ constexpr ConfigField kFields[] = {
         .Search(S::kEnumerated)
         .SearchGroup("split_k"),
     Field<&C::swizzle>("swizzle")
+        .AtLeast(0)
         .Key("swizzle")
         .Json("swizzle")
         .Column("swizzle")
         .Feature("cublaslt_swizzle", E::kNumber)
         .Search(S::kEnumerated),
     Field<&C::custom_option>("custom_option")
+        .AtLeast(0)
         .Key("custom")
         .Json("custom_option")
         .Column("cublaslt_custom_option")
@@ -64,24 +71,27 @@ constexpr ConfigField kFields[] = {
         .Search(S::kEnumerated)
         .SearchGroup("kernel"),
     Field<&C::cluster_shape_id>("cluster_shape_id")
+        .AtLeast(0)
         .Key("cluster")
         .Json("cluster_shape_id")
         .Column("cublaslt_cluster_shape_id")
         .Search(S::kEnumerated),
     Field<&C::inner_shape_id>("inner_shape_id")
+        .AtLeast(0)
         .Key("inner")
         .Json("inner_shape_id")
         .Column("cublaslt_inner_shape_id")
         .Feature("cublaslt_inner_shape_id", E::kCategory)
         .Search(S::kEnumerated)
         .SearchGroup("kernel"),
-    Field<&C::tile_m>("tile_m").Json("tile_m").Column("tile_m"),
-    Field<&C::tile_n>("tile_n").Json("tile_n").Column("tile_n"),
-    Field<&C::stage_k>("stage_k").Json("stage_k").Column("stage_k"),
-    Field<&C::stages>("stages").Json("stages").Column("stages"),
-    Field<&C::cluster_m>("cluster_m").Json("cluster_m").Column("cluster_m"),
-    Field<&C::cluster_n>("cluster_n").Json("cluster_n").Column("cluster_n"),
+    Field<&C::tile_m>("tile_m").AtLeast(0).Json("tile_m").Column("tile_m"),
+    Field<&C::tile_n>("tile_n").AtLeast(0).Json("tile_n").Column("tile_n"),
+    Field<&C::stage_k>("stage_k").AtLeast(0).Json("stage_k").Column("stage_k"),
+    Field<&C::stages>("stages").AtLeast(0).Json("stages").Column("stages"),
+    Field<&C::cluster_m>("cluster_m").AtLeast(0).Json("cluster_m").Column("cluster_m"),
+    Field<&C::cluster_n>("cluster_n").AtLeast(0).Json("cluster_n").Column("cluster_n"),
     Field<&C::cluster_k>("cluster_k")
+        .AtLeast(0)
         .Json("cluster_k")
         .Column("cluster_k")
         .Feature("cluster_k", E::kDefinedNumber),

@@ -30,6 +30,7 @@ config_table::FieldRow KnobsField() {
 
 const ConfigField kFields[] = {
     Field<&C::engine_id>("engine_id")
+        .AtLeast(0)
         .Key("engine")
         .JsonRequired("engine_id")
         .Column("cudnn_engine_id")

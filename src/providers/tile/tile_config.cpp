@@ -40,35 +40,37 @@ constexpr int64_t kCluster[] = {1, 2};
 constexpr int64_t kSwizzle[] = {1, 2, 4, 8};
 
 constexpr ConfigField kFields[] = {
-    Field<&C::tile_m>("tile_m").Key("tile").Json("tile").Column("tile_m").Search(S::kValues,
-                                                                                 kTileMN),
-    Field<&C::tile_n>("tile_n").Key("tile").Json("tile").Column("tile_n").Search(S::kValues,
-                                                                                 kTileMN),
-    Field<&C::tile_k>("tile_k").Key("tile").Json("tile").Column("tile_k").Search(S::kValues,
-                                                                                 kTileK),
+    Field<&C::tile_m>("tile_m").AtLeast(1).Key("tile").Json("tile").Column("tile_m").Search(
+        S::kValues, kTileMN),
+    Field<&C::tile_n>("tile_n").AtLeast(1).Key("tile").Json("tile").Column("tile_n").Search(
+        S::kValues, kTileMN),
+    Field<&C::tile_k>("tile_k").AtLeast(1).Key("tile").Json("tile").Column("tile_k").Search(
+        S::kValues, kTileK),
     Field<&C::warps_m>("warps_m")
+        .AtLeast(1)
         .Key("warps")
         .Json("warps")
         .Column("warp_m")
         .Feature("warps_m", E::kNumber)
         .Search(S::kValues, kWarps),
     Field<&C::warps_n>("warps_n")
+        .AtLeast(1)
         .Key("warps")
         .Json("warps")
         .Column("warp_n")
         .Feature("warps_n", E::kNumber)
         .Search(S::kValues, kWarps),
-    Field<&C::warps_k>("warps_k").Key("warps").Json("warps").Column("warp_k").Feature("warps_k",
-                                                                                      E::kNumber),
+    Field<&C::warps_k>("warps_k").AtLeast(1).Key("warps").Json("warps").Column("warp_k").Feature(
+        "warps_k", E::kNumber),
     // The instruction shape follows the pipeline and dtype.
-    Field<&C::instr_m>("instr_m").Key("instr").Json("instr").Column("instr_m").Feature("instr_m",
-                                                                                       E::kNumber),
-    Field<&C::instr_n>("instr_n").Key("instr").Json("instr").Column("instr_n").Feature("instr_n",
-                                                                                       E::kNumber),
-    Field<&C::instr_k>("instr_k").Key("instr").Json("instr").Column("instr_k").Feature("instr_k",
-                                                                                       E::kNumber),
-    Field<&C::stages>("stages").Key("stages").Json("stages").Column("stages").Search(S::kValues,
-                                                                                     kStages),
+    Field<&C::instr_m>("instr_m").AtLeast(1).Key("instr").Json("instr").Column("instr_m").Feature(
+        "instr_m", E::kNumber),
+    Field<&C::instr_n>("instr_n").AtLeast(1).Key("instr").Json("instr").Column("instr_n").Feature(
+        "instr_n", E::kNumber),
+    Field<&C::instr_k>("instr_k").AtLeast(1).Key("instr").Json("instr").Column("instr_k").Feature(
+        "instr_k", E::kNumber),
+    Field<&C::stages>("stages").AtLeast(1).Key("stages").Json("stages").Column("stages").Search(
+        S::kValues, kStages),
     Field<&C::pipeline>("pipeline")
         .Key("pipeline")
         .Json("pipeline")
@@ -97,19 +99,22 @@ constexpr ConfigField kFields[] = {
                                                                                    E::kFlag),
     Field<&C::mask_k>("mask_k").Key("mask_k").Json("mask").Column("pad_k").Feature("mask_k",
                                                                                    E::kFlag),
-    Field<&C::split_k>("split_k").Key("splitk").Json("split_k").Column("split_k").Search(S::kValues,
-                                                                                         kSplitK),
+    Field<&C::split_k>("split_k").AtLeast(1).Key("splitk").Json("split_k").Column("split_k").Search(
+        S::kValues, kSplitK),
     Field<&C::cluster_m>("cluster_m")
+        .AtLeast(1)
         .Key("cluster")
         .Json("cluster")
         .Column("cluster_m")
         .Search(S::kValues, kCluster),
     Field<&C::cluster_n>("cluster_n")
+        .AtLeast(1)
         .Key("cluster")
         .Json("cluster")
         .Column("cluster_n")
         .Search(S::kValues, kCluster),
     Field<&C::swizzle>("swizzle")
+        .AtLeast(1)
         .Key("swizzle")
         .Json("swizzle")
         .Column("swizzle")

@@ -226,8 +226,9 @@ StatusOr<TileRuleSet> GenerateRuleSet(const RuleSet& rules);
 // `name_or_path` is a file path (contains '/' or ends in .json) or a set name looked up as
 // <rules_dir>/tile/<name>.json (FindRuleSetByNameOrPath), then generated.
 StatusOr<TileRuleSet> LoadRuleSet(const std::string& name_or_path, const std::string& rules_dir);
-// The rules folder (holding <provider>/<name>.json): $KSELECT_RULES_DIR, else the source tree's
-// rules/.
+// The rules folder (holding <provider>/<name>.json): $KSELECT_RULES_DIR, else
+// $KSELECT_DATA_DIR/rules, else an installed binary's <prefix>/share/kselect/rules, else the
+// source tree's rules/ (core/data_files.h).
 std::string DefaultRulesRoot();
 // Every valid (config, variant) spec of a rule set, configs outer.
 std::vector<TileKernelSpec> BuildSpecs(const TileRuleSet& rules);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data_files.h"
 #include "core/text.h"
 #include "kselect/catalogue.h"
 #include "providers/tile/tile_engine.h"
@@ -271,7 +272,8 @@ std::string FirstBrokenRule(const TileKernelSpec& spec) {
 
 std::string DefaultRulesRoot() {
   if (const char* dir = std::getenv("KSELECT_RULES_DIR"); dir != nullptr && *dir) return dir;
-  return std::filesystem::path(KSELECT_SOURCE_RULES_DIR).parent_path().string();
+  return ShippedDataPath("rules",
+                         std::filesystem::path(KSELECT_SOURCE_RULES_DIR).parent_path().string());
 }
 
 StatusOr<std::vector<std::vector<TileConfig>>> ExpandGeneratorGroups(const RuleSet& rules) {
