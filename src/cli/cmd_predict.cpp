@@ -15,6 +15,7 @@
 #include "cli/dataset_io.h"
 #include "cli/gemm_args.h"
 #include "cli/selection_report.h"
+#include "kselect/candidates.h"
 #include "kselect/cross_provider.h"
 #include "kselect/model.h"
 #include "kselect/provider.h"
@@ -30,7 +31,7 @@ struct PredictArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string dtype = "bf16";
   std::string dtype_c;
-  std::string layout = "rcr";
+  std::string layout;  // "": the model's (DefaultLayout)
   int top = 10;
   bool json = false;
   bool can_implement = false;  // drop configs the provider cannot run this problem with
@@ -127,6 +128,95 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
   return picks;
 }
 
+// The layout when --layout is not given: the one the model's candidate table covers for the
+// dtype, or rcc (cuBLAS TN, PyTorch's nn.Linear) when it covers several including rcc; a
+// cross-provider directory answers with its reference model's table. Says where it came from in
+// `why`.
+StatusOr<std::string> DefaultLayout(const PredictArgs& args, std::string* why) {
+  std::string dir = args.models.front();
+  if (IsCrossProviderDir(dir)) {
+    KSELECT_ASSIGN_OR_RETURN(const CrossProviderManifest manifest, LoadCrossProviderManifest(dir));
+    dir = manifest.reference_ranker.empty() ? manifest.reference_model : manifest.reference_ranker;
+  }
+  auto table = LoadCandidateTable(dir);
+  if (!table.ok()) {
+    return InvalidArgumentError("give --layout (rcc for cuBLAS TN / nn.Linear): " +
+                                table.status().message());
+  }
+  const std::string want = "a=" + args.dtype + " ";
+  std::set<std::string> layouts;
+  for (const auto& [group, configs] : table->groups) {
+    const size_t at = group.find(" layout=");
+    if (group.find(want) == std::string::npos || at == std::string::npos) continue;
+    layouts.insert(group.substr(at + 8, 3));
+  }
+  if (layouts.empty()) {
+    std::string groups;
+    for (const auto& [group, configs] : table->groups)
+      groups += (groups.empty() ? "" : "; ") + group;
+    return InvalidArgumentError(args.models.front() + " has no candidates for --dtype " +
+                                args.dtype + " (it covers: " + groups + ")");
+  }
+  if (layouts.size() == 1) {
+    *why = "the only layout the model covers for " + args.dtype;
+    return *layouts.begin();
+  }
+  std::string all;
+  for (const std::string& l : layouts) all += (all.empty() ? "" : ", ") + l;
+  if (layouts.count("rcc")) {
+    *why = "the model covers " + all +
+           "; rcc is cuBLAS TN, as nn.Linear runs; --layout picks "
+           "another";
+    return std::string("rcc");
+  }
+  return InvalidArgumentError("the model covers several layouts for " + args.dtype + " (" + all +
+                              "): give --layout");
+}
+
+// The vendor library's own pick for the problem (its heuristic's rank 1) beside the decision,
+// with the gain the model predicts over it: what the decision is worth. Predicted by the
+// model's latency model where it has one (a ranker's scores are not times), else its TFLOPS.
+// Prints nothing when neither gives a figure.
+void PrintGainOverPick(Selector& selector, const GemmProblem& problem, const Selection& selection,
+                       std::span<const PeerPick> picks) {
+  if (selection.ranked.empty()) return;
+  const PeerPick* pick = nullptr;
+  for (const PeerPick& p : picks) {
+    if (p.heuristic == PeerHeuristic::kFirst && p.rank == 1) pick = &p;
+  }
+  if (pick == nullptr) return;
+  const std::string vendor(ProviderName(ProviderOf(pick->config)));
+  const KernelConfig& choice = selection.ranked.front().config;
+  const std::string choice_key = ConfigKey(choice), pick_key = ConfigKey(pick->config);
+  if (choice_key == pick_key) {
+    std::cout << "vendor's pick: the decision is " << vendor
+              << "'s own heuristic pick (predicted gain 1.00x)\n";
+    return;
+  }
+  const KernelConfig both[] = {choice, pick->config};
+  auto ranked = selector.Rank(problem, both, picks);
+  if (!ranked.ok()) return;
+  std::optional<double> choice_ms, pick_ms, choice_tflops, pick_tflops;
+  for (const RankedConfig& entry : ranked->ranked) {
+    const std::string key = ConfigKey(entry.config);
+    (key == choice_key ? choice_ms : pick_ms) = entry.predicted_latency_ms;
+    (key == choice_key ? choice_tflops : pick_tflops) = entry.predicted_tflops;
+  }
+  std::optional<double> gain;
+  const char* from = "";
+  if (choice_ms && pick_ms && *choice_ms > 0) {
+    gain = *pick_ms / *choice_ms;
+    from = "latency model";
+  } else if (choice_tflops && pick_tflops && *pick_tflops > 0) {
+    gain = *choice_tflops / *pick_tflops;
+    from = "TFLOPS model";
+  }
+  std::cout << "vendor's pick: " << DescribeConfig(pick->config) << " (" << vendor
+            << "'s heuristic, rank 1)";
+  if (gain) std::printf("; the decision is predicted %.3fx as fast (%s)", *gain, from);
+  std::cout << "\n";
+}
+
 SelectionReport ReportOf(const PredictArgs& args) {
   return {.top = args.top,
           .json = args.json,
@@ -208,7 +298,13 @@ StatusOr<int> RunCrossProvider(const PredictArgs& args, const SelectorOptions& o
   return kExitOk;
 }
 
-StatusOr<int> Run(const PredictArgs& args) {
+StatusOr<int> Run(const PredictArgs& given) {
+  PredictArgs args = given;
+  if (args.layout.empty()) {
+    std::string why;
+    KSELECT_ASSIGN_OR_RETURN(args.layout, DefaultLayout(args, &why));
+    if (!args.json && !Quiet()) std::cout << "layout " << args.layout << " (" << why << ")\n";
+  }
   SelectorOptions options;
   options.top_k = std::max(args.top, 1);
   options.first_stage_candidates = args.first_stage;
@@ -255,6 +351,7 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector->Select(problem, ranks));
     PrintSelection(ReportOf(args), *selector, *selection, selection->candidates_considered, 0,
                    peer_source);
+    if (peer && !args.json) PrintGainOverPick(*selector, problem, *selection, *peer);
     return kExitOk;
   }
 
@@ -297,6 +394,7 @@ StatusOr<int> Run(const PredictArgs& args) {
   selection.can_implement_checked = args.can_implement;
   PrintSelection(ReportOf(args), *selector, selection, configs.size(), not_implementable,
                  peer_source);
+  if (peer && !args.json) PrintGainOverPick(*selector, problem, selection, *peer);
   return kExitOk;
 }
 
@@ -339,8 +437,9 @@ Command PredictCommand() {
             ->check(PositiveInteger());
         app.add_option("--dtype", args->dtype, "input dtype")->capture_default_str();
         app.add_option("--dtype-c", args->dtype_c, "output dtype (default: input, bf16 for 8-bit)");
-        app.add_option("--layout", args->layout, "layout of A, B, C (rcr, rcc, ...)")
-            ->capture_default_str();
+        app.add_option("--layout", args->layout,
+                       "layout of A, B, C (r row-, c column-major; rcc = cuBLAS TN as nn.Linear "
+                       "runs it); default: the model's, rcc where it covers several");
         app.add_option("--top", args->top, "configs to print")
             ->capture_default_str()
             ->check(PositiveInteger());
