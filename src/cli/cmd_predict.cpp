@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -139,6 +140,7 @@ StatusOr<std::string> DefaultLayout(const PredictArgs& args, std::string* why) {
     dir = manifest.reference_ranker.empty() ? manifest.reference_model : manifest.reference_ranker;
   }
   auto table = LoadCandidateTable(dir);
+  if (!table.ok() && !args.candidates.empty()) return std::string("rcr");
   if (!table.ok()) {
     return InvalidArgumentError("give --layout (rcc for cuBLAS TN / nn.Linear): " +
                                 table.status().message());
@@ -150,6 +152,13 @@ StatusOr<std::string> DefaultLayout(const PredictArgs& args, std::string* why) {
     if (group.find(want) == std::string::npos || at == std::string::npos) continue;
     layouts.insert(group.substr(at + 8, 3));
   }
+  const bool gemm_model =
+      std::any_of(table->groups.begin(), table->groups.end(),
+                  [](const auto& group) { return group.first.rfind("gemm", 0) == 0; });
+  // A convolution model: Run says what to use instead.
+  // Ranking a dataset's configs (--candidates) needs no table: the layout the option always
+  // defaulted to, and the dataset's own checks.
+  if (!gemm_model || (layouts.empty() && !args.candidates.empty())) return std::string("rcr");
   if (layouts.empty()) {
     std::string groups;
     for (const auto& [group, configs] : table->groups)
@@ -177,8 +186,11 @@ StatusOr<std::string> DefaultLayout(const PredictArgs& args, std::string* why) {
 // with the gain the model predicts over it: what the decision is worth. Predicted by the
 // model's latency model where it has one (a ranker's scores are not times), else its TFLOPS.
 // Prints nothing when neither gives a figure.
+// When `measured` (config key -> latency in ms, from a dataset that measured the problem) holds
+// both configs, the measured gain is printed too.
 void PrintGainOverPick(Selector& selector, const GemmProblem& problem, const Selection& selection,
-                       std::span<const PeerPick> picks) {
+                       std::span<const PeerPick> picks,
+                       const std::map<std::string, double>& measured = {}) {
   if (selection.ranked.empty()) return;
   const PeerPick* pick = nullptr;
   for (const PeerPick& p : picks) {
@@ -190,7 +202,7 @@ void PrintGainOverPick(Selector& selector, const GemmProblem& problem, const Sel
   const std::string choice_key = ConfigKey(choice), pick_key = ConfigKey(pick->config);
   if (choice_key == pick_key) {
     std::cout << "vendor's pick: the decision is " << vendor
-              << "'s own heuristic pick (predicted gain 1.00x)\n";
+              << "'s own heuristic pick (gain 1.00x)\n";
     return;
   }
   const KernelConfig both[] = {choice, pick->config};
@@ -215,6 +227,27 @@ void PrintGainOverPick(Selector& selector, const GemmProblem& problem, const Sel
             << "'s heuristic, rank 1)";
   if (gain) std::printf("; the decision is predicted %.3fx as fast (%s)", *gain, from);
   std::cout << "\n";
+  const auto at_choice = measured.find(choice_key), at_pick = measured.find(pick_key);
+  if (at_choice != measured.end() && at_pick != measured.end() && at_choice->second > 0) {
+    std::printf(
+        "measured (the dataset's timings): the decision %.4g ms, the vendor's pick %.4g ms: "
+        "%.3fx\n",
+        at_choice->second, at_pick->second, at_pick->second / at_choice->second);
+  }
+}
+
+// The measured latency of each valid config of `problem` in `dataset` (ms).
+std::map<std::string, double> MeasuredLatencies(const Dataset& dataset,
+                                                const GemmProblem& problem) {
+  std::map<std::string, double> out;
+  const std::string key = problem.ToString();
+  for (const DatasetRow& row : dataset.rows) {
+    if (row.problem_key.value_or("") != key || !row.is_valid.value_or(false)) continue;
+    auto meas = MeasurementFromRow(row);
+    if (!meas.ok() || !row.latency_ms) continue;
+    out[ConfigKey(meas->config)] = *row.latency_ms;
+  }
+  return out;
 }
 
 SelectionReport ReportOf(const PredictArgs& args) {
@@ -337,8 +370,10 @@ StatusOr<int> Run(const PredictArgs& given) {
     // The selector's own decision over the model's candidate table.
     std::optional<std::vector<PeerPick>> peer;
     std::string peer_source;
+    std::map<std::string, double> measured;
     if (!args.peer_data.empty() && model.UsesPeerRanks()) {
       KSELECT_ASSIGN_OR_RETURN(Dataset dataset, ReadDatasetChecked(args.peer_data));
+      measured = MeasuredLatencies(dataset, problem);
       KSELECT_ASSIGN_OR_RETURN(peer, RecordedPeerPicks(dataset, model.spec().provider, problem));
       if (!peer) {
         return FailedPreconditionError(args.peer_data + " did not measure " + problem.ToString() +
@@ -351,7 +386,7 @@ StatusOr<int> Run(const PredictArgs& given) {
     KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector->Select(problem, ranks));
     PrintSelection(ReportOf(args), *selector, *selection, selection->candidates_considered, 0,
                    peer_source);
-    if (peer && !args.json) PrintGainOverPick(*selector, problem, *selection, *peer);
+    if (peer && !args.json) PrintGainOverPick(*selector, problem, *selection, *peer, measured);
     return kExitOk;
   }
 
@@ -394,7 +429,9 @@ StatusOr<int> Run(const PredictArgs& given) {
   selection.can_implement_checked = args.can_implement;
   PrintSelection(ReportOf(args), *selector, selection, configs.size(), not_implementable,
                  peer_source);
-  if (peer && !args.json) PrintGainOverPick(*selector, problem, selection, *peer);
+  if (peer && !args.json) {
+    PrintGainOverPick(*selector, problem, selection, *peer, MeasuredLatencies(dataset, problem));
+  }
   return kExitOk;
 }
 

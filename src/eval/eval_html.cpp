@@ -382,8 +382,8 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
   // peer heuristic recorded in the data, and the model's top k timed at first use.
   h << "<h2>Summary</h2>\n";
   if (s.speedup_problems > 0) {
-    h << "<p id=\"headline\" class=\"headline\">Over " << HtmlEscape(names.a.name)
-      << "'s own pick (its heuristic's rank 1), geomean over " << s.speedup_problems
+    h << "<p id=\"headline\" class=\"headline\">Speedup over the vendor's own pick ("
+      << HtmlEscape(names.a.name) << ", rank 1), geomean over " << s.speedup_problems
       << " problems: <strong>" << text::Fixed(s.speedup_over_peer_top1, 4)
       << "x</strong> with the model's pick alone (faster on " << s.faster_than_peer_top1
       << ", slower on " << s.slower_than_peer_top1 << ")";

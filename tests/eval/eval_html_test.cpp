@@ -217,7 +217,7 @@ TEST(EvalHtml, NamesConfigsAsTheCliDoesAndHeadsTheSummaryWithTheGain) {
   EXPECT_TRUE(Contains(worst, "<small class=\"key\">c1</small>"));
   const std::string headline = Element(html, "p", "headline");
   ASSERT_FALSE(headline.empty());
-  EXPECT_TRUE(Contains(headline, "x</strong> with the model&#39;s pick alone"));
+  EXPECT_TRUE(Contains(headline, "x</strong> with the model's pick alone"));
   EXPECT_TRUE(Contains(headline, "with its top 2 timed at first use"));
   const std::string summary = Element(html, "table", "summary");
   EXPECT_TRUE(Contains(summary, "<tr data-selector=\"timed_top2\">"));
