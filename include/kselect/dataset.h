@@ -256,8 +256,18 @@ StatusOr<Dataset> MergeDatasets(const std::vector<Dataset>& inputs, bool allow_m
                                 MergeScope scope = MergeScope::kWithinRun);
 
 // Keeps rows matching every set criterion.
+// An inclusive range of one dimension (`kselect data filter --m 1:16`); one value is a range
+// of one (implicitly, so `filter.m = 4096` keeps meaning exactly 4096).
+struct DimRange {
+  int64_t min = 0, max = 0;
+  DimRange() = default;
+  DimRange(int64_t value) : min(value), max(value) {}  // NOLINT(google-explicit-constructor)
+  DimRange(int64_t lo, int64_t hi) : min(lo), max(hi) {}
+  bool Contains(int64_t value) const { return value >= min && value <= max; }
+};
+
 struct RowFilter {
-  std::optional<int64_t> m, n, k;
+  std::optional<DimRange> m, n, k;
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
   // Only the rows the provider's heuristics listed (peer_rank or peer_rank_b > 0): their picks

@@ -103,7 +103,8 @@ struct ProblemOutcome {
   double oracle_tflops = 0;
   double selected_tflops = 0;
   double efficiency = 0;
-  std::string selected_config, oracle_config;
+  std::string selected_config, oracle_config;  // ConfigKey: the on-disk identity
+  std::string selected_name, oracle_name;      // DescribeConfig: as `kselect predict` prints
   int oracle_predicted_rank = 0;  // 1-based rank of the oracle config in the predicted order
   double ndcg_at_5 = 0, ndcg_at_10 = 0;
   std::optional<double> peer_top1_efficiency;

@@ -43,7 +43,17 @@ struct LightGbmParams {
   double lambda_l1 = 0.05;
   double lambda_l2 = 0.5;
   int max_bin = 255;
+  // Further LightGBM parameters (`kselect train --param key=value`), in the order given: each
+  // replaces the same key above or is added to the booster's and the dataset's parameter
+  // strings; recorded in the manifest. Keys kselect sets from its own options (objective,
+  // metric, seed, threads, ...) are refused by CheckExtraLightGbmParams.
+  std::vector<std::pair<std::string, std::string>> extra;
 };
+
+// kInvalidArgument naming the key when a --param key is one kselect sets from its own options
+// (objective, metric, eval_at, label_gain, seed, num_threads, tree_learner, num_machines, ...)
+// or is not a plain LightGBM name.
+Status CheckExtraLightGbmParams(const std::vector<std::pair<std::string, std::string>>& extra);
 
 // Per-problem sampling of the training rows a ranker barely needs, so that millions of rows
 // train on a small machine: every row at or above `keep_within` of its problem's best TFLOPS is
@@ -122,6 +132,11 @@ struct TrainOptions {
   int network_timeout_minutes = 5;
   // Called after each fit with a one-line account (fold, trees, seconds); may be empty.
   std::function<void(const std::string&)> progress;
+  // Called after every boosting round of every fit with the round, the fit's most rounds and
+  // the validation metrics ("ndcg@1 0.9312 ndcg@3 0.9544", "rmse 0.0812"; "" without
+  // validation rows); may be empty. `kselect train` draws progress from it and, with -v, prints
+  // LightGBM-style per-iteration lines.
+  std::function<void(int round, int max_rounds, const std::string& metrics)> iteration;
 };
 
 struct FoldMetrics {

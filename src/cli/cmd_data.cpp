@@ -2,6 +2,7 @@
 // datasets, and the baselines report over them.
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -33,7 +34,7 @@ struct DataArgs {
   // filter
   std::string filter_input;
   std::string filter_output;
-  std::optional<int64_t> m, n, k;
+  std::optional<std::string> m, n, k;  // "16", "1:16", "17:" or ":16"
   std::optional<std::string> provider, run_id, dtype, layout, op_type, device_kind, arch;
   bool valid_only = false;
   bool peer_picks_only = false;
@@ -158,6 +159,48 @@ class CatalogueRows {
   nlohmann::json fingerprints_ = nlohmann::json::object();
 };
 
+// "16" (exactly), "1:16" (1 to 16), "17:" (17 and up), ":16" (up to 16): whole numbers >= 1.
+StatusOr<DimRange> ParseDimRange(const std::string& text) {
+  const size_t colon = text.find(':');
+  auto bound = [](std::string_view part, int64_t open) -> StatusOr<int64_t> {
+    if (part.empty()) return open;
+    KSELECT_ASSIGN_OR_RETURN(const int64_t value, text::ParseInt64(part));
+    if (value < 1) {
+      return InvalidArgumentError("must be a positive whole number, got " + std::string(part));
+    }
+    return value;
+  };
+  if (colon == std::string::npos) {
+    auto value = text::ParseInt64(text);
+    if (!value.ok()) {
+      return InvalidArgumentError("'" + text + "' is not a whole number within 64 bits");
+    }
+    if (*value < 1) return InvalidArgumentError("must be a positive whole number, got " + text);
+    return DimRange(*value);
+  }
+  const std::string_view view(text);
+  auto lo = bound(view.substr(0, colon), 1);
+  auto hi = bound(view.substr(colon + 1), std::numeric_limits<int64_t>::max());
+  if (!lo.ok() || !hi.ok() || text == ":") {
+    return InvalidArgumentError("'" + text +
+                                "' is not a range: give N, LO:HI, LO: or :HI with whole numbers "
+                                ">= 1 (e.g. 1:16)");
+  }
+  if (*lo > *hi)
+    return InvalidArgumentError("'" + text + "' is an empty range (" + std::to_string(*lo) + " > " +
+                                std::to_string(*hi) + ")");
+  return DimRange(*lo, *hi);
+}
+
+CLI::Validator DimRangeCheck() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        auto range = ParseDimRange(value);
+        return range.ok() ? "" : range.status().message();
+      },
+      "N|LO:HI");
+}
+
 int RunFilter(const DataArgs& args) {
   if (auto s = text::CheckOutputFile(args.filter_output, "--output", {args.filter_input});
       !s.ok()) {
@@ -166,9 +209,10 @@ int RunFilter(const DataArgs& args) {
   auto info = InspectDatasetFileChecked(args.filter_input);
   if (!info.ok()) return ReportError("data filter", info.status());
   RowFilter filter;
-  filter.m = args.m;
-  filter.n = args.n;
-  filter.k = args.k;
+  // Checked by DimRangeCheck when parsed.
+  if (args.m) filter.m = *ParseDimRange(*args.m);
+  if (args.n) filter.n = *ParseDimRange(*args.n);
+  if (args.k) filter.k = *ParseDimRange(*args.k);
   filter.provider = args.provider;
   filter.run_id = args.run_id;
   filter.dtype = args.dtype;
@@ -194,9 +238,15 @@ int RunFilter(const DataArgs& args) {
   auto add = [&options](const char* name, const auto& value) {
     if (value) options[name] = *value;
   };
-  add("m", args.m);
-  add("n", args.n);
-  add("k", args.k);
+  // A single value is recorded as a number (as before ranges), a range as its text.
+  auto add_range = [&options](const char* name, const std::optional<std::string>& value,
+                              const std::optional<DimRange>& range) {
+    if (!value || !range) return;
+    options[name] = range->min == range->max ? nlohmann::json(range->min) : nlohmann::json(*value);
+  };
+  add_range("m", args.m, filter.m);
+  add_range("n", args.n, filter.n);
+  add_range("k", args.k, filter.k);
   add("provider", args.provider);
   add("run_id", args.run_id);
   add("dtype", args.dtype);
@@ -215,6 +265,22 @@ int RunFilter(const DataArgs& args) {
   auto kept =
       FilterDatasetFileChecked(args.filter_input, args.filter_output, filter, keep, metadata);
   if (!kept.ok()) return ReportError("data filter", kept.status());
+  if (*kept == 0) {
+    // An empty dataset is never what was meant: say so, and leave no file behind.
+    std::error_code ignored;
+    std::filesystem::remove(args.filter_output, ignored);
+    std::string criteria;
+    for (const auto& [key, value] : options.items()) {
+      if (key == "command" || key == "input" || value == false) continue;
+      criteria += (criteria.empty() ? "" : ", ") + key + " " +
+                  (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    return ReportError(
+        "data filter",
+        NotFoundError("no row of " + args.filter_input + " (" + std::to_string(info->rows) +
+                      " rows) matches " + criteria + "; nothing written (kselect data info " +
+                      args.filter_input + " lists its shapes, dtypes, layouts and runs)"));
+  }
   std::cout << "wrote " << args.filter_output << ": " << *kept << " of " << info->rows << " rows\n";
   return kExitOk;
 }
@@ -259,14 +325,15 @@ int RunReport(const DataArgs& args) {
   std::vector<std::string> all_inputs = args.report_inputs;
   all_inputs.insert(all_inputs.end(), args.full_sample.begin(), args.full_sample.end());
   if (!args.json_output.empty() && args.json_output != "-") {
-    if (auto s = text::CheckOutputFile(args.json_output, "--json", all_inputs); !s.ok()) {
+    if (auto s = text::CheckOutputFile(args.json_output, "--json-output", all_inputs); !s.ok()) {
       return ReportError("data report", s);
     }
   }
   if (!args.markdown_output.empty()) {
     std::vector<std::string> others = all_inputs;
     if (!args.json_output.empty() && args.json_output != "-") others.push_back(args.json_output);
-    if (auto s = text::CheckOutputFile(args.markdown_output, "--markdown", others); !s.ok()) {
+    if (auto s = text::CheckOutputFile(args.markdown_output, "--markdown-output", others);
+        !s.ok()) {
       return ReportError("data report", s);
     }
   }
@@ -363,9 +430,11 @@ Command DataCommand() {
                 ->required()
                 ->check(CLI::ExistingFile);
             filter->add_option("-o,--output", args->filter_output, "output dataset")->required();
-            filter->add_option("--m", args->m, "GEMM m")->check(PositiveInteger());
-            filter->add_option("--n", args->n, "GEMM n")->check(PositiveInteger());
-            filter->add_option("--k", args->k, "GEMM k")->check(PositiveInteger());
+            filter->add_option("--m", args->m, "GEMM m: N, or a range LO:HI, LO: or :HI (1:16)")
+                ->check(DimRangeCheck());
+            filter->add_option("--n", args->n, "GEMM n: N or a range (e.g. --n 1:16 for decode)")
+                ->check(DimRangeCheck());
+            filter->add_option("--k", args->k, "GEMM k: N or a range")->check(DimRangeCheck());
             filter->add_option("--provider", args->provider, "cublaslt, tile, cudnn, ck_tile, ...");
             filter->add_option("--run-id", args->run_id, "collection run");
             filter->add_option("--dtype", args->dtype, "input dtype (bf16, fp16, fp8, ...)");
@@ -406,9 +475,12 @@ Command DataCommand() {
             report->add_option("--rules-dir", args->rules_dir,
                                "folder of rule sets (<provider>/<name>.json); default "
                                "$KSELECT_RULES_DIR, else the install's or source tree's rules/");
-            report->add_option("--json", args->json_output, "also write JSON here ('-': stdout)");
-            report->add_option("--markdown", args->markdown_output,
+            report->add_option("--json-output", args->json_output,
+                               "also write JSON here ('-': stdout)");
+            report->add_option("--markdown-output", args->markdown_output,
                                "write the Markdown here instead of stdout");
+            AddHiddenAlias(*report, "--json", args->json_output);
+            AddHiddenAlias(*report, "--markdown", args->markdown_output);
 
             return [args, info, merge, filter, schema, report]() {
               if (info->parsed()) return RunDataInfo(*args);

@@ -173,14 +173,14 @@ int RunEval(const EvalArgs& args) {
   }
   // Checked before the (slow) evaluation, so a bad path costs nothing and writes nothing.
   if (!args.markdown.empty()) {
-    if (auto s = text::CheckOutputFile(args.markdown, "--markdown", {args.data}); !s.ok()) {
+    if (auto s = text::CheckOutputFile(args.markdown, "--markdown-output", {args.data}); !s.ok()) {
       return ReportError("eval", s);
     }
   }
   if (!args.html.empty()) {
     std::vector<std::string> others = {args.data};
     if (!args.markdown.empty()) others.push_back(args.markdown);
-    if (auto s = text::CheckOutputFile(args.html, "--html", others); !s.ok()) {
+    if (auto s = text::CheckOutputFile(args.html, "--html-output", others); !s.ok()) {
       return ReportError("eval", s);
     }
   }
@@ -307,10 +307,13 @@ Command EvalCommand() {
                 ->required()
                 ->check(CLI::ExistingFile);
             app.add_flag("--json", args->json, "print the JSON report");
-            app.add_option("--markdown", args->markdown, "also write a Markdown report here");
-            app.add_option("--html", args->html,
+            app.add_option("--markdown-output", args->markdown,
+                           "also write a Markdown report here");
+            app.add_option("--html-output", args->html,
                            "also write a self-contained HTML report here (tables and inline SVG "
                            "plots; loads nothing from the network)");
+            AddHiddenAlias(app, "--markdown", args->markdown);
+            AddHiddenAlias(app, "--html", args->html);
             app.add_option("--worst", args->worst, "problems in the HTML report's worst table")
                 ->capture_default_str()
                 ->check(CLI::PositiveNumber);

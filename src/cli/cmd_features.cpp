@@ -25,7 +25,11 @@ struct FeaturesArgs {
 };
 
 int RunFeatures(const FeaturesArgs& args) {
-  if (auto s = text::CheckOutputFile(args.out, "--out", args.data); !s.ok()) {
+  if (args.out.empty()) {
+    std::cerr << "kselect features: -o/--output is required (the Parquet file to write)\n";
+    return kExitUsage;
+  }
+  if (auto s = text::CheckOutputFile(args.out, "--output", args.data); !s.ok()) {
     return ReportError("features", s);
   }
   std::optional<Provider> provider;
@@ -108,7 +112,8 @@ Command FeaturesCommand() {
             app.add_option("--data", args->data,
                            "canonical dataset (.parquet); repeat it to join several files")
                 ->required();
-            app.add_option("-o,--out", args->out, "Parquet file to write")->required();
+            app.add_option("-o,--output", args->out, "Parquet file to write (required)");
+            AddHiddenAlias(app, "--out", args->out);
             app.add_option("--provider", args->provider,
                            "provider whose candidates to take (default: the data's only one)");
             app.add_flag("--peer-rank", args->peer_block,

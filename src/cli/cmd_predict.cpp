@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "cli/dataset_io.h"
 #include "cli/gemm_args.h"
 #include "cli/selection_report.h"
+#include "kselect/candidates.h"
 #include "kselect/cross_provider.h"
 #include "kselect/model.h"
 #include "kselect/provider.h"
@@ -30,7 +32,7 @@ struct PredictArgs {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string dtype = "bf16";
   std::string dtype_c;
-  std::string layout = "rcr";
+  std::string layout;  // "": the model's (DefaultLayout)
   int top = 10;
   bool json = false;
   bool can_implement = false;  // drop configs the provider cannot run this problem with
@@ -127,6 +129,127 @@ StatusOr<std::vector<PeerPick>> PeerPicksFor(const Model& model, const Dataset& 
   return picks;
 }
 
+// The layout when --layout is not given: the one the model's candidate table covers for the
+// dtype, or rcc (cuBLAS TN, PyTorch's nn.Linear) when it covers several including rcc; a
+// cross-provider directory answers with its reference model's table. Says where it came from in
+// `why`.
+StatusOr<std::string> DefaultLayout(const PredictArgs& args, std::string* why) {
+  std::string dir = args.models.front();
+  if (IsCrossProviderDir(dir)) {
+    KSELECT_ASSIGN_OR_RETURN(const CrossProviderManifest manifest, LoadCrossProviderManifest(dir));
+    dir = manifest.reference_ranker.empty() ? manifest.reference_model : manifest.reference_ranker;
+  }
+  auto table = LoadCandidateTable(dir);
+  if (!table.ok() && !args.candidates.empty()) return std::string("rcr");
+  if (!table.ok()) {
+    return InvalidArgumentError("give --layout (rcc for cuBLAS TN / nn.Linear): " +
+                                table.status().message());
+  }
+  const std::string want = "a=" + args.dtype + " ";
+  std::set<std::string> layouts;
+  for (const auto& [group, configs] : table->groups) {
+    const size_t at = group.find(" layout=");
+    if (group.find(want) == std::string::npos || at == std::string::npos) continue;
+    layouts.insert(group.substr(at + 8, 3));
+  }
+  const bool gemm_model =
+      std::any_of(table->groups.begin(), table->groups.end(),
+                  [](const auto& group) { return group.first.rfind("gemm", 0) == 0; });
+  // A convolution model: Run says what to use instead.
+  // Ranking a dataset's configs (--candidates) needs no table: the layout the option always
+  // defaulted to, and the dataset's own checks.
+  if (!gemm_model || (layouts.empty() && !args.candidates.empty())) return std::string("rcr");
+  if (layouts.empty()) {
+    std::string groups;
+    for (const auto& [group, configs] : table->groups)
+      groups += (groups.empty() ? "" : "; ") + group;
+    return InvalidArgumentError(args.models.front() + " has no candidates for --dtype " +
+                                args.dtype + " (it covers: " + groups + ")");
+  }
+  if (layouts.size() == 1) {
+    *why = "the only layout the model covers for " + args.dtype;
+    return *layouts.begin();
+  }
+  std::string all;
+  for (const std::string& l : layouts) all += (all.empty() ? "" : ", ") + l;
+  if (layouts.count("rcc")) {
+    *why = "the model covers " + all +
+           "; rcc is cuBLAS TN, as nn.Linear runs; --layout picks "
+           "another";
+    return std::string("rcc");
+  }
+  return InvalidArgumentError("the model covers several layouts for " + args.dtype + " (" + all +
+                              "): give --layout");
+}
+
+// The vendor library's own pick for the problem (its heuristic's rank 1) beside the decision,
+// with the gain the model predicts over it: what the decision is worth. Predicted by the
+// model's latency model where it has one (a ranker's scores are not times), else its TFLOPS.
+// Prints nothing when neither gives a figure.
+// When `measured` (config key -> latency in ms, from a dataset that measured the problem) holds
+// both configs, the measured gain is printed too.
+void PrintGainOverPick(Selector& selector, const GemmProblem& problem, const Selection& selection,
+                       std::span<const PeerPick> picks,
+                       const std::map<std::string, double>& measured = {}) {
+  if (selection.ranked.empty()) return;
+  const PeerPick* pick = nullptr;
+  for (const PeerPick& p : picks) {
+    if (p.heuristic == PeerHeuristic::kFirst && p.rank == 1) pick = &p;
+  }
+  if (pick == nullptr) return;
+  const std::string vendor(ProviderName(ProviderOf(pick->config)));
+  const KernelConfig& choice = selection.ranked.front().config;
+  const std::string choice_key = ConfigKey(choice), pick_key = ConfigKey(pick->config);
+  if (choice_key == pick_key) {
+    std::cout << "vendor's pick: the decision is " << vendor
+              << "'s own heuristic pick (gain 1.00x)\n";
+    return;
+  }
+  const KernelConfig both[] = {choice, pick->config};
+  auto ranked = selector.Rank(problem, both, picks);
+  if (!ranked.ok()) return;
+  std::optional<double> choice_ms, pick_ms, choice_tflops, pick_tflops;
+  for (const RankedConfig& entry : ranked->ranked) {
+    const std::string key = ConfigKey(entry.config);
+    (key == choice_key ? choice_ms : pick_ms) = entry.predicted_latency_ms;
+    (key == choice_key ? choice_tflops : pick_tflops) = entry.predicted_tflops;
+  }
+  std::optional<double> gain;
+  const char* from = "";
+  if (choice_ms && pick_ms && *choice_ms > 0) {
+    gain = *pick_ms / *choice_ms;
+    from = "latency model";
+  } else if (choice_tflops && pick_tflops && *pick_tflops > 0) {
+    gain = *choice_tflops / *pick_tflops;
+    from = "TFLOPS model";
+  }
+  std::cout << "vendor's pick: " << DescribeConfig(pick->config) << " (" << vendor
+            << "'s heuristic, rank 1)";
+  if (gain) std::printf("; the decision is predicted %.3fx as fast (%s)", *gain, from);
+  std::cout << "\n";
+  const auto at_choice = measured.find(choice_key), at_pick = measured.find(pick_key);
+  if (at_choice != measured.end() && at_pick != measured.end() && at_choice->second > 0) {
+    std::printf(
+        "measured (the dataset's timings): the decision %.4g ms, the vendor's pick %.4g ms: "
+        "%.3fx\n",
+        at_choice->second, at_pick->second, at_pick->second / at_choice->second);
+  }
+}
+
+// The measured latency of each valid config of `problem` in `dataset` (ms).
+std::map<std::string, double> MeasuredLatencies(const Dataset& dataset,
+                                                const GemmProblem& problem) {
+  std::map<std::string, double> out;
+  const std::string key = problem.ToString();
+  for (const DatasetRow& row : dataset.rows) {
+    if (row.problem_key.value_or("") != key || !row.is_valid.value_or(false)) continue;
+    auto meas = MeasurementFromRow(row);
+    if (!meas.ok() || !row.latency_ms) continue;
+    out[ConfigKey(meas->config)] = *row.latency_ms;
+  }
+  return out;
+}
+
 SelectionReport ReportOf(const PredictArgs& args) {
   return {.top = args.top,
           .json = args.json,
@@ -208,7 +331,13 @@ StatusOr<int> RunCrossProvider(const PredictArgs& args, const SelectorOptions& o
   return kExitOk;
 }
 
-StatusOr<int> Run(const PredictArgs& args) {
+StatusOr<int> Run(const PredictArgs& given) {
+  PredictArgs args = given;
+  if (args.layout.empty()) {
+    std::string why;
+    KSELECT_ASSIGN_OR_RETURN(args.layout, DefaultLayout(args, &why));
+    if (!args.json && !Quiet()) std::cout << "layout " << args.layout << " (" << why << ")\n";
+  }
   SelectorOptions options;
   options.top_k = std::max(args.top, 1);
   options.first_stage_candidates = args.first_stage;
@@ -241,8 +370,10 @@ StatusOr<int> Run(const PredictArgs& args) {
     // The selector's own decision over the model's candidate table.
     std::optional<std::vector<PeerPick>> peer;
     std::string peer_source;
+    std::map<std::string, double> measured;
     if (!args.peer_data.empty() && model.UsesPeerRanks()) {
       KSELECT_ASSIGN_OR_RETURN(Dataset dataset, ReadDatasetChecked(args.peer_data));
+      measured = MeasuredLatencies(dataset, problem);
       KSELECT_ASSIGN_OR_RETURN(peer, RecordedPeerPicks(dataset, model.spec().provider, problem));
       if (!peer) {
         return FailedPreconditionError(args.peer_data + " did not measure " + problem.ToString() +
@@ -255,6 +386,7 @@ StatusOr<int> Run(const PredictArgs& args) {
     KSELECT_ASSIGN_OR_RETURN(const Selection* selection, selector->Select(problem, ranks));
     PrintSelection(ReportOf(args), *selector, *selection, selection->candidates_considered, 0,
                    peer_source);
+    if (peer && !args.json) PrintGainOverPick(*selector, problem, *selection, *peer, measured);
     return kExitOk;
   }
 
@@ -297,6 +429,9 @@ StatusOr<int> Run(const PredictArgs& args) {
   selection.can_implement_checked = args.can_implement;
   PrintSelection(ReportOf(args), *selector, selection, configs.size(), not_implementable,
                  peer_source);
+  if (peer && !args.json) {
+    PrintGainOverPick(*selector, problem, selection, *peer, MeasuredLatencies(dataset, problem));
+  }
   return kExitOk;
 }
 
@@ -339,8 +474,9 @@ Command PredictCommand() {
             ->check(PositiveInteger());
         app.add_option("--dtype", args->dtype, "input dtype")->capture_default_str();
         app.add_option("--dtype-c", args->dtype_c, "output dtype (default: input, bf16 for 8-bit)");
-        app.add_option("--layout", args->layout, "layout of A, B, C (rcr, rcc, ...)")
-            ->capture_default_str();
+        app.add_option("--layout", args->layout,
+                       "layout of A, B, C (r row-, c column-major; rcc = cuBLAS TN as nn.Linear "
+                       "runs it); default: the model's, rcc where it covers several");
         app.add_option("--top", args->top, "configs to print")
             ->capture_default_str()
             ->check(PositiveInteger());

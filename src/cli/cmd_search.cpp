@@ -131,7 +131,7 @@ int Run(const SearchCliOptions& o, bool device_given) {
     problems.push_back(p);
   }
   if (!o.json_path.empty()) {
-    if (Status s = text::CheckOutputFile(o.json_path, "--json", InputFiles(o)); !s.ok()) {
+    if (Status s = text::CheckOutputFile(o.json_path, "--output", InputFiles(o)); !s.ok()) {
       return ReportError(kWhat, s);
     }
   }
@@ -249,7 +249,8 @@ Command SearchCommand() {
         app.add_option("--de-stagnation", o->options.search.stagnation_generations,
                        "de: generations without a better best before all but the best are re-drawn")
             ->capture_default_str();
-        app.add_option("--json", o->json_path, "write kselect.search JSON here");
+        app.add_option("-o,--output", o->json_path, "write the kselect.search JSON here");
+        AddHiddenAlias(app, "--json", o->json_path);
         app.add_flag("--measure", o->measure_flag,
                      "(GPU) compile, verify and time the best proposals beside cuBLASLt's pick");
         app.add_option("--measure-top", o->measure.top, "distinct proposals measured")

@@ -257,7 +257,7 @@ int RunBench(const TileOptions& o) {
   if (!o.json_path.empty()) {
     std::vector<std::string> inputs;
     if (!o.shape_file.empty()) inputs.push_back(o.shape_file);
-    if (Status s = text::CheckOutputFile(o.json_path, "--json", inputs); !s.ok()) {
+    if (Status s = text::CheckOutputFile(o.json_path, "--output", inputs); !s.ok()) {
       return ReportError(kWhat, s);
     }
   }
@@ -334,7 +334,7 @@ int RunBench(const TileOptions& o) {
 int RunCross(const TileOptions& o) {
   constexpr const char* kWhat = "tile cross";
   if (!o.json_path.empty()) {
-    if (Status s = text::CheckOutputFile(o.json_path, "--json", o.screened_files); !s.ok()) {
+    if (Status s = text::CheckOutputFile(o.json_path, "--output", o.screened_files); !s.ok()) {
       return ReportError(kWhat, s);
     }
   }
@@ -458,14 +458,17 @@ Command TileCommand() {
         bench->add_flag("--cross-only", o->cross_only,
                         "with --cross-model: time only cuBLASLt's pick and the decision (no "
                         "screening)");
-        bench->add_option("--json", o->json_path, "write kselect.head_to_head JSON here");
+        bench->add_option("-o,--output", o->json_path, "write the kselect.head_to_head JSON here");
+        AddHiddenAlias(*bench, "--json", o->json_path);
         CLI::App* cross = app.add_subcommand(
             "cross", "score a cross-provider model on head-to-head files (--screened)");
         cross->add_option("--model", o->cross_model, "cross-provider model directory")->required();
         cross->add_option("--screened", o->screened_files, "kselect tile bench --screened JSON")
             ->required()
             ->check(CLI::ExistingFile);
-        cross->add_option("--json", o->json_path, "write kselect.cross_evaluation JSON here");
+        cross->add_option("-o,--output", o->json_path,
+                          "write the kselect.cross_evaluation JSON here");
+        AddHiddenAlias(*cross, "--json", o->json_path);
         bench->add_option("--device-kind", o->device_kind, "lender's kind, recorded");
         bench->add_option("--run-id", o->run_id, "recorded run id");
         for (CLI::App* sub : {list, source, build, verify, time, bench, cross}) {

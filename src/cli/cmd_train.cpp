@@ -30,8 +30,46 @@ struct TrainArgs {
   std::string label = "log";
   std::string shard;  // "i/N": this process's problems of the data (distributed training)
   std::optional<double> sample_aborted;  // unset: --sample-weak's fraction
+  std::vector<std::string> params;       // --param key=value, passed to LightGBM
   TrainOptions options;
 };
+
+// --param key=value (repeatable) into LightGbmParams::extra; a key given twice keeps the last.
+Status ParseParams(const std::vector<std::string>& params, LightGbmParams* out) {
+  for (const std::string& param : params) {
+    const size_t eq = param.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--param '" + param +
+                                  "' is not key=value (e.g. --param min_data_in_leaf=50)");
+    }
+    out->extra.emplace_back(param.substr(0, eq), param.substr(eq + 1));
+  }
+  return CheckExtraLightGbmParams(out->extra);
+}
+
+// Progress of the fits: a bar over each fit's rounds (early stopping ends most fits sooner, so
+// its ETA is an upper bound); with -v LightGBM-style lines every 10th round instead.
+void ReportIterations(TrainOptions* options) {
+  if (Quiet()) return;
+  auto bar = std::make_shared<std::unique_ptr<Progress>>();
+  options->iteration = [bar](int round, int max_rounds, const std::string& metrics) {
+    if (Verbose()) {
+      if (round == 1 || round % 10 == 0 || round == max_rounds) {
+        std::cerr << "train: [" << round << "/" << max_rounds << "]"
+                  << (metrics.empty() ? "" : " valid " + metrics) << "\n";
+      }
+      return;
+    }
+    if (round == 1 || !*bar) *bar = std::make_unique<Progress>("train: rounds", max_rounds, 30);
+    (*bar)->Update(round);
+  };
+  auto line = options->progress;
+  options->progress = [bar, line](const std::string& text) {
+    if (*bar) (*bar)->Finish();
+    bar->reset();
+    if (line) line(text);
+  };
+}
 
 int RunTrainHere(TrainArgs& args);
 
@@ -88,12 +126,22 @@ int RunTrainHere(TrainArgs& args) {
       args.sample_aborted.value_or(args.options.sampling.weak_fraction);
   args.options.warm_start_dir = args.warm_start;
   args.options.data_sources = args.data;
-  args.options.progress = [](const std::string& line) { std::cerr << "train: " << line << "\n"; };
+  args.options.progress = [](const std::string& line) {
+    if (!Quiet()) std::cerr << "train: " << line << "\n";
+  };
+  if (auto s = ParseParams(args.params, &args.options.params); !s.ok()) {
+    return ReportError("train", s);
+  }
+  ReportIterations(&args.options);
+  if (args.out.empty()) {
+    std::cerr << "kselect train: -o/--output is required (the model directory to write)\n";
+    return kExitUsage;
+  }
   // Several files train one model (say every layout of a dtype: shapes held out together across
   // them).
   // Each file's fingerprint goes into the manifest, so `kselect eval --oof` on one of them can
   // tell whether it scores the data the folds trained on.
-  if (auto s = text::CheckOutputFolder(args.out, "--out", args.data); !s.ok()) {
+  if (auto s = text::CheckOutputFolder(args.out, "--output", args.data); !s.ok()) {
     return ReportError("train", s);
   }
   auto candidates =
@@ -176,7 +224,8 @@ Command TrainCommand() {
                            "files of one device")
                 ->required()
                 ->check(CLI::ExistingFile);
-            app.add_option("--out", args->out, "model directory to write")->required();
+            app.add_option("-o,--output", args->out, "model directory to write (required)");
+            AddHiddenAlias(app, "--out", args->out);
             app.add_option("--provider", args->provider,
                            "provider to train for (default: the dataset's only one)");
             app.add_option("--folds", args->options.folds, "GroupKFold folds (< 2: no CV)")
@@ -248,6 +297,10 @@ Command TrainCommand() {
             app.add_option("--learning-rate", args->options.params.learning_rate)
                 ->capture_default_str();
             app.add_option("--num-leaves", args->options.params.num_leaves)->capture_default_str();
+            app.add_option("--param", args->params,
+                           "a LightGBM parameter as key=value, repeatable (e.g. --param "
+                           "min_data_in_leaf=50 --param feature_fraction=0.7); recorded in "
+                           "train_manifest.json");
             app.add_option("--warm-start", args->warm_start,
                            "model directory to add trees to (same feature spec required)")
                 ->check(CLI::ExistingDirectory);

@@ -45,22 +45,52 @@ int ReportError(const char* command, const Status& status);
 // True when stderr is a terminal (progress bars are drawn only then).
 bool StderrIsTerminal();
 
-// A progress line with rate and ETA on stderr, drawn only on a terminal and at most ~10x/s.
+// How much a subcommand prints, from the -q/--quiet and -v/--verbose switches every subcommand
+// takes: -1 quiet (results and errors only, no progress), 0 normal, 1 or more verbose.
+int Verbosity();
+void SetVerbosity(int verbosity);
+inline bool Quiet() {
+  return Verbosity() < 0;
+}
+inline bool Verbose() {
+  return Verbosity() > 0;
+}
+
+// Progress of long work on stderr: counts, rate and ETA. On a terminal one line redrawn in place
+// at most ~10x/s; otherwise a plain line at most every `plain_every_s` seconds (none for work
+// that ends sooner) and a closing line when any was printed. Nothing with -q.
 class Progress {
  public:
-  Progress(std::string label, int64_t total);
+  Progress(std::string label, int64_t total, double plain_every_s = 10);
   ~Progress();
   void Update(int64_t done);
   void Finish();
 
  private:
+  void Draw(int64_t done, double now);
+
   std::string label_;
   int64_t total_;
+  bool terminal_;
   bool enabled_;
+  double plain_every_s_;
   double start_s_;
   double last_draw_s_ = -1;
+  int64_t last_done_ = 0;
+  bool drawn_ = false;
   bool finished_ = false;
 };
+
+// The example each subcommand's --help ends with, keyed by its path ("data merge"); "" when
+// there is none (a test checks every subcommand has one).
+const std::string& ExampleFor(const std::string& path);
+
+// Declares an older spelling of an option, accepted but not listed in --help, bound to the same
+// value (scripts written against it keep working).
+template <typename T>
+CLI::Option* AddHiddenAlias(CLI::App& app, const std::string& name, T& value) {
+  return app.add_option(name, value, "alias")->group("");
+}
 
 // One row per subcommand file.
 Command VersionCommand();

@@ -1,4 +1,5 @@
 // kselect: the command-line front door. Subcommands are rows of the table in command.cpp.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -36,13 +37,40 @@ std::string UnknownSubcommandMessage(CLI::App& app) {
   return message + "; see " + path + " --help)";
 }
 
+// Every subcommand, nested ones too, takes -q/--quiet and -v/--verbose, and its --help ends with
+// an example (ExampleFor). `path` is the subcommand's path ("data merge").
+void AddCommonOptions(CLI::App& sub, const std::string& path, int* quiet, int* verbose) {
+  sub.add_flag("-q,--quiet", *quiet, "print results and errors only (no progress)");
+  sub.add_flag("-v,--verbose", *verbose, "print more (train: LightGBM's per-iteration log)");
+  if (const std::string& example = kselect::cli::ExampleFor(path); !example.empty()) {
+    sub.footer("\nExample:\n  " + example + "\n");
+  }
+  for (CLI::App* child : sub.get_subcommands({})) {
+    AddCommonOptions(*child, path + " " + child->get_name(), quiet, verbose);
+  }
+}
+
+// `kselect help [command [subcommand]]` is `kselect [command [subcommand]] --help`.
+std::vector<std::string> ArgumentsOf(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  if (!args.empty() && args.front() == "help") {
+    args.erase(args.begin());
+    args.emplace_back("--help");
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace kselect::cli;
+  // Named "kselect" in usage lines whatever path the binary was started by.
   CLI::App app{
       "kselect: ML-based GPU kernel selection and tuning for NVIDIA Hopper.\n"
-      "Exit codes: 0 ok, 1 failure, 2 usage error."};
+      "Exit codes: 0 ok, 1 failure, 2 usage error. `kselect help COMMAND` shows a command's "
+      "options and an example.",
+      "kselect"};
   app.require_subcommand(1);
   app.set_version_flag("--version", kselect::ToolDescription());
   if (!PlannedCommands().empty()) {
@@ -55,12 +83,16 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::pair<CLI::App*, RunFunction>> runs;
+  int quiet = 0, verbose = 0;
   for (const Command& command : Commands()) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runs.emplace_back(sub, command.setup(*sub));
+    AddCommonOptions(*sub, command.name, &quiet, &verbose);
   }
+  std::vector<std::string> args = ArgumentsOf(argc, argv);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (const std::string unknown = UnknownSubcommandMessage(app); !unknown.empty()) {
       std::cerr << unknown << "\n";
@@ -69,6 +101,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  SetVerbosity(quiet > 0 ? -1 : verbose);
   try {
     for (auto& [sub, run] : runs) {
       if (sub->parsed()) return run();

@@ -9,6 +9,21 @@ std::string RuntimeErrorText(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + " (" + cudaGetErrorString(error) + ")";
 }
 
+std::string NoDeviceText(cudaError_t error) {
+  if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice) {
+    int driver_version = 0, runtime_version = 0;
+    cudaDriverGetVersion(&driver_version);
+    cudaRuntimeGetVersion(&runtime_version);
+    if (driver_version == 0) return "this host has no NVIDIA GPU driver (no GPU to run on)";
+    if (error == cudaErrorNoDevice) return "the NVIDIA driver reports no CUDA device";
+    if (driver_version < runtime_version) {
+      return "the NVIDIA driver supports CUDA " + std::to_string(driver_version) +
+             " but kselect was built with CUDA runtime " + std::to_string(runtime_version);
+    }
+  }
+  return RuntimeErrorText(error);
+}
+
 Status RuntimeStatus(cudaError_t error, std::string_view what, StatusCode code) {
   if (error == cudaSuccess) return Status::Ok();
   return Status(code, std::string(what) + ": " + RuntimeErrorText(error));

@@ -16,6 +16,11 @@ namespace kselect::cuda {
 // "cudaErrorInvalidValue (invalid argument)".
 std::string RuntimeErrorText(cudaError_t error);
 
+// Why a CUDA runtime call that needs a device failed with `error`, in words a user can act on:
+// cudaErrorInsufficientDriver also means "no driver at all" (a host without a GPU), which is
+// said as such rather than blaming the driver's version.
+std::string NoDeviceText(cudaError_t error);
+
 // OK for cudaSuccess; otherwise `code` with "what: cudaError... (text)".
 Status RuntimeStatus(cudaError_t error, std::string_view what,
                      StatusCode code = StatusCode::kInternal);

@@ -309,6 +309,9 @@ StatusOr<int64_t> FilterDatasetFile(
         auto matches = [](const auto& wanted, const auto& value) {
           return !wanted || (value && *value == *wanted);
         };
+        auto in = [](const std::optional<DimRange>& range, const std::optional<int64_t>& value) {
+          return !range || (value && range->Contains(*value));
+        };
         const auto* m = Ints(batch, "m");
         const auto* n = Ints(batch, "n");
         const auto* k = Ints(batch, "k");
@@ -323,7 +326,7 @@ StatusOr<int64_t> FilterDatasetFile(
         const auto* peer_rank = Ints(batch, "peer_rank");
         const auto* peer_rank_b = Ints(batch, "peer_rank_b");  // null in files older than it
         for (int64_t i = 0; i < batch.num_rows(); ++i) {
-          if (!matches(f.m, At(m, i)) || !matches(f.n, At(n, i)) || !matches(f.k, At(k, i))) {
+          if (!in(f.m, At(m, i)) || !in(f.n, At(n, i)) || !in(f.k, At(k, i))) {
             continue;
           }
           if (!matches(f.provider, At(provider, i)) || !matches(f.run_id, At(run_id, i))) continue;

@@ -229,10 +229,13 @@ Dataset FilterDataset(const Dataset& dataset, const RowFilter& f) {
   auto matches = [](const auto& wanted, const auto& value) {
     return !wanted || (value && *value == *wanted);
   };
+  auto in = [](const std::optional<DimRange>& range, const std::optional<int64_t>& value) {
+    return !range || (value && range->Contains(*value));
+  };
   Dataset out;
   out.metadata = dataset.metadata;
   for (const DatasetRow& row : dataset.rows) {
-    if (!matches(f.m, row.m) || !matches(f.n, row.n) || !matches(f.k, row.k)) continue;
+    if (!in(f.m, row.m) || !in(f.n, row.n) || !in(f.k, row.k)) continue;
     if (!matches(f.provider, row.provider) || !matches(f.run_id, row.run_id)) continue;
     if (!matches(f.dtype, row.dtype) || !matches(f.layout, row.layout)) continue;
     if (!matches(f.op_type, row.op_type) || !matches(f.device_kind, row.device_kind)) continue;

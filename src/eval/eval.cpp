@@ -296,6 +296,8 @@ ProblemOutcome EvaluateProblem(const ProblemCandidates& problem, std::span<const
   o.efficiency = o.oracle_tflops > 0 ? o.selected_tflops / o.oracle_tflops : 0;
   o.selected_config = problem.candidates[order[0]].config_key;
   o.oracle_config = problem.candidates[oracle].config_key;
+  o.selected_name = DescribeConfig(problem.candidates[order[0]].config);
+  o.oracle_name = DescribeConfig(problem.candidates[oracle].config);
   auto best_of_first = [&](size_t k) {
     double best = 0;
     for (size_t r = 0; r < k && r < order.size(); ++r) best = std::max(best, tflops[order[r]]);

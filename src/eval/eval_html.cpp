@@ -233,6 +233,14 @@ std::string Cell(const std::optional<double>& share) {
                : "<td class=\"na\" title=\"the peer ranks only its top 8\">n/a</td>";
 }
 
+// A config as the CLI names it (`kselect predict`'s "cublaslt algo66 tile64x16 ..."), with its
+// on-disk key beside it in small type (what the JSON report and the datasets hold).
+std::string ConfigCell(const std::string& name, const std::string& key) {
+  if (name.empty() || name == key) return "<code>" + HtmlEscape(key) + "</code>";
+  return "<code>" + HtmlEscape(name) + "</code> <small class=\"key\">" + HtmlEscape(key) +
+         "</small>";
+}
+
 std::string StatsCells(const EfficiencyStats& s) {
   return "<td class=\"num\">" + std::to_string(s.count) + "</td><td class=\"num\">" + Pct(s.mean) +
          "</td><td class=\"num\">" + Pct(s.median) + "</td><td class=\"num\">" + Pct(s.p10) +
@@ -249,6 +257,10 @@ td.na { color: #999; text-align: center; }
 code { font-size: 0.85em; word-break: break-all; }
 .note { background: #fff4d6; border: 1px solid #e0c060; padding: 0.5em 1em; }
 .caption { color: #555; max-width: 640px; }
+figure { margin: 1em 0; }
+figcaption { color: #555; max-width: 640px; margin-top: 0.3em; }
+.headline { font-size: 1.1em; max-width: 760px; }
+small.key { color: #777; }
 dl.meta { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; }
 dl.meta dt { font-weight: bold; } dl.meta dd { margin: 0; }
 )css";
@@ -366,8 +378,23 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
   h << "<p class=\"caption\">Per problem (a shape with its layout and dtypes), efficiency = "
        "measured TFLOPS of the selected config / the best measured config (the oracle).</p>\n";
 
-  // Summary: the model against the peer heuristic recorded in the data.
-  h << "<h2>Summary</h2>\n<table id=\"summary\">\n<thead><tr><th>selector</th><th>problems</th>"
+  // Summary: the headline (the speedup over the vendor's own pick), then the model against the
+  // peer heuristic recorded in the data, and the model's top k timed at first use.
+  h << "<h2>Summary</h2>\n";
+  if (s.speedup_problems > 0) {
+    h << "<p id=\"headline\" class=\"headline\">Speedup over the vendor's own pick ("
+      << HtmlEscape(names.a.name) << ", rank 1), geomean over " << s.speedup_problems
+      << " problems: <strong>" << text::Fixed(s.speedup_over_peer_top1, 4)
+      << "x</strong> with the model's pick alone (faster on " << s.faster_than_peer_top1
+      << ", slower on " << s.slower_than_peer_top1 << ")";
+    for (const EvalSummary::TimedTopK& timed : s.timed) {
+      if (timed.k > 3 || timed.efficiency.count == 0) continue;
+      h << "; <strong>" << text::Fixed(timed.speedup_over_peer_top1, 4)
+        << "x</strong> with its top " << timed.k << " timed at first use";
+    }
+    h << ".</p>\n";
+  }
+  h << "<table id=\"summary\">\n<thead><tr><th>selector</th><th>problems</th>"
        "<th>mean</th><th>median</th><th>P10</th><th>min</th><th>top-1</th>"
        "<th>oracle in top 8</th><th>NDCG@10</th></tr></thead>\n<tbody>\n";
   h << "<tr data-selector=\"" << kModel.id << "\"><th>" << kModel.label << "</th>"
@@ -395,7 +422,18 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
       << "</th>" << StatsCells(s.peer_b.best_of_8) << Cell(OracleShare(peer_b8))
       << Cell(OracleShare(peer_b8)) << Cell(std::nullopt) << "</tr>\n";
   }
+  // The model's top k timed at first use (kselect::Gemm with time_top_k = k): the best measured
+  // of its first k, as stdout and the Markdown report give them.
+  for (const EvalSummary::TimedTopK& timed : s.timed) {
+    if (timed.efficiency.count == 0) continue;
+    h << "<tr data-selector=\"timed_top" << timed.k << "\"><th>kselect model, top " << timed.k
+      << " timed at first use</th>" << StatsCells(timed.efficiency) << Cell(std::nullopt)
+      << Cell(std::nullopt) << Cell(std::nullopt) << "</tr>\n";
+  }
   h << "</tbody></table>\n";
+  h << "<p class=\"caption\">Timed at first use: the selector times the model's first k configs "
+       "the first time it meets a problem and runs the fastest (here the best measured of "
+       "them).</p>\n";
   if (s.peer_b.speedup_problems > 0) {
     h << "<p class=\"caption\" id=\"peer-b-speedup\">Geomean speedup of the model's picks over "
       << HtmlEscape(names.b.name)
@@ -428,16 +466,19 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
   if (series.empty()) {
     h << "<p>No problems were evaluated.</p>\n";
   } else {
-    h << "<p class=\"caption\">Share of problems whose efficiency is at or below x: the further "
-         "right and lower a curve stays, the better the selector.</p>\n"
-      << EfficiencyCdfSvg(series) << "\n";
+    h << "<figure>\n"
+      << EfficiencyCdfSvg(series) << "\n"
+      << "<figcaption id=\"cdf-caption\">Figure 1. Efficiency per problem, as a cumulative "
+         "distribution: each curve is one selector, and a point (x, y) says that a share y of "
+         "the problems got at most x of the best measured config. The further right and lower "
+         "a curve stays, the better the selector.</figcaption>\n</figure>\n";
   }
   h << "<h2>Predictions</h2>\n";
   if (scatter.kind == PredictionScatter::Kind::kNone) {
     h << "<p id=\"scatter-omitted\">Scatter omitted: " << HtmlEscape(scatter.omitted_reason)
       << ".</p>\n";
   } else {
-    h << "<p class=\"caption\">";
+    h << "<figure>\n" << ScatterSvg(scatter) << "\n<figcaption id=\"scatter-caption\">Figure 2. ";
     if (scatter.kind == PredictionScatter::Kind::kPredictedVsMeasured) {
       h << "Each dot is a measured candidate: the model's predicted TFLOPS against the measured "
            "TFLOPS (dashed: predicted = measured).";
@@ -451,8 +492,7 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
            "the problem's oracle: a good ranker keeps the high dots on the left.";
     }
     h << " Showing " << scatter.points.size() << " of " << scatter.total_points
-      << " candidates.</p>\n"
-      << ScatterSvg(scatter) << "\n";
+      << " candidates.</figcaption>\n</figure>\n";
   }
 
   // Worst problems.
@@ -480,8 +520,8 @@ std::string EvalSummaryToHtml(const EvalSummary& s, const PredictionScatter& sca
               ? "<td class=\"num\">" + Pct(*o.peer_b_top1_efficiency) + "</td>"
               : std::string("<td class=\"na\">-</td>"))
       << "<td class=\"num\">" << o.oracle_predicted_rank << "</td><td class=\"num\">"
-      << o.candidates << "</td><td><code>" << HtmlEscape(o.selected_config)
-      << "</code></td><td><code>" << HtmlEscape(o.oracle_config) << "</code></td></tr>\n";
+      << o.candidates << "</td><td>" << ConfigCell(o.selected_name, o.selected_config)
+      << "</td><td>" << ConfigCell(o.oracle_name, o.oracle_config) << "</td></tr>\n";
   }
   h << "</tbody></table>\n";
 

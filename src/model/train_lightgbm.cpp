@@ -8,6 +8,7 @@
 #include <LightGBM/c_api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -146,6 +147,22 @@ class Network {
   Network() = default;
 };
 
+// `params` ("key=value key=value") with each of `extra` replacing its key or appended.
+std::string WithExtraParams(const std::string& params,
+                            const std::vector<std::pair<std::string, std::string>>& extra) {
+  if (extra.empty()) return params;
+  std::vector<std::string> tokens;
+  std::istringstream in(params);
+  for (std::string token; in >> token;) tokens.push_back(token);
+  for (const auto& [key, value] : extra) {
+    std::erase_if(tokens, [&](const std::string& t) { return t.rfind(key + "=", 0) == 0; });
+    tokens.push_back(key + "=" + value);
+  }
+  std::string out;
+  for (const std::string& t : tokens) out += (out.empty() ? "" : " ") + t;
+  return out;
+}
+
 std::string BoosterParams(const TrainOptions& o, bool ranking) {
   const LightGbmParams& p = o.params;
   std::ostringstream s;
@@ -164,7 +181,7 @@ std::string BoosterParams(const TrainOptions& o, bool ranking) {
     << " lambda_l2=" << p.lambda_l2 << " seed=" << o.seed
     << " deterministic=true force_row_wise=true num_threads=" << o.num_threads << " verbose=-1";
   if (!o.machines.empty()) s << " tree_learner=data num_machines=" << MachineCount(o.machines);
-  return s.str();
+  return WithExtraParams(s.str(), p.extra);
 }
 
 std::string DatasetParams(const TrainOptions& o, const FeatureSpec& spec) {
@@ -176,7 +193,7 @@ std::string DatasetParams(const TrainOptions& o, const FeatureSpec& spec) {
     s += " categorical_feature=";
     for (size_t i = 0; i < cats.size(); ++i) s += (i ? "," : "") + std::to_string(cats[i]);
   }
-  return s;
+  return WithExtraParams(s, o.params.extra);
 }
 
 StatusOr<std::vector<double>> PredictRows(BoosterHandle booster, const std::vector<double>& x,
@@ -210,7 +227,8 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
                         std::span<const int32_t> valid, const std::vector<float>& labels,
                         const std::vector<double>* init, const std::string& dataset_params,
                         const std::string& booster_params, int max_rounds, int patience,
-                        std::span<const int> query_of_row, const std::vector<float>* weights) {
+                        std::span<const int> query_of_row, const std::vector<float>* weights,
+                        const TrainOptions& options) {
   const bool ranking = !query_of_row.empty();
   auto subset = [&](std::span<const int32_t> rows) -> StatusOr<DatasetPtr> {
     DatasetHandle h = nullptr;
@@ -286,10 +304,20 @@ StatusOr<FitResult> Fit(DatasetHandle full, std::span<const int32_t> train,
     if (finished) break;
     if (!valid_set.get()) {
       best_rounds[0] = round;
+      if (options.iteration) options.iteration(round, max_rounds, "");
       continue;
     }
     int len = 0;
     if (LGBM_BoosterGetEval(b, 1, &len, metrics.data()) != 0) return LgbmError("evaluation");
+    if (options.iteration) {
+      static constexpr const char* kRankingNames[] = {"ndcg@1", "ndcg@3"};
+      std::ostringstream line;
+      for (size_t i = 0; i < static_cast<size_t>(len) && i < metrics.size(); ++i) {
+        line << (i ? " " : "") << (ranking ? (i < 2 ? kRankingNames[i] : "ndcg") : "rmse") << " "
+             << metrics[i];
+      }
+      options.iteration(round, max_rounds, line.str());
+    }
     for (size_t i = 0; i < static_cast<size_t>(len) && i < best.size(); ++i) {
       const double loss = ranking ? -metrics[i] : metrics[i];  // NDCG: higher is better
       if (loss < best[i] - 1e-12) {
@@ -522,6 +550,51 @@ json RowSamplingJson(const TrainOptions& options, const TrainResult& result) {
           {"aborted_kept", n.aborted_kept}};
 }
 
+}  // namespace
+
+Status CheckExtraLightGbmParams(const std::vector<std::pair<std::string, std::string>>& extra) {
+  // Set by kselect from its own options: a --param would contradict them silently.
+  static const std::map<std::string, std::string, std::less<>> kReserved = {
+      {"objective", "--objective"},
+      {"application", "--objective"},
+      {"metric", "--objective"},
+      {"eval_at", "--objective"},
+      {"label_gain", "--objective"},
+      {"lambdarank_truncation_level", "--objective"},
+      {"seed", "--seed"},
+      {"random_state", "--seed"},
+      {"num_threads", "--threads"},
+      {"n_jobs", "--threads"},
+      {"tree_learner", "--machines"},
+      {"num_machines", "--machines"},
+      {"num_iterations", "--max-rounds"},
+      {"n_estimators", "--max-rounds"},
+      {"early_stopping_round", "--early-stopping"},
+      {"categorical_feature", "the feature spec"},
+      {"verbose", "-v/--verbose"},
+      {"verbosity", "-v/--verbose"}};
+  for (const auto& [key, value] : extra) {
+    if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        })) {
+      return InvalidArgumentError("--param '" + key + "=" + value +
+                                  "': the key must be a LightGBM parameter name (letters, digits, "
+                                  "'_'), e.g. --param min_data_in_leaf=50");
+    }
+    if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
+      return InvalidArgumentError("--param " + key +
+                                  ": give one value without spaces, e.g. --param " + key + "=0.5");
+    }
+    if (const auto it = kReserved.find(key); it != kReserved.end()) {
+      return InvalidArgumentError("--param " + key + ": kselect sets it from " + it->second +
+                                  "; use that option instead");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
 // train_manifest.json: what was trained (members, trees, objectives), on what data, and how.
 json TrainManifest(const CandidateSet& data, const TrainOptions& options, const TrainResult& result,
                    const std::vector<Member>& members, const json& objectives,
@@ -587,7 +660,13 @@ json TrainManifest(const CandidateSet& data, const TrainOptions& options, const 
        {{"booster", regression_params},
         {"dataset", dataset_params},
         {"num_leaves", p.num_leaves},
-        {"learning_rate", p.learning_rate}}},
+        {"learning_rate", p.learning_rate},
+        {"user_params",
+         [&p] {
+           json extra = json::object();
+           for (const auto& [key, value] : p.extra) extra[key] = value;
+           return extra;
+         }()}}},
       {"warm_start", options.warm_start_dir.empty()
                          ? json()
                          : json{{"from", options.warm_start_dir},
@@ -694,9 +773,10 @@ StatusOr<FitResult> MemberFitter::FitRows(std::span<const int32_t> train_rows,
         " training row(s): too little data to fit (and cross-validate) a model; measure more "
         "configs or problems, or train with fewer --folds");
   }
-  KSELECT_ASSIGN_OR_RETURN(FitResult first, Fit(full, train_rows, valid_rows, labels, init,
-                                                dataset_params, booster_params, rounds,
-                                                options.early_stopping_rounds, queries, weights));
+  KSELECT_ASSIGN_OR_RETURN(
+      FitResult first,
+      Fit(full, train_rows, valid_rows, labels, init, dataset_params, booster_params, rounds,
+          options.early_stopping_rounds, queries, weights, options));
   if (!mining) return first;
   KSELECT_ASSIGN_OR_RETURN(
       std::vector<double> pred,
@@ -729,7 +809,7 @@ StatusOr<FitResult> MemberFitter::FitRows(std::span<const int32_t> train_rows,
     i = end;
   }
   return Fit(full, train_rows, valid_rows, labels, init, dataset_params, booster_params, rounds,
-             options.early_stopping_rounds, queries, &mined);
+             options.early_stopping_rounds, queries, &mined, options);
 }
 
 // One member's cross-validation: what cv_metrics.json, oof_predictions and TrainResult report.
@@ -951,6 +1031,7 @@ StatusOr<TrainResult> TrainModelOnCandidates(const CandidateSet& data, const Tra
   if (options.provider && *options.provider != data.provider) {
     return InvalidArgumentError("the candidate set is for another provider than --provider");
   }
+  KSELECT_RETURN_IF_ERROR(CheckExtraLightGbmParams(options.params.extra));
   TrainResult result;
   // A warm start keeps its model's knob columns: trees cannot take new ones.
   std::optional<std::vector<int32_t>> warm_knobs;

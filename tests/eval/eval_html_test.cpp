@@ -205,6 +205,27 @@ TEST(EvalHtml, CdfHasOneStepPerProblemPerSelector) {
   }
 }
 
+// The report reads like the CLI: configs named as `kselect predict` names them (the key beside
+// it), the headline speedup over the vendor's pick and the timed-at-first-use rows in the
+// summary, and a caption on every plot.
+TEST(EvalHtml, NamesConfigsAsTheCliDoesAndHeadsTheSummaryWithTheGain) {
+  const std::string html = RenderFixture(false);
+  const std::string worst = Element(html, "table", "worst");
+  TileConfig named;
+  named.tile_m = 32;  // the second candidate: the pick of the 0.5-efficiency problem
+  EXPECT_TRUE(Contains(worst, "<code>" + HtmlEscape(DescribeConfig(named)) + "</code>")) << worst;
+  EXPECT_TRUE(Contains(worst, "<small class=\"key\">c1</small>"));
+  const std::string headline = Element(html, "p", "headline");
+  ASSERT_FALSE(headline.empty());
+  EXPECT_TRUE(Contains(headline, "x</strong> with the model's pick alone"));
+  EXPECT_TRUE(Contains(headline, "with its top 2 timed at first use"));
+  const std::string summary = Element(html, "table", "summary");
+  EXPECT_TRUE(Contains(summary, "<tr data-selector=\"timed_top2\">"));
+  EXPECT_TRUE(Contains(summary, "top 5 timed at first use"));
+  EXPECT_EQ(Count(html, "<svg "), Count(html, "<figcaption"));
+  EXPECT_EQ(Count(html, "<figcaption"), 2u);
+}
+
 TEST(EvalHtml, WorstTableListsTheWorstFirstAndSlicesAreThere) {
   const std::string html = RenderFixture(false);
   const std::string worst = Element(html, "table", "worst");

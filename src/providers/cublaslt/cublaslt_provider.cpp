@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/runtime.h"
 #include "providers/cublaslt/cublaslt_algo.h"
 #include "providers/cublaslt/cublaslt_ids.h"
 
@@ -460,9 +461,9 @@ class CublasLtProvider final : public KernelProvider {
     if (!handle_status_.ok()) return handle_status_;
     const cudaError_t error = cudaSetDevice(options_.device);
     if (error != cudaSuccess) {
-      handle_status_ = UnavailableError(
-          "cuBLASLt needs a GPU: cudaSetDevice(" + std::to_string(options_.device) +
-          ") failed: " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
+      handle_status_ = UnavailableError("cuBLASLt needs a GPU: " + cuda::NoDeviceText(error) +
+                                        " (cudaSetDevice(" + std::to_string(options_.device) +
+                                        "): " + cudaGetErrorName(error) + ")");
       return handle_status_;
     }
     const cublasStatus_t status = cublasLtCreate(&handle_);
