@@ -79,44 +79,71 @@ Totals TotalsOf(const TuneResult& result) {
 
 }  // namespace
 
+json LoggedGemmToJson(const LoggedGemm& g) {
+  return {{"problem", json_codec::GemmProblemToJson(g.problem)},
+          {"calls", g.calls},
+          {"lda", g.lda},
+          {"ldb", g.ldb},
+          {"ldc", g.ldc},
+          {"epilogue", g.epilogue},
+          {"logged_algo", g.logged_algo},
+          {"logged_workspace_bytes", g.workspace_bytes},
+          {"first_line", g.first_line}};
+}
+
+StatusOr<LoggedGemm> LoggedGemmFromJson(const json& j) {
+  if (!j.is_object()) return ParseError("a logged GEMM must be a JSON object");
+  try {
+    LoggedGemm g;
+    KSELECT_ASSIGN_OR_RETURN(const Problem problem,
+                             json_codec::ProblemFromJson(j.at("problem"), "problem"));
+    if (!std::holds_alternative<GemmProblem>(problem)) return ParseError("problem: not a GEMM");
+    g.problem = std::get<GemmProblem>(problem);
+    g.calls = j.at("calls").get<int64_t>();
+    g.lda = j.value("lda", int64_t{0});
+    g.ldb = j.value("ldb", int64_t{0});
+    g.ldc = j.value("ldc", int64_t{0});
+    g.epilogue = j.value("epilogue", std::string());
+    g.logged_algo = j.value("logged_algo", std::string());
+    g.workspace_bytes = j.value("logged_workspace_bytes", int64_t{-1});
+    g.first_line = j.value("first_line", int64_t{0});
+    return g;
+  } catch (const json::exception& e) {
+    return ParseError(std::string("logged GEMM: ") + e.what());
+  }
+}
+
 json TunedGemmToJson(const TunedGemm& t) {
   json others = json::object();
   for (const auto& [label, f] : t.others) others[label] = FigureJson(f);
-  return {{"problem", json_codec::GemmProblemToJson(t.gemm.problem)},
-          {"calls", t.gemm.calls},
-          {"lda", t.gemm.lda},
-          {"ldb", t.gemm.ldb},
-          {"ldc", t.gemm.ldc},
-          {"epilogue", t.gemm.epilogue},
-          {"logged_algo", t.gemm.logged_algo},
-          {"first_line", t.gemm.first_line},
-          {"outcome", t.outcome},
-          {"accepted", t.accepted},
-          {"note", t.note},
-          {"verification", t.verification},
-          {"reference", t.reference.median_ms > 0 ? FigureJson(t.reference) : json()},
-          {"tuned", FigureJson(t.tuned)},
-          {"chosen_from", t.chosen_from},
-          {"speedup_q1", t.speedup_q1},
-          {"workspace_limit", t.workspace_limit},
-          {"logged_workspace_bytes", t.gemm.workspace_bytes},
-          {"model_pick", FigureJson(t.model_pick)},
-          {"best_of_top8", FigureJson(t.best_of_top8)},
-          {"others", std::move(others)},
-          {"configs_enumerated", t.configs_enumerated},
-          {"configs_timed", t.configs_timed},
-          {"generations", t.generations},
-          {"restarts", t.restarts},
-          {"stopped_by", t.stopped_by},
-          {"enumerate_s", t.enumerate_s},
-          {"enumerate_wait_s", t.enumerate_wait_s},
-          {"budget_s", t.budget_s},
-          {"search_s", t.search_s},
-          {"search_gpu_ms", t.search_gpu_ms},
-          {"top8_gpu_ms", t.top8_gpu_ms},
-          {"confirm_s", t.confirm_s},
-          {"wall_s", t.wall_s},
-          {"device", t.device}};
+  json out = LoggedGemmToJson(t.gemm);
+  out.update({{"outcome", t.outcome},
+              {"accepted", t.accepted},
+              {"note", t.note},
+              {"verification", t.verification},
+              {"reference", t.reference.median_ms > 0 ? FigureJson(t.reference) : json()},
+              {"tuned", FigureJson(t.tuned)},
+              {"chosen_from", t.chosen_from},
+              {"speedup_q1", t.speedup_q1},
+              {"workspace_limit", t.workspace_limit},
+              {"model_pick", FigureJson(t.model_pick)},
+              {"best_of_top8", FigureJson(t.best_of_top8)},
+              {"others", std::move(others)},
+              {"configs_enumerated", t.configs_enumerated},
+              {"configs_timed", t.configs_timed},
+              {"generations", t.generations},
+              {"restarts", t.restarts},
+              {"stopped_by", t.stopped_by},
+              {"enumerate_s", t.enumerate_s},
+              {"enumerate_wait_s", t.enumerate_wait_s},
+              {"budget_s", t.budget_s},
+              {"search_s", t.search_s},
+              {"search_gpu_ms", t.search_gpu_ms},
+              {"top8_gpu_ms", t.top8_gpu_ms},
+              {"confirm_s", t.confirm_s},
+              {"wall_s", t.wall_s},
+              {"device", t.device}});
+  return out;
 }
 
 namespace {
@@ -140,18 +167,7 @@ StatusOr<TunedGemm> TunedGemmFromJson(const json& j) {
   if (!j.is_object()) return ParseError("a tuned GEMM must be a JSON object");
   try {
     TunedGemm t;
-    KSELECT_ASSIGN_OR_RETURN(const Problem problem,
-                             json_codec::ProblemFromJson(j.at("problem"), "problem"));
-    if (!std::holds_alternative<GemmProblem>(problem)) return ParseError("problem: not a GEMM");
-    t.gemm.problem = std::get<GemmProblem>(problem);
-    t.gemm.calls = j.value("calls", int64_t{0});
-    t.gemm.lda = j.value("lda", int64_t{0});
-    t.gemm.ldb = j.value("ldb", int64_t{0});
-    t.gemm.ldc = j.value("ldc", int64_t{0});
-    t.gemm.epilogue = j.value("epilogue", std::string());
-    t.gemm.logged_algo = j.value("logged_algo", std::string());
-    t.gemm.first_line = j.value("first_line", int64_t{0});
-    t.gemm.workspace_bytes = j.value("logged_workspace_bytes", int64_t{-1});
+    KSELECT_ASSIGN_OR_RETURN(t.gemm, LoggedGemmFromJson(j));
     t.outcome = j.value("outcome", std::string());
     t.accepted = j.value("accepted", false);
     t.note = j.value("note", std::string());

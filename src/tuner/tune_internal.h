@@ -40,6 +40,10 @@ StatusOr<TuneResult> TuneInWorkerProcesses(const std::string& log_source,
                                            const TuneOptions& options,
                                            const TuneProgress& progress);
 
+// A logged GEMM's fields (problem, calls, lds, epilogue, logged algo and workspace, first line),
+// as the report's per-GEMM objects and the worker protocol's jobs hold them, and back.
+nlohmann::json LoggedGemmToJson(const LoggedGemm& g);
+StatusOr<LoggedGemm> LoggedGemmFromJson(const nlohmann::json& j);
 // One GEMM's result as the report writes it, and back (the worker processes' replies).
 nlohmann::json TunedGemmToJson(const TunedGemm& t);
 StatusOr<TunedGemm> TunedGemmFromJson(const nlohmann::json& j);

@@ -15,7 +15,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/json_codec.h"
 #include "core/pipes.h"
 #include "kselect/tuner.h"
 #include "tuner/tune_internal.h"
@@ -27,39 +26,6 @@ using json = nlohmann::json;
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-json LoggedGemmToJson(const LoggedGemm& g) {
-  return {{"problem", json_codec::GemmProblemToJson(g.problem)},
-          {"calls", g.calls},
-          {"lda", g.lda},
-          {"ldb", g.ldb},
-          {"ldc", g.ldc},
-          {"epilogue", g.epilogue},
-          {"logged_algo", g.logged_algo},
-          {"workspace_bytes", g.workspace_bytes},
-          {"first_line", g.first_line}};
-}
-
-StatusOr<LoggedGemm> LoggedGemmFromJson(const json& j) {
-  try {
-    LoggedGemm g;
-    KSELECT_ASSIGN_OR_RETURN(const Problem problem,
-                             json_codec::ProblemFromJson(j.at("problem"), "gemm.problem"));
-    if (!std::holds_alternative<GemmProblem>(problem)) return ParseError("gemm: not a GEMM");
-    g.problem = std::get<GemmProblem>(problem);
-    g.calls = j.at("calls").get<int64_t>();
-    g.lda = j.value("lda", int64_t{0});
-    g.ldb = j.value("ldb", int64_t{0});
-    g.ldc = j.value("ldc", int64_t{0});
-    g.epilogue = j.value("epilogue", std::string());
-    g.logged_algo = j.value("logged_algo", std::string());
-    g.workspace_bytes = j.value("workspace_bytes", int64_t{-1});
-    g.first_line = j.value("first_line", int64_t{0});
-    return g;
-  } catch (const json::exception& e) {
-    return ParseError(std::string("gemm: ") + e.what());
-  }
 }
 
 // Reads one line from `fd` into `line` (blocking); false at the end of input.
