@@ -1,0 +1,184 @@
+"""kselect.torch: the operators, the switch and the fall-through, against PyTorch itself.
+
+Skipped without torch or without libkselect_torch.so (KSELECT_TORCH_LIBRARY, the package, or the
+source tree's build/lib). The CUDA cases skip without a GPU; scripts/device/torch_bench.py runs
+them on the device together with the performance figures.
+"""
+
+import importlib.util
+import os
+import unittest
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+if HAVE_TORCH:
+    import torch
+
+    import kselect.torch as kt
+
+    HAVE_LIBRARY = os.path.exists(kt.library_path())
+    HAVE_CUDA = torch.cuda.is_available()
+else:
+    HAVE_LIBRARY = HAVE_CUDA = False
+
+# CTest's python_torch sets this: there, a missing torch or library is a failure, not a skip.
+if os.environ.get("KSELECT_TORCH_REQUIRED") == "1" and not (HAVE_TORCH and HAVE_LIBRARY):
+    raise RuntimeError("KSELECT_TORCH_REQUIRED=1 but torch or libkselect_torch.so is missing")
+
+
+@unittest.skipUnless(HAVE_TORCH and HAVE_LIBRARY, "needs torch and libkselect_torch.so")
+class OperatorTest(unittest.TestCase):
+    def setUp(self):
+        kt.load()
+
+    def test_operators_are_registered(self):
+        for name in ("mm", "bmm", "addmm", "linear", "_configure", "_route_aten", "_summary"):
+            self.assertTrue(hasattr(torch.ops.kselect, name), name)
+
+    def test_cpu_tensors_compute_what_torch_computes(self):
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(5, 7, generator=g), torch.randn(7, 3, generator=g)
+        torch.testing.assert_close(kt.mm(a, b), a @ b)
+        x, w, bias = torch.randn(2, 4, 7, generator=g), torch.randn(6, 7, generator=g), torch.randn(6, generator=g)
+        torch.testing.assert_close(kt.linear(x, w, bias), torch.nn.functional.linear(x, w, bias))
+        p, q = torch.randn(3, 5, 7, generator=g), torch.randn(3, 7, 2, generator=g)
+        torch.testing.assert_close(kt.bmm(p, q), torch.bmm(p, q))
+        c = torch.randn(5, 3, generator=g)
+        torch.testing.assert_close(kt.addmm(c, a, b, beta=0.5, alpha=2.0), torch.addmm(c, a, b, beta=0.5, alpha=2.0))
+
+    def test_gradients_match_torch(self):
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(4, 6, generator=g, dtype=torch.float64, requires_grad=True)
+        w = torch.randn(5, 6, generator=g, dtype=torch.float64, requires_grad=True)
+        self.assertTrue(torch.autograd.gradcheck(lambda x, w: kt.linear(x, w), (x, w)))
+        p = torch.randn(2, 3, 4, generator=g, dtype=torch.float64, requires_grad=True)
+        q = torch.randn(2, 4, 5, generator=g, dtype=torch.float64, requires_grad=True)
+        self.assertTrue(torch.autograd.gradcheck(kt.bmm, (p, q)))
+
+    def test_compiles_without_graph_breaks(self):
+        def block(x, w1, w2):
+            return kt.linear(torch.nn.functional.silu(kt.linear(x, w1)), w2)
+
+        compiled = torch.compile(block, fullgraph=True, backend="aot_eager", dynamic=True)
+        g = torch.Generator().manual_seed(2)
+        w1, w2 = torch.randn(16, 8, generator=g), torch.randn(8, 16, generator=g)
+        for tokens in (3, 5):
+            x = torch.randn(tokens, 8, generator=g, requires_grad=True)
+            out = compiled(x, w1, w2)
+            torch.testing.assert_close(out, block(x, w1, w2))
+            out.sum().backward()
+            self.assertEqual(x.grad.shape, x.shape)
+
+    def test_fake_tensors_get_shapes_and_refuse_bad_ones(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode():
+            a, b = torch.empty(7, 3), torch.empty(3, 9)
+            self.assertEqual(torch.ops.kselect.mm(a, b).shape, (7, 9))
+            self.assertEqual(torch.ops.kselect.bmm(torch.empty(2, 7, 3), torch.empty(2, 3, 4)).shape, (2, 7, 4))
+            with self.assertRaises(Exception):
+                torch.ops.kselect.mm(a, torch.empty(4, 9))
+
+    def test_bad_input_raises_clear_errors(self):
+        with self.assertRaisesRegex(RuntimeError, "do not make input @ weight.T"):
+            kt.linear(torch.randn(2, 5), torch.randn(3, 4))
+        with self.assertRaisesRegex(RuntimeError, "weight must be 2-D"):
+            kt.linear(torch.randn(2, 5), torch.randn(3))
+        with self.assertRaisesRegex(RuntimeError, "expected PATTERN=MODEL_DIR"):
+            torch.ops.kselect._configure(["bf16/rcc"], 3)
+        with self.assertRaisesRegex(RuntimeError, "time_top_k"):
+            torch.ops.kselect._configure(["*=/nowhere"], -1)
+        with self.assertRaisesRegex(FileNotFoundError, "no model directory"):
+            kt.configure(["bf16=/nowhere/at/all"])
+
+    def test_switch_on_and_off_leaves_cpu_work_alone(self):
+        a, b = torch.randn(4, 4), torch.randn(4, 4)
+        expected = a @ b
+        with kt.enabled():
+            self.assertTrue(kt.is_enabled())
+            torch.testing.assert_close(a @ b, expected)  # CPU: PyTorch's kernel, not counted
+            summary = kt.summary()
+            self.assertEqual(summary["format"], "kselect.torch_summary")
+            self.assertTrue(summary["aten_routing"])
+            self.assertEqual(len(summary["rules"]), 3)
+        self.assertFalse(kt.is_enabled())
+        kt.enable()
+        kt.enable()  # twice is fine
+        kt.disable()
+        kt.disable()
+        self.assertFalse(kt.is_enabled())
+
+    def test_rules_parse_dtypes_and_layouts(self):
+        kt.configure(["bf16/rcc=" + os.devnull, "fp16=" + os.devnull, "*=" + os.devnull], 0)
+        rules = kt.summary()["rules"]
+        self.assertEqual([(r["dtype"], r["layout"]) for r in rules], [("bf16", "rcc"), ("fp16", "*"), ("*", "*")])
+        with self.assertRaisesRegex(RuntimeError, "bf17"):
+            torch.ops.kselect._configure(["bf17=/x"], 0)
+        kt.configure()  # the defaults again
+
+
+@unittest.skipUnless(HAVE_TORCH and HAVE_LIBRARY and HAVE_CUDA, "needs a GPU")
+class CudaTest(unittest.TestCase):
+    """Results through kselect match PyTorch's on the GPU, and what kselect does not run falls
+    through to PyTorch and is counted."""
+
+    def setUp(self):
+        kt.configure()
+
+    def test_linear_and_backward_route_and_match(self):
+        g = torch.Generator(device="cuda").manual_seed(3)
+        for dtype in (torch.bfloat16, torch.float16):
+            x = torch.randn(8, 4096, device="cuda", dtype=dtype, generator=g, requires_grad=True)
+            w = (torch.randn(1024, 4096, device="cuda", dtype=dtype, generator=g) / 64).requires_grad_()
+            ref = torch.nn.functional.linear(x, w)
+            ref.float().square().sum().backward()
+            ref_gx, ref_gw = x.grad.clone(), w.grad.clone()
+            x.grad = w.grad = None
+            kt.reset_counts()
+            with kt.enabled():
+                out = torch.nn.functional.linear(x, w)
+                out.float().square().sum().backward()
+            summary = kt.summary()
+            self.assertGreaterEqual(summary["routed_calls"], 3, summary)  # forward, dX, dW
+            torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
+            torch.testing.assert_close(x.grad, ref_gx, rtol=3e-2, atol=3e-1)
+            torch.testing.assert_close(w.grad, ref_gw, rtol=3e-2, atol=3e-1)
+            x.grad = w.grad = None
+
+    def test_what_kselect_does_not_run_falls_through(self):
+        g = torch.Generator(device="cuda").manual_seed(4)
+        w = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16, generator=g)
+        big = torch.randn(8, 1024, device="cuda", dtype=torch.bfloat16, generator=g)
+        cases = {
+            "dtype": (big[:, :512].float(), w.float()),
+            "strides": (big[:, ::2], w),
+            "alignment": (big.view(-1)[1:1 + 8 * 512].view(8, 512), w),
+            "empty": (big[:0, :512], w),
+        }
+        for reason, (x, weight) in cases.items():
+            kt.reset_counts()
+            with kt.enabled():
+                out = torch.nn.functional.linear(x, weight)
+            torch.testing.assert_close(out, torch.nn.functional.linear(x, weight))
+            passed = kt.summary()["passed_through"]
+            self.assertIn(reason, passed, (reason, passed))
+
+    def test_graph_capture_of_an_undecided_shape_falls_through(self):
+        kt.configure()  # no decisions
+        x = torch.randn(8, 768, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(384, 768, device="cuda", dtype=torch.bfloat16)
+        kt.reset_counts()
+        graph = torch.cuda.CUDAGraph()
+        torch.nn.functional.linear(x, w)  # PyTorch's own cuBLAS set up before the capture
+        torch.cuda.synchronize()
+        with kt.enabled():
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s), torch.cuda.graph(graph):
+                y = torch.nn.functional.linear(x, w)
+        graph.replay()
+        torch.testing.assert_close(y, torch.nn.functional.linear(x, w))
+        self.assertIn("undecided_during_capture", kt.summary()["passed_through"])
+
+
+if __name__ == "__main__":
+    unittest.main()
