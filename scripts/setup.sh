@@ -15,6 +15,7 @@
 #   SETUP_SKIP_APT=1   do not touch apt (fail later if something is missing)
 #   SETUP_SKIP_BUILD=1 skip the CMake configure/build step
 #   SETUP_SKIP_CHROMIUM=1  do not install chromium (the HTML report's browser test then skips)
+#   SETUP_SKIP_TORCH=1 no .deps/torch-venv: libkselect_torch.so and its tests are then not built
 #   LIGHTGBM_FROM_SOURCE=1  build lib_lightgbm from the pinned sdist instead of using the wheel's .so
 #   BUILD_DIR          CMake build dir (default: <repo>/build)
 #   CMAKE_BUILD_TYPE   default: Release
@@ -104,6 +105,35 @@ else
   "$VPY" -c 'import pyarrow, pandas, numpy; print("pyarrow", pyarrow.__version__, "pandas", pandas.__version__, "numpy", numpy.__version__)' \
     || die "the venv's packages do not import; rm -rf $VENV and rerun"
   echo "$REQ_SHA" > "$VENV/.kselect-stamp"
+  step_done "installed"
+fi
+
+# --------------------------------------------------------------------------- torch
+# PyTorch (CUDA 13 wheels from PyPI, ~2.6 GB downloaded once into $DL/torch, ~80 s to install on a
+# 2-core host) in a venv of its own: libkselect_torch.so is compiled against its headers and
+# python/tests/test_torch.py runs on it (CPU side; the GPU side runs on the device).
+TORCH_PIN="torch==2.11.0"
+step torch "PyTorch ($TORCH_PIN) -> $DEPS/torch-venv"
+TVENV="$DEPS/torch-venv"
+TORCH_STAMP_WANT="$TORCH_PIN $("$PY" -c 'import sys; print(sys.version.split()[0])')"
+if [ "${SETUP_SKIP_TORCH:-0}" = 1 ]; then
+  step_done "skipped (SETUP_SKIP_TORCH=1)"
+elif stamp_ok "$TVENV/.kselect-stamp" "$TORCH_STAMP_WANT" && [ -x "$TVENV/bin/python" ]; then
+  step_done "up to date"
+else
+  rm -rf "$TVENV"
+  "$PY" -m venv "$TVENV" || die "python3 -m venv failed for $TVENV"
+  mkdir -p "$DL/torch"
+  "$TVENV/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -d "$DL/torch" \
+      --no-index --find-links "$DL/torch" "$TORCH_PIN" numpy >/dev/null 2>&1 \
+  || "$TVENV/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -d "$DL/torch" \
+      "$TORCH_PIN" numpy \
+    || die "pip download of $TORCH_PIN failed (network to PyPI?); SETUP_SKIP_TORCH=1 skips it"
+  "$TVENV/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$DL/torch" \
+      "$TORCH_PIN" numpy || die "pip install of $TORCH_PIN failed"
+  "$TVENV/bin/python" -c 'import torch; print("torch", torch.__version__)' \
+    || die "torch does not import; rm -rf $TVENV and rerun"
+  echo "$TORCH_STAMP_WANT" > "$TVENV/.kselect-stamp"
   step_done "installed"
 fi
 

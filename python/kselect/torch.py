@@ -148,13 +148,13 @@ def configure(rules=None, time_top_k: int = 3, share_across_n: bool = True) -> l
     return rules
 
 
-def enable(rules=None, time_top_k: int = 3):
+def enable(rules=None, time_top_k: int = 3, share_across_n: bool = True):
     """Routes aten's CUDA mm, mm.out and bmm (F.linear, matmul, @, their backward) through
     kselect until disable(). Configures the default rules first when nothing is configured, or
     the given ones."""
     load()
     if rules is not None or _configured_rules is None:
-        configure(rules, time_top_k)
+        configure(rules, time_top_k, share_across_n)
     _torch().ops.kselect._route_aten(True)
 
 
@@ -169,12 +169,12 @@ def is_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def enabled(rules=None, time_top_k: int = 3):
+def enabled(rules=None, time_top_k: int = 3, share_across_n: bool = True):
     """with kselect.torch.enabled(): ... routes inside the block only."""
     load()
     torch = _torch()
     if rules is not None or _configured_rules is None:
-        configure(rules, time_top_k)
+        configure(rules, time_top_k, share_across_n)
     was = torch.ops.kselect._route_aten(True)
     try:
         yield
@@ -212,6 +212,76 @@ def addmm(bias, a, b, *, beta=1, alpha=1):
 def linear(x, w, bias=None):
     """y = x @ w.T (+ bias), as torch.nn.functional.linear, through kselect (autograd works)."""
     return _kselect_ops().linear(x, w, bias)
+
+
+# torch dtype name -> kselect's type name.
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def selector_linear(x, w, selector, bias=None):
+    """y = x @ w.T (+ bias) through a given kselect.Selector (ctypes over libkselect_c.so): for
+    a selector the operators do not cover (one opened with a tuned solution library, say). A
+    ctypes call and a workspace allocation per call, no autograd: use enable() or linear() for
+    speed.
+
+    x: (..., in_features), w: (out_features, in_features), CUDA tensors of one dtype (bf16, fp16
+    or fp32) on the selector's device. The product reaches kselect as cuBLAS's TN ("rcc"): m =
+    out_features (A = w, row-major), n = tokens (B = x, column-major in x tokens), k =
+    in_features; C is then y, tokens x out_features row-major. Runs on the current stream, with a
+    workspace from torch's allocator.
+    """
+    torch = _torch()
+    if not (x.is_cuda and w.is_cuda):
+        raise ValueError("kselect.torch.selector_linear needs CUDA tensors")
+    if x.device != w.device:
+        raise ValueError(f"x is on {x.device}, w on {w.device}")
+    if x.device.index != selector.device:
+        raise ValueError(
+            f"the selector was opened for cuda:{selector.device}, the tensors are on {x.device}"
+        )
+    if x.dtype != w.dtype:
+        raise TypeError(f"x is {x.dtype}, w is {w.dtype}: both must have one dtype")
+    dtype = _DTYPES.get(str(x.dtype).replace("torch.", ""))
+    if dtype is None:
+        raise TypeError(f"kselect.torch.selector_linear takes bfloat16, float16 or float32, not {x.dtype}")
+    if w.dim() != 2 or x.dim() < 1 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"shapes {tuple(x.shape)} and {tuple(w.shape)} do not make x @ w.T")
+
+    out_features, in_features = w.shape
+    x2 = x.reshape(-1, in_features).contiguous()
+    w = w.contiguous()
+    tokens = x2.shape[0]
+    y = torch.empty((tokens, out_features), dtype=x.dtype, device=x.device)
+    if tokens > 0 and out_features > 0:
+        if in_features == 0:
+            y.zero_()
+        else:
+            from .selector import GemmProblem
+
+            problem = GemmProblem(
+                m=out_features, n=tokens, k=in_features, dtype=dtype, layout="rcc"
+            )
+            # The caching allocator orders the workspace's reuse on this stream after the launch.
+            workspace = torch.empty(
+                selector.max_workspace_bytes, dtype=torch.uint8, device=x.device
+            )
+            stream = torch.cuda.current_stream(x.device).cuda_stream
+            with torch.cuda.device(x.device):
+                selector.gemm(
+                    problem,
+                    w.data_ptr(),
+                    x2.data_ptr(),
+                    y.data_ptr(),
+                    workspace.data_ptr(),
+                    workspace.numel(),
+                    stream,
+                )
+    if bias is not None:
+        y.add_(bias)
+    return y.reshape(*x.shape[:-1], out_features)
+
+
+__all__ = ["linear", "KselectError"]
 
 
 # ----------------------------------------------------------------------- ahead of time

@@ -193,7 +193,7 @@ def mode_e2e(args):
 
     def kselect_linear(x, w):
         shapes.add((w.shape[0], x.numel() // x.shape[-1], w.shape[1]))
-        return ktorch.linear(x, w, selector)
+        return ktorch.selector_linear(x, w, selector)
 
     variants = {"pytorch": torch_linear(torch), "kselect": kselect_linear}
     # One model per variant, the same weights (the generator is seeded the same way).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU check of the Python module: kselect.torch.linear(x, w, selector) against PyTorch.
+"""GPU check of the Python module: kselect.torch.selector_linear(x, w, selector) against PyTorch.
 
 For nn.Linear shapes of decode and prefill (bf16, and fp16 for one), computes y = x @ w.T through
 kselect (selection + kselect_gemm_run on torch's current stream) and compares it with an fp32
@@ -59,14 +59,14 @@ def check(selector, tokens, in_features, out_features, dtype, stream=None, batch
     w /= in_features**0.5
     stream = stream or torch.cuda.current_stream()
     with torch.cuda.stream(stream):
-        y = kselect.torch.linear(x, w, selector)
+        y = kselect.torch.selector_linear(x, w, selector)
         ref = x.float() @ w.float().T
     stream.synchronize()
     selection = selector.select(out_features, x.numel() // in_features, in_features,
                                 dtype={torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype])
     # Time it against torch's own nn.functional.linear on the same stream.
     times = {}
-    for name, fn in (("kselect", lambda: kselect.torch.linear(x, w, selector)),
+    for name, fn in (("kselect", lambda: kselect.torch.selector_linear(x, w, selector)),
                      ("torch", lambda: torch.nn.functional.linear(x, w))):
         with torch.cuda.stream(stream):
             for _ in range(3):
@@ -108,7 +108,7 @@ def main():
     failed += not check(selector, 32, 4096, 4096, torch.bfloat16, batch_dims=(2,))
     # Bad input raises KselectError or a Python error, never crashes.
     try:
-        kselect.torch.linear(torch.zeros(4, 8, device="cuda", dtype=torch.bfloat16),
+        kselect.torch.selector_linear(torch.zeros(4, 8, device="cuda", dtype=torch.bfloat16),
                              torch.zeros(8, 9, device="cuda", dtype=torch.bfloat16), selector)
         print("FAIL mismatched shapes were accepted")
         failed += 1
