@@ -1,7 +1,7 @@
-"""kselect inside PyTorch: one switch routes a program's GEMMs through kselect's choices.
+"""kselect inside PyTorch: one switch routes a program's GEMMs and convolutions through kselect.
 
     import kselect.torch as kt
-    kt.enable()                      # F.linear, matmul, mm, bmm (and their backward) on CUDA
+    kt.enable()                      # F.linear, matmul, bmm, conv2d/3d and their backward on CUDA
     report = kt.prepare(model, token_counts=range(1, 257))   # decide every shape ahead of time
     ...                              # eager, torch.compile, CUDA graphs: unchanged code
     print(kt.summary())              # calls routed, passed through (and why), decisions
@@ -10,9 +10,10 @@ Or, for a program you do not edit: KSELECT_TORCH=1 python app.py (torch loads ks
 imported; KSELECT_TORCH may also name the routing rules, see `enable`).
 
 The operators live in libkselect_torch.so (src/pytorch/torch_ops.cpp), built against the
-installed torch: aten's CUDA mm/bmm kernels are replaced while routing is on, so each call costs
-PyTorch's own dispatch plus a lookup; a problem's first call decides it (the model's top k timed
-beside cuBLASLt's own pick, which is kept unless beaten by more than 1 %). What kselect does not
+installed torch: aten's CUDA mm/bmm and cuDNN convolution kernels are replaced while routing is
+on, so each call costs PyTorch's own dispatch plus a lookup; a problem's first call decides it
+(the model's top k timed beside the vendor's own pick, which is kept unless beaten by more than
+1 %). What kselect does not
 run (fp32, odd strides, a problem first met during graph capture, ...) runs PyTorch's kernel and
 is counted. The explicit operators torch.ops.kselect.{mm, bmm, addmm, linear} route whether or
 not the switch is on, have autograd, and trace under torch.compile(fullgraph=True).
@@ -116,25 +117,32 @@ def default_rules() -> list:
     in use is opened when a device first routes (no CUDA call here): nn.Linear's forward GEMM
     (bf16 "rcc") by the H200 cross-provider model (cuBLASLt and the tile engine) or the H100
     cuBLASLt ranker, every other bf16/fp16 layout (the backward GEMMs) by the H200 or H100
-    cuBLASLt ranker. On another GPU the first entry opens and its model stage says it was
-    trained for another device (cuBLASLt's heuristic then decides)."""
+    cuBLASLt ranker, and each convolution direction by its H200 cuDNN model. On another GPU the
+    first entry opens and its model stage says it was trained for another device (the vendor's
+    heuristic then decides)."""
     models = _models_dir()
     h200, h100 = models / "h200_cublaslt_default_rank", models / "h100_cublaslt_default_rank"
     return [
         f"bf16/rcc={models / 'h200_cross_bf16_tn_rank'}:{h100}",
         f"bf16={h200}:{h100}",
         f"fp16={h200}:{h100}",
+        f"conv/fwd={models / 'h200_cudnn_conv_fwd'}",
+        f"conv/bwd_data={models / 'h200_cudnn_conv_bwd_data'}",
+        f"conv/bwd_weight={models / 'h200_cudnn_conv_bwd_weight'}",
     ]
 
 
-def configure(rules=None, time_top_k: int = 3, share_across_n: bool = True) -> list:
-    """Sets which model decides which GEMMs: rules "PATTERN=MODEL_DIR", first match wins
-    (PATTERN: "*", a dtype "bf16", or "bf16/rcc" with kselect's layout letters of the cuBLAS
-    call; nn.Linear's forward is "rcc"). time_top_k: the model's configs timed at a problem's
+def configure(rules=None, time_top_k: int = 3, share_across_n: bool = True,
+              conv_time_top_k: int = 5) -> list:
+    """Sets which model decides which GEMMs and convolutions: rules "PATTERN=MODEL_DIR", first
+    match wins (GEMM PATTERN: "*", a dtype "bf16", or "bf16/rcc" with kselect's layout letters of
+    the cuBLAS call, nn.Linear's forward is "rcc"; convolution PATTERN: "conv", "conv/fwd",
+    "conv/bwd_data", "conv/bwd_weight"). time_top_k: the model's configs timed at a problem's
     first call beside cuBLASLt's own pick (0 or 1: untimed and unguarded). share_across_n: the
     first problem of a token-count bucket (1, 2, 3, 4, 6, 8, 12, 16, 24, ...) is timed and the
     others of the bucket run its winner untimed (about 40 ms of timing saved per problem; False
-    times every problem). Decisions made so far are dropped. Returns the rules."""
+    times every problem). conv_time_top_k: the same for convolutions (the conv models reach
+    99.3 % of the best config with 5). Decisions made so far are dropped. Returns the rules."""
     global _configured_rules
     load()
     torch = _torch()
@@ -143,7 +151,8 @@ def configure(rules=None, time_top_k: int = 3, share_across_n: bool = True) -> l
         model = rule.split("=", 1)[-1]
         if not all(os.path.exists(p) for p in model.split(":")):
             raise FileNotFoundError(f"kselect.torch: no model directory {model} (rule {rule!r})")
-    torch.ops.kselect._configure(rules, int(time_top_k), bool(share_across_n))
+    torch.ops.kselect._configure(rules, int(time_top_k), bool(share_across_n),
+                                 int(conv_time_top_k))
     _configured_rules = rules
     return rules
 

@@ -5,6 +5,7 @@ source tree's build/lib). The CUDA cases skip without a GPU; scripts/device/torc
 them on the device together with the performance figures.
 """
 
+import contextlib
 import importlib.util
 import os
 import unittest
@@ -13,6 +14,7 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 if HAVE_TORCH:
     import torch
+    import torch.nn.functional as F
 
     import kselect.torch as kt
 
@@ -100,7 +102,7 @@ class OperatorTest(unittest.TestCase):
             summary = kt.summary()
             self.assertEqual(summary["format"], "kselect.torch_summary")
             self.assertTrue(summary["aten_routing"])
-            self.assertEqual(len(summary["rules"]), 3)
+            self.assertEqual(len(summary["rules"]), 6)  # three GEMM rules, three conv directions
         self.assertFalse(kt.is_enabled())
         kt.enable()
         kt.enable()  # twice is fine
@@ -109,9 +111,14 @@ class OperatorTest(unittest.TestCase):
         self.assertFalse(kt.is_enabled())
 
     def test_rules_parse_dtypes_and_layouts(self):
-        kt.configure(["bf16/rcc=" + os.devnull, "fp16=" + os.devnull, "*=" + os.devnull], 0)
+        kt.configure(["bf16/rcc=" + os.devnull, "fp16=" + os.devnull, "*=" + os.devnull,
+                      "conv/bwd_data=" + os.devnull, "conv=" + os.devnull], 0)
         rules = kt.summary()["rules"]
-        self.assertEqual([(r["dtype"], r["layout"]) for r in rules], [("bf16", "rcc"), ("fp16", "*"), ("*", "*")])
+        gemm = [(r["dtype"], r["layout"]) for r in rules if r["kind"] == "gemm"]
+        self.assertEqual(gemm, [("bf16", "rcc"), ("fp16", "*"), ("*", "*")])
+        self.assertEqual([r["direction"] for r in rules if r["kind"] == "conv"], ["bwd_data", "*"])
+        with self.assertRaisesRegex(RuntimeError, "sideways"):
+            torch.ops.kselect._configure(["conv/sideways=/x"], 0)
         with self.assertRaisesRegex(RuntimeError, "bf17"):
             torch.ops.kselect._configure(["bf17=/x"], 0)
         kt.configure()  # the defaults again
@@ -162,6 +169,47 @@ class CudaTest(unittest.TestCase):
             torch.testing.assert_close(out, torch.nn.functional.linear(x, weight))
             passed = kt.summary()["passed_through"]
             self.assertIn(reason, passed, (reason, passed))
+
+    def test_convolution_and_its_backward_route_and_match(self):
+        g = torch.Generator(device="cuda").manual_seed(5)
+        for dtype in (torch.bfloat16, torch.float16):
+            for groups, stride in ((1, 1), (1, 2), (4, 1)):
+                x = torch.randn(4, 64, 28, 28, device="cuda", dtype=dtype, generator=g)
+                x = x.to(memory_format=torch.channels_last).requires_grad_()
+                conv = torch.nn.Conv2d(64, 128, 3, stride=stride, padding=1, groups=groups,
+                                       device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
+                results = {}
+                for on in (False, True):
+                    kt.reset_counts()
+                    with (kt.enabled() if on else contextlib.nullcontext()):
+                        y = conv(x)
+                        y.float().square().mean().backward()
+                    results[on] = (y.detach(), x.grad.clone(), conv.weight.grad.clone(), conv.bias.grad.clone())
+                    x.grad = None
+                    conv.zero_grad(set_to_none=True)
+                    if on:
+                        summary = kt.summary()
+                        self.assertEqual(summary["routed_conv_calls"], 3, summary)  # fwd, dgrad, wgrad
+                for got, ref in zip(results[True], results[False]):
+                    torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
+
+    def test_convolutions_kselect_does_not_run_fall_through(self):
+        g = torch.Generator(device="cuda").manual_seed(6)
+        x = torch.randn(2, 32, 16, 16, device="cuda", dtype=torch.bfloat16, generator=g)
+        w = torch.randn(32, 32, 3, 3, device="cuda", dtype=torch.bfloat16, generator=g)
+        cl = torch.channels_last
+        cases = {
+            "conv_layout": lambda: F.conv2d(x, w, padding=1),  # NCHW
+            "dtype": lambda: F.conv2d(x.float().to(memory_format=cl), w.float().to(memory_format=cl), padding=1),
+            "conv_transposed": lambda: F.conv_transpose2d(x.to(memory_format=cl), w.to(memory_format=cl), padding=1),
+        }
+        for reason, run in cases.items():
+            expected = run()
+            kt.reset_counts()
+            with kt.enabled():
+                got = run()
+            torch.testing.assert_close(got, expected)
+            self.assertIn(reason, kt.summary()["passed_through"], reason)
 
     def test_graph_capture_of_an_undecided_shape_falls_through(self):
         kt.configure()  # no decisions

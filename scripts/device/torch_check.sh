@@ -4,7 +4,9 @@
 #   BIN=.devcarry-torch OUT=$OUT bash scripts/device/torch_check.sh
 # BIN holds libkselect_torch.so built here against the device's torch version (torch 2.11,
 # CUDA 13): `cmake --build build --target kselect_torch` with .deps/torch-venv, then copy it.
-# SECTIONS (default all) and LAYERS pass through to torch_bench.py.
+# SECTIONS (default all; "none" skips it) and LAYERS pass through to torch_bench.py; CONV_NETS
+# (default none) runs scripts/device/conv_bench.py on those networks (resnet50,convnext_t,
+# vae_decoder) with CONV_TIMEOUT seconds a process.
 set -u
 BIN=${BIN:-.devcarry-torch}
 OUT=${OUT:-/tmp/out}
@@ -15,9 +17,24 @@ export PYTHONPATH="$PWD/python"
 timeout 300 python3 -m unittest python.tests.test_torch -v > "$OUT/test_torch.log" 2>&1
 summary+=("test_torch rc=$? $(tail -3 "$OUT/test_torch.log" | tr '\n' ' ') $(lap)")
 
-timeout "${BENCH_TIMEOUT:-480}" python3 scripts/device/torch_bench.py --out "$OUT" \
-  --sections "${SECTIONS:-check,percall,model,train,prepare}" --layers "${LAYERS:-8}" \
-  > "$OUT/torch_bench.log" 2>&1
-summary+=("torch_bench rc=$? $(lap)")
-sed -n '/^=== kselect.torch vs PyTorch/,$p' "$OUT/torch_bench.log"
+if [ "${SECTIONS:-}" != none ]; then
+  timeout "${BENCH_TIMEOUT:-480}" python3 scripts/device/torch_bench.py --out "$OUT" \
+    --sections "${SECTIONS:-check,percall,model,train,prepare}" --layers "${LAYERS:-8}" \
+    > "$OUT/torch_bench.log" 2>&1
+  summary+=("torch_bench rc=$? $(lap)")
+  sed -n '/^=== kselect.torch vs PyTorch/,$p' "$OUT/torch_bench.log"
+fi
+# One process per PyTorch cuDNN mode (conv_bench.py says why); CONV_BENCHMARK_NETS (default
+# CONV_NETS) for the cudnn.benchmark = True process.
+if [ -n "${CONV_NETS:-}" ]; then
+  for mode in default benchmark; do
+    nets=$CONV_NETS
+    [ "$mode" = benchmark ] && nets=${CONV_BENCHMARK_NETS:-$CONV_NETS}
+    [ -n "$nets" ] || continue
+    timeout "${CONV_TIMEOUT:-250}" python3 scripts/device/conv_bench.py --out "$OUT" \
+      --mode "$mode" --nets "$nets" > "$OUT/conv_bench_$mode.log" 2>&1
+    summary+=("conv_bench $mode rc=$? $(lap)")
+    sed -n '/^=== kselect.torch convolutions/,$p' "$OUT/conv_bench_$mode.log"
+  done
+fi
 print_summary_to "$OUT/summary.txt"

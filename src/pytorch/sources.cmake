@@ -31,7 +31,7 @@ if(NOT KSELECT_WITH_TORCH STREQUAL "OFF")
                    NO_DEFAULT_PATH REQUIRED)
       list(APPEND KSELECT_TORCH_LIBS ${KSELECT_TORCH_LIB_${lib}})
     endforeach()
-    add_library(kselect_torch SHARED ${CMAKE_CURRENT_LIST_DIR}/gemm_router.cpp
+    add_library(kselect_torch SHARED ${CMAKE_CURRENT_LIST_DIR}/kernel_router.cpp
                                      ${CMAKE_CURRENT_LIST_DIR}/torch_ops.cpp)
     target_include_directories(kselect_torch SYSTEM PRIVATE
                                ${KSELECT_TORCH_ROOT}/include

@@ -1,10 +1,11 @@
 // libkselect_torch.so: kselect's GEMM choice inside PyTorch, as operators.
 //
 //   torch.ops.kselect.{mm, bmm, addmm, linear}   explicit operators (autograd, torch.compile)
-//   kselect._route_aten(True)                    aten::mm / mm.out / bmm / bmm.out on CUDA
-//                                                run through kselect: F.linear, matmul and their
-//                                                backward GEMMs, eager, compiled or graphed
-// Each call costs what PyTorch's own does plus a hash lookup (GemmRouter): the decision, its
+//   torch.ops.kselect._route_aten(True)          aten's CUDA mm / mm.out / bmm / bmm.out,
+//                                                cudnn_convolution and convolution_backward run
+//                                                through kselect: F.linear, matmul, F.conv2d/3d
+//                                                and their backward, eager, compiled or graphed
+// Each call costs what PyTorch's own does plus a hash lookup (KernelRouter): the decision, its
 // first-use timing and the prepared kernel are made at a problem's first call and kept. Anything
 // kselect does not run (dtypes, strides, alignment, a problem no model covers, a problem first
 // met during graph capture) runs PyTorch's own CUDA kernel, called directly (at::cuda::*), and
@@ -13,6 +14,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/addmm_cuda_dispatch.h>
 #include <ATen/ops/bmm_cuda_dispatch.h>
+#include <ATen/ops/convolution_backward_cuda_dispatch.h>
+#include <ATen/ops/cudnn_convolution_cuda_dispatch.h>
+#include <ATen/ops/cudnn_convolution_transpose_cuda_dispatch.h>
 #include <ATen/ops/mm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -27,12 +31,12 @@
 #include <string>
 #include <vector>
 
-#include "pytorch/gemm_router.h"
+#include "pytorch/kernel_router.h"
 
 namespace kselect {
 namespace {
 
-// Why a GEMM ran PyTorch's kernel instead of kselect's; counted per reason.
+// Why a call ran PyTorch's kernel instead of kselect's; counted per reason.
 enum class PassReason {
   kDtype,          // not bf16 or fp16, or mixed dtypes
   kStrides,        // an operand is neither row- nor column-packed, or the output not row-packed
@@ -44,7 +48,10 @@ enum class PassReason {
   kUndecidedCapture,
   kNoDecision,
   kLaunchFailed,
-  kAddmm,  // addmm: PyTorch's fused bias epilogue
+  kAddmm,              // addmm: PyTorch's fused bias epilogue
+  kConvLayout,         // a convolution not channels-last contiguous 2-D or 3-D
+  kConvDeterministic,  // deterministic algorithms asked for
+  kConvTransposed,     // a transposed convolution
   kCount
 };
 struct PassReasonText {
@@ -64,6 +71,11 @@ constexpr std::array<PassReasonText, static_cast<size_t>(PassReason::kCount)> kP
     {"no_decision", "the GEMM's decision failed (kselect.torch.summary() says why)"},
     {"launch_failed", "kselect's kernel failed to launch"},
     {"addmm_bias_epilogue", "addmm (a bias): PyTorch's fused bias epilogue runs"},
+    {"conv_layout",
+     "a convolution whose tensors are not channels-last contiguous 2-D or 3-D (use "
+     "model.to(memory_format=torch.channels_last))"},
+    {"conv_deterministic", "a convolution under torch.use_deterministic_algorithms"},
+    {"conv_transposed", "a transposed convolution"},
 }};
 
 constexpr int kMaxDevices = 64;
@@ -71,13 +83,15 @@ constexpr int64_t kAlignmentBytes = 256;
 
 struct RoutingState {
   std::mutex mutex;  // configuration and router creation
-  std::vector<GemmRouteRule> rules;
+  std::vector<RouteRule> rules;
   int time_top_k = 3;
+  int conv_time_top_k = 5;
   bool share_across_n = true;
   std::atomic<bool> configured{false};
-  std::array<std::atomic<GemmRouter*>, kMaxDevices> routers{};
-  std::vector<std::unique_ptr<GemmRouter>> owned;  // every router made, kept until exit
+  std::array<std::atomic<KernelRouter*>, kMaxDevices> routers{};
+  std::vector<std::unique_ptr<KernelRouter>> owned;  // every router made, kept until exit
   std::atomic<int64_t> routed{0};
+  std::atomic<int64_t> routed_convs{0};
   std::array<std::atomic<int64_t>, static_cast<size_t>(PassReason::kCount)> passed{};
   std::unique_ptr<torch::Library> aten_routes;  // set while aten routing is on
 };
@@ -96,10 +110,10 @@ void CountPass(PassReason reason) {
   }
 }
 
-GemmRouter* RouterFor(int device) {
+KernelRouter* RouterFor(int device) {
   RoutingState& s = State();
   if (device < 0 || device >= kMaxDevices) return nullptr;
-  GemmRouter* router = s.routers[device].load(std::memory_order_acquire);
+  KernelRouter* router = s.routers[device].load(std::memory_order_acquire);
   if (router != nullptr) return router;
   std::lock_guard lock(s.mutex);
   router = s.routers[device].load(std::memory_order_acquire);
@@ -114,7 +128,14 @@ GemmRouter* RouterFor(int device) {
     options.provider.max_workspace_bytes =
         static_cast<int64_t>(at::cuda::getCUDABlasLtWorkspaceSize());
   }
-  s.owned.push_back(std::make_unique<GemmRouter>(s.rules, options, s.share_across_n));
+  // Convolutions: cuDNN's engines within the workspace the conv models were trained under.
+  SelectorOptions conv_options;
+  conv_options.provider.device = device;
+  conv_options.top_k = std::max(s.conv_time_top_k, 1);
+  conv_options.time_top_k = s.conv_time_top_k;
+  conv_options.predicted_times = 0;
+  s.owned.push_back(
+      std::make_unique<KernelRouter>(s.rules, options, conv_options, s.share_across_n));
   router = s.owned.back().get();
   s.routers[device].store(router, std::memory_order_release);
   return router;
@@ -146,6 +167,32 @@ bool BatchPacked(const at::Tensor& t) {
 
 bool Aligned(const at::Tensor& t) {
   return reinterpret_cast<uintptr_t>(t.data_ptr()) % kAlignmentBytes == 0;
+}
+
+bool Capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+}
+
+// Counts a routed call in `routed`, or the pass-through's reason; true when kselect ran it.
+bool Counted(RouteOutcome outcome, std::atomic<int64_t>& routed) {
+  switch (outcome) {
+    case RouteOutcome::kRan:
+      routed.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    case RouteOutcome::kNoRule:
+      CountPass(PassReason::kNoRule);
+      return false;
+    case RouteOutcome::kUndecidedCapture:
+      CountPass(PassReason::kUndecidedCapture);
+      return false;
+    case RouteOutcome::kNoDecision:
+      CountPass(PassReason::kNoDecision);
+      return false;
+    case RouteOutcome::kLaunchFailed:
+      CountPass(PassReason::kLaunchFailed);
+      return false;
+  }
+  return false;
 }
 
 // out = a @ b (2-D, or 3-D batched) through kselect, `out` already shaped. False (and counted)
@@ -194,36 +241,22 @@ bool TryRoute(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   problem.dtype_a = problem.dtype_b = problem.dtype_c = KselectDtype(type);
   const c10::DeviceIndex device = a.device().index();
   c10::cuda::CUDAGuard guard(device);
-  GemmRouter* router = RouterFor(device);
+  KernelRouter* router = RouterFor(device);
   if (router == nullptr) {
     CountPass(PassReason::kNotConfigured);
     return false;
   }
+  KernelOperands operands;
+  operands.buffers = {b.data_ptr(), a.data_ptr(), out.data_ptr()};
+  operands.workspace = at::cuda::getCUDABlasLtWorkspace();
+  operands.workspace_bytes = static_cast<int64_t>(at::cuda::getCUDABlasLtWorkspaceSize());
   cudaStream_t stream = at::cuda::getCurrentCUDAStream(device).stream();
-  const bool capturing =
-      !router->Decided(problem) &&
-      c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-  const GemmRouteOutcome outcome = router->Run(
-      problem, b.data_ptr(), a.data_ptr(), out.data_ptr(), at::cuda::getCUDABlasLtWorkspace(),
-      static_cast<int64_t>(at::cuda::getCUDABlasLtWorkspaceSize()), stream, capturing);
-  switch (outcome) {
-    case GemmRouteOutcome::kRan:
-      s.routed.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    case GemmRouteOutcome::kNoRule:
-      CountPass(PassReason::kNoRule);
-      return false;
-    case GemmRouteOutcome::kUndecidedCapture:
-      CountPass(PassReason::kUndecidedCapture);
-      return false;
-    case GemmRouteOutcome::kNoDecision:
-      CountPass(PassReason::kNoDecision);
-      return false;
-    case GemmRouteOutcome::kLaunchFailed:
-      CountPass(PassReason::kLaunchFailed);
-      return false;
-  }
-  return false;
+  const Problem key = problem;
+  const KernelRouter::Entry* entry = router->Find(key);
+  const RouteOutcome outcome = entry != nullptr
+                                   ? router->Launch(*entry, operands, stream)
+                                   : router->Decide(key, operands, stream, Capturing());
+  return Counted(outcome, s.routed);
 }
 
 bool MatricesFit(const at::Tensor& a, const at::Tensor& b, int64_t dims) {
@@ -268,6 +301,212 @@ at::Tensor CountedAddmm(const at::Tensor& self, const at::Tensor& a, const at::T
                         const at::Scalar& beta, const at::Scalar& alpha) {
   CountPass(PassReason::kAddmm);
   return at::cuda::addmm(self, a, b, beta, alpha);
+}
+
+// ----------------------------------------------------------------------- convolutions
+at::MemoryFormat ChannelsLastOf(int64_t dims) {
+  return dims == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+}
+
+// A 2-D or 3-D convolution of channels-last bf16/fp16 tensors as kselect's ConvProblem (the
+// cuDNN provider's layout: NHWC input, KYXC weights, NHWK output); nullopt, counted, when it is
+// not one kselect runs.
+std::optional<ConvProblem> ConvProblemOf(const at::Tensor& input, const at::Tensor& weight,
+                                         c10::SymIntArrayRef padding, c10::SymIntArrayRef stride,
+                                         c10::SymIntArrayRef dilation, const c10::SymInt& groups,
+                                         ConvDirection direction) {
+  RoutingState& s = State();
+  if (!s.configured.load(std::memory_order_relaxed)) {
+    CountPass(PassReason::kNotConfigured);
+    return std::nullopt;
+  }
+  const int64_t dims = input.dim();
+  const at::MemoryFormat format = ChannelsLastOf(dims);
+  if ((dims != 4 && dims != 5) || weight.dim() != dims ||
+      static_cast<int64_t>(padding.size()) != dims - 2 ||
+      static_cast<int64_t>(stride.size()) != dims - 2 ||
+      static_cast<int64_t>(dilation.size()) != dims - 2 || !input.is_contiguous(format) ||
+      !weight.is_contiguous(format)) {
+    CountPass(PassReason::kConvLayout);
+    return std::nullopt;
+  }
+  const at::ScalarType type = input.scalar_type();
+  if (!IsRoutedDtype(type) || weight.scalar_type() != type) {
+    CountPass(PassReason::kDtype);
+    return std::nullopt;
+  }
+  if (input.device() != weight.device()) {
+    CountPass(PassReason::kDevice);
+    return std::nullopt;
+  }
+  if (input.numel() == 0 || weight.numel() == 0) {
+    CountPass(PassReason::kEmpty);
+    return std::nullopt;
+  }
+  auto at = [](c10::SymIntArrayRef v, size_t i) { return v[i].expect_int(); };
+  const bool three = dims == 5;
+  ConvProblem p;
+  p.n = input.size(0);
+  p.c = input.size(1);
+  p.k = weight.size(0);
+  p.g = groups.expect_int();
+  p.di = three ? input.size(2) : 1;
+  p.hi = input.size(dims - 2);
+  p.wi = input.size(dims - 1);
+  p.z = three ? weight.size(2) : 1;
+  p.y = weight.size(dims - 2);
+  p.x = weight.size(dims - 1);
+  const size_t h = three ? 1 : 0;  // index of the height entry in padding/stride/dilation
+  p.stride_d = three ? at(stride, 0) : 1;
+  p.stride_h = at(stride, h);
+  p.stride_w = at(stride, h + 1);
+  p.pad_d = three ? at(padding, 0) : 0;
+  p.pad_h = at(padding, h);
+  p.pad_w = at(padding, h + 1);
+  p.dilation_d = three ? at(dilation, 0) : 1;
+  p.dilation_h = at(dilation, h);
+  p.dilation_w = at(dilation, h + 1);
+  p.direction = direction;
+  p.layout = ConvLayout::kChannelsLast;
+  p.dtype = KselectDtype(type);
+  if (!p.Validate().ok() || weight.size(1) * p.g != p.c) {
+    CountPass(PassReason::kConvLayout);
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::vector<int64_t> ConvOutputSizes(const ConvProblem& p) {
+  if (p.Is3d()) return {p.n, p.k, p.Do(), p.Ho(), p.Wo()};
+  return {p.n, p.k, p.Ho(), p.Wo()};
+}
+
+// The convolution through kselect on x, w, y (the forward pass's names, whatever the
+// direction); `like` gives the device. False (counted) when PyTorch's kernel must run.
+bool TryRouteConv(const ConvProblem& problem, void* x, void* w, void* y, const at::Tensor& like) {
+  RoutingState& s = State();
+  const c10::DeviceIndex device = like.device().index();
+  c10::cuda::CUDAGuard guard(device);
+  KernelRouter* router = RouterFor(device);
+  if (router == nullptr) {
+    CountPass(PassReason::kNotConfigured);
+    return false;
+  }
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream(device).stream();
+  KernelOperands operands;
+  operands.buffers = {x, w, y};
+  const Problem key = problem;
+  // The workspace from torch's allocator on this stream (a graph's pool during capture).
+  auto workspace = [&](int64_t bytes) {
+    at::Tensor buffer;
+    if (bytes > 0) buffer = at::empty({bytes}, like.options().dtype(at::kByte));
+    operands.workspace = bytes > 0 ? buffer.data_ptr() : nullptr;
+    operands.workspace_bytes = bytes;
+    return buffer;
+  };
+  if (const KernelRouter::Entry* entry = router->Find(key)) {
+    const at::Tensor held = workspace(entry->workspace_bytes);
+    return Counted(router->Launch(*entry, operands, stream), s.routed_convs);
+  }
+  if (Capturing()) return Counted(RouteOutcome::kUndecidedCapture, s.routed_convs);
+  const at::Tensor held = workspace(ProviderOptions{}.max_workspace_bytes);
+  return Counted(router->Decide(key, operands, stream, false), s.routed_convs);
+}
+
+at::Tensor RoutedCudnnConvolution(const at::Tensor& input, const at::Tensor& weight,
+                                  c10::SymIntArrayRef padding, c10::SymIntArrayRef stride,
+                                  c10::SymIntArrayRef dilation, c10::SymInt groups, bool benchmark,
+                                  bool deterministic, bool allow_tf32) {
+  if (deterministic) {
+    CountPass(PassReason::kConvDeterministic);
+  } else {
+    // As PyTorch's own cuDNN path: a channels-last weight makes the input channels-last.
+    const at::MemoryFormat format = ChannelsLastOf(input.dim());
+    const at::Tensor x = weight.is_contiguous(format) ? input.contiguous(format) : input;
+    if (auto problem =
+            ConvProblemOf(x, weight, padding, stride, dilation, groups, ConvDirection::kForward)) {
+      at::Tensor out = at::empty(ConvOutputSizes(*problem), x.options().memory_format(format));
+      if (TryRouteConv(*problem, x.data_ptr(), weight.data_ptr(), out.data_ptr(), x)) return out;
+    }
+  }
+  return at::cuda::cudnn_convolution_symint(input, weight, padding, stride, dilation,
+                                            std::move(groups), benchmark, deterministic,
+                                            allow_tf32);
+}
+
+// d(input) through the bwd_data model, d(weight) through the bwd_weight model, d(bias) as
+// PyTorch sums it; whatever kselect does not run comes from PyTorch's own backward.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RoutedConvolutionBackward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    at::OptionalSymIntArrayRef bias_sizes, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+    c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding,
+    c10::SymInt groups, std::array<bool, 3> output_mask) {
+  auto fallback = [&](std::array<bool, 3> mask) {
+    return at::cuda::convolution_backward_symint(grad_output, input, weight, bias_sizes, stride,
+                                                 padding, dilation, transposed, output_padding,
+                                                 groups, mask);
+  };
+  if (transposed) {
+    CountPass(PassReason::kConvTransposed);
+    return fallback(output_mask);
+  }
+  if (at::globalContext().deterministicAlgorithms()) {
+    CountPass(PassReason::kConvDeterministic);
+    return fallback(output_mask);
+  }
+  const int64_t dims = input.dim();
+  const at::MemoryFormat format = ChannelsLastOf(dims);
+  // As PyTorch's own cuDNN path: operands made contiguous in the weight's channels-last format
+  // (autograd hands expanded or strided gradients, a mean's for one).
+  const bool channels_last = weight.is_contiguous(format);
+  const at::Tensor go = channels_last ? grad_output.contiguous(format) : grad_output;
+  const at::Tensor in = channels_last ? input.contiguous(format) : input;
+  at::Tensor grad_input, grad_weight, grad_bias;
+  std::array<bool, 3> rest = {false, false, false};
+  for (int part = 0; part < 2; ++part) {
+    if (!output_mask[part]) continue;
+    const ConvDirection direction =
+        part == 0 ? ConvDirection::kBackwardData : ConvDirection::kBackwardWeight;
+    std::optional<ConvProblem> problem;
+    if (go.dim() == dims && go.is_contiguous(format) && go.scalar_type() == in.scalar_type()) {
+      problem = ConvProblemOf(in, weight, padding, stride, dilation, groups, direction);
+    } else {
+      CountPass(PassReason::kConvLayout);
+    }
+    if (problem && ConvOutputSizes(*problem) == go.sizes().vec()) {
+      if (part == 0) {
+        grad_input = at::empty_like(in, in.options(), format);
+        if (TryRouteConv(*problem, grad_input.data_ptr(), weight.data_ptr(), go.data_ptr(), in)) {
+          continue;
+        }
+      } else {
+        grad_weight = at::empty_like(weight, weight.options(), format);
+        if (TryRouteConv(*problem, in.data_ptr(), grad_weight.data_ptr(), go.data_ptr(), in)) {
+          continue;
+        }
+      }
+    }
+    rest[part] = true;
+  }
+  if (output_mask[2]) grad_bias = dims == 5 ? go.sum({0, 2, 3, 4}) : go.sum({0, 2, 3});
+  if (rest[0] || rest[1]) {
+    auto [gi, gw, gb] = fallback(rest);
+    if (rest[0]) grad_input = gi;
+    if (rest[1]) grad_weight = gw;
+  }
+  return {grad_input, grad_weight, grad_bias};
+}
+
+at::Tensor CountedCudnnConvolutionTranspose(const at::Tensor& input, const at::Tensor& weight,
+                                            c10::SymIntArrayRef padding,
+                                            c10::SymIntArrayRef output_padding,
+                                            c10::SymIntArrayRef stride,
+                                            c10::SymIntArrayRef dilation, c10::SymInt groups,
+                                            bool benchmark, bool deterministic, bool allow_tf32) {
+  CountPass(PassReason::kConvTransposed);
+  return at::cuda::cudnn_convolution_transpose_symint(input, weight, padding, output_padding,
+                                                      stride, dilation, std::move(groups),
+                                                      benchmark, deterministic, allow_tf32);
 }
 
 // ----------------------------------------------------------------------- explicit operators
@@ -354,20 +593,24 @@ class QuietWarnings : public c10::WarningHandler {
   void process(const c10::Warning&) override {}
 };
 
-void Configure(std::vector<std::string> rule_texts, int64_t time_top_k, bool share_across_n) {
-  std::vector<GemmRouteRule> rules;
+void Configure(std::vector<std::string> rule_texts, int64_t time_top_k, bool share_across_n,
+               int64_t conv_time_top_k) {
+  std::vector<RouteRule> rules;
   for (const std::string& text : rule_texts) {
-    StatusOr<GemmRouteRule> rule = ParseGemmRouteRule(text);
+    StatusOr<RouteRule> rule = ParseRouteRule(text);
     TORCH_CHECK(rule.ok(), "kselect: ", rule.status().message());
     rules.push_back(std::move(*rule));
   }
   TORCH_CHECK(time_top_k >= 0 && time_top_k <= 64, "kselect: time_top_k is ", time_top_k,
               " (0-64)");
+  TORCH_CHECK(conv_time_top_k >= 0 && conv_time_top_k <= 64, "kselect: conv_time_top_k is ",
+              conv_time_top_k, " (0-64)");
   RoutingState& s = State();
   std::lock_guard lock(s.mutex);
   s.rules = std::move(rules);
   s.time_top_k = static_cast<int>(time_top_k);
   s.share_across_n = share_across_n;
+  s.conv_time_top_k = static_cast<int>(conv_time_top_k);
   // Routers made under the old rules stay alive (a kernel may be running one) but are unused.
   for (auto& router : s.routers) router.store(nullptr);
   s.configured.store(!s.rules.empty());
@@ -388,6 +631,9 @@ bool RouteAten(bool on) {
     lib->impl("bmm", TORCH_FN(RoutedBmm));
     lib->impl("bmm.out", TORCH_FN(RoutedBmmOut));
     lib->impl("addmm", TORCH_FN(CountedAddmm));
+    lib->impl("cudnn_convolution", TORCH_FN(RoutedCudnnConvolution));
+    lib->impl("convolution_backward", TORCH_FN(RoutedConvolutionBackward));
+    lib->impl("cudnn_convolution_transpose", TORCH_FN(CountedCudnnConvolutionTranspose));
     s.aten_routes = std::move(lib);
   } else {
     s.aten_routes.reset();  // PyTorch's own kernels are registered again
@@ -401,7 +647,8 @@ std::string Summary() {
   j["format"] = "kselect.torch_summary";
   j["configured"] = s.configured.load();
   j["aten_routing"] = s.aten_routes != nullptr;
-  j["routed_calls"] = s.routed.load();
+  j["routed_calls"] = s.routed.load() + s.routed_convs.load();
+  j["routed_conv_calls"] = s.routed_convs.load();
   nlohmann::json passed = nlohmann::json::object();
   int64_t passed_total = 0;
   for (size_t r = 0; r < kPassReasons.size(); ++r) {
@@ -416,18 +663,27 @@ std::string Summary() {
   double decide_seconds = 0;
   std::lock_guard lock(s.mutex);
   j["rules"] = nlohmann::json::array();
-  for (const GemmRouteRule& rule : s.rules) {
-    j["rules"].push_back({{"dtype", rule.dtype ? std::string(DataTypeName(*rule.dtype)) : "*"},
+  for (const RouteRule& rule : s.rules) {
+    if (rule.conv) {
+      j["rules"].push_back(
+          {{"kind", "conv"},
+           {"direction", rule.direction ? std::string(ConvDirectionName(*rule.direction)) : "*"},
+           {"model", rule.model_dir}});
+      continue;
+    }
+    j["rules"].push_back({{"kind", "gemm"},
+                          {"dtype", rule.dtype ? std::string(DataTypeName(*rule.dtype)) : "*"},
                           {"layout", rule.layout ? rule.layout->ToString() : "*"},
                           {"model", rule.model_dir}});
   }
   j["time_top_k"] = s.time_top_k;
   j["share_across_n"] = s.share_across_n;
+  j["conv_time_top_k"] = s.conv_time_top_k;
   for (int device = 0; device < kMaxDevices; ++device) {
-    GemmRouter* router = s.routers[device].load();
+    KernelRouter* router = s.routers[device].load();
     if (router == nullptr) continue;
     decide_seconds += router->DecideSeconds();
-    for (const GemmRouteDecision& d : router->Decisions()) {
+    for (const RouteDecision& d : router->Decisions()) {
       decisions.push_back({{"device", device},
                            {"problem", d.problem},
                            {"model", d.model_dir},
@@ -449,6 +705,7 @@ std::string Summary() {
 void ResetCounts() {
   RoutingState& s = State();
   s.routed.store(0);
+  s.routed_convs.store(0);
   for (auto& n : s.passed) n.store(0);
 }
 
@@ -462,8 +719,10 @@ TORCH_LIBRARY(kselect, m) {
         TORCH_FN(kselect::Addmm));
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
         TORCH_FN(kselect::Linear));
-  m.def("_configure(str[] rules, int time_top_k, bool share_across_n=True) -> ()",
-        &kselect::Configure);
+  m.def(
+      "_configure(str[] rules, int time_top_k, bool share_across_n=True, "
+      "int conv_time_top_k=5) -> ()",
+      &kselect::Configure);
   m.def("_route_aten(bool on) -> bool", &kselect::RouteAten);
   m.def("_summary() -> str", &kselect::Summary);
   m.def("_reset_counts() -> ()", &kselect::ResetCounts);
