@@ -31,6 +31,7 @@
 #include "kselect/catalogue.h"
 #include "kselect/measurement.h"
 #include "kselect/problem.h"
+#include "kselect/progress.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -169,6 +170,11 @@ struct BenchOptions {
   int planners = 4;
   double watchdog_s = 30;        // a worker silent this long on one config is killed
   double plan_watchdog_s = 300;  // ... while enumerating one problem
+  // Reports "problems" of the shard finished (timed, failed, or finished by an earlier run),
+  // after each problem; with one device also as each problem starts, its detail saying how many
+  // configs it times. With several devices the count is polled about once a second, without
+  // details.
+  ProgressCallback progress;
 };
 
 struct BenchSummary {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kselect/measurement.h"
+#include "kselect/progress.h"
 #include "kselect/status.h"
 
 namespace kselect {
@@ -302,11 +303,13 @@ Status ForEachDatasetRow(const std::string& path,
 StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
                                               std::map<std::string, std::string>* metadata);
 // MergeDatasets over files, written to `output` with `metadata` (kselect.rows, the schema
-// version and, when absent, the tool and time are added). Returns the rows written.
+// version and, when absent, the tool and time are added). Returns the rows written. `progress`
+// counts "rows" over the merge's three passes: 3 x the inputs' rows in all.
 StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
                                     const std::string& output,
                                     const std::map<std::string, std::string>& metadata,
-                                    bool allow_mixed, MergeScope scope = MergeScope::kWithinRun);
+                                    bool allow_mixed, MergeScope scope = MergeScope::kWithinRun,
+                                    const ProgressCallback& progress = {});
 // FilterDataset over a file, plus `keep` (optional) called on each row that passes `filter`;
 // `metadata` is called once every row was judged (so `keep` may record what it used) and gives
 // the output's metadata. Returns the rows written.

@@ -30,6 +30,7 @@
 #include "kselect/kernel_config.h"
 #include "kselect/model.h"
 #include "kselect/problem.h"
+#include "kselect/progress.h"
 #include "kselect/selector.h"
 #include "kselect/status.h"
 
@@ -201,10 +202,11 @@ EvalSummary Summarize(std::vector<ProblemOutcome> outcomes);
 EvalSummary EvaluateScores(const CandidateSet& data, std::span<const std::vector<double>> scores);
 
 // The target's predictions for every candidate of `data`: result[p][c] belongs to
-// data.problems[p].candidates[c]. Refuses data of another provider or hardware.
-StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
-                                                               const CandidateSet& data,
-                                                               Target target);
+// data.problems[p].candidates[c]. Refuses data of another provider or hardware. `progress`
+// counts "problems" predicted.
+StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(
+    const Model& model, const CandidateSet& data, Target target,
+    const ProgressCallback& progress = {});
 
 // Scores every candidate set problem with the model's TFLOPS predictions and summarises.
 StatusOr<EvalSummary> EvaluateModel(const Model& model, const CandidateSet& data);

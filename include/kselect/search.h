@@ -33,6 +33,7 @@
 #include "kselect/hardware.h"
 #include "kselect/kernel_config.h"
 #include "kselect/problem.h"
+#include "kselect/progress.h"
 #include "kselect/provider.h"
 #include "kselect/search_space.h"
 #include "kselect/status.h"
@@ -87,6 +88,9 @@ struct SearchOptions {
   // Proposals checked before the search gives up (a space with fewer valid configs than the
   // budget); 0 = 200 x budget, at least 100,000.
   int64_t max_proposals = 0;
+  // Reports "configs" scored of `budget` after each model call (fewer at the end when the search
+  // runs out of proposals).
+  ProgressCallback progress;
 };
 
 // Scores of a batch of valid configs (higher is better), one per config, in order.

@@ -1,10 +1,13 @@
 // RunBench: the coordinator side of the sweep (see kselect/bench.h). Never touches CUDA itself,
 // so forking workers (and per-device coordinators) is safe.
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +18,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
+#include <optional>
 #include <set>
 
 #include "bench/worker.h"
@@ -93,11 +98,19 @@ TimingOrder TimingOrderOf(const json& plan, int64_t max_catalogue_configs) {
 }
 
 // Sweeps `problems` on one device, appending to `fd`. Planner workers enumerate the next
-// problems while the timer worker times this one.
+// problems while the timer worker times this one; `progress` counts them (BenchOptions::progress).
 BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const ResumeState& state,
                          const std::vector<Problem>& all_problems, int device, int fd,
-                         double start_seconds) {
+                         double start_seconds, const ProgressCallback& progress) {
   BenchSummary summary;
+  auto report = [&](int64_t done, std::string detail) {
+    if (progress) {
+      progress({.done = done,
+                .total = static_cast<int64_t>(all_problems.size()),
+                .unit = "problems",
+                .detail = std::move(detail)});
+    }
+  };
   std::vector<Problem> problems;
   for (const Problem& problem : all_problems) {
     if (state.completed.count(ProblemToString(problem)) != 0) {
@@ -136,6 +149,11 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     planners[index % planners.size()]->Send(PlanRequest(problems[index]));
   };
   for (size_t i = 0; i < planners.size(); ++i) send_plan(i);
+  if (summary.problems_skipped > 0) report(summary.problems_skipped, "");
+  // Problems finished when the loop leaves problem `index` (however it leaves it).
+  auto finished = [&](size_t index) {
+    return summary.problems_skipped + static_cast<int64_t>(index);
+  };
   for (size_t index = 0; index < problems.size(); ++index) {
     const Problem& p = problems[index];
     ++summary.problems;
@@ -147,6 +165,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       std::cerr << "kselect bench: device " << device << ": " << ProblemToString(p)
                 << ": enumeration failed: "
                 << (plan.ok() ? (*plan).value("reason", "") : plan.status().ToString()) << "\n";
+      report(finished(index + 1), "");
       continue;
     }
     const double problem_start = NowSeconds();
@@ -154,13 +173,14 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
     const std::vector<KernelConfig>& configs = order.configs;
     const std::map<std::string, int32_t>& peer_rank = order.peer_rank;
     const std::map<std::string, int32_t>& peer_rank_b = order.peer_rank_b;
-    std::cerr << "kselect bench: device " << device << ": " << ProblemToString(p) << ": "
-              << (*plan).value("enumerated", 0) << " enumerated, " << configs.size() << " to time ("
-              << peer_rank.size() << " heuristic picks"
-              << (peer_rank_b.empty()
-                      ? std::string()
-                      : ", " + std::to_string(peer_rank_b.size()) + " from the second heuristic")
-              << ")\n";
+    report(finished(index), "device " + std::to_string(device) + ": " + ProblemToString(p) + ": " +
+                                std::to_string((*plan).value("enumerated", 0)) + " enumerated, " +
+                                std::to_string(configs.size()) + " to time (" +
+                                std::to_string(peer_rank.size()) + " heuristic picks" +
+                                (peer_rank_b.empty() ? std::string()
+                                                     : ", " + std::to_string(peer_rank_b.size()) +
+                                                           " from the second heuristic") +
+                                ")");
     ProblemDone done;
     done.run_id = run.run_id;
     done.problem = p;
@@ -287,6 +307,7 @@ BenchSummary SweepDevice(const BenchOptions& options, const RunInfo& run, const 
       return summary;
     }
     ++summary.problems_done;
+    report(finished(index + 1), "");
   }
   summary.worker_restarts = restarts();
   return summary;
@@ -386,7 +407,8 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
 
   BenchSummary summary;
   if (options.devices.size() == 1) {
-    summary = SweepDevice(options, run, state, mine, options.devices.front(), fd, start);
+    summary = SweepDevice(options, run, state, mine, options.devices.front(), fd, start,
+                          options.progress);
   } else {
     // One coordinator process per device, each with its own workers, sharing the O_APPEND file;
     // each sends its summary back through a pipe.
@@ -396,6 +418,11 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
     };
     std::vector<Child> children;
     const int count = static_cast<int>(options.devices.size());
+    // Problems the coordinators have finished, in memory they share; the parent reports it.
+    void* shared = ::mmap(nullptr, sizeof(std::atomic<int64_t>), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return IoError(std::string("mmap: ") + std::strerror(errno));
+    auto* finished = new (shared) std::atomic<int64_t>(0);
     for (int d = 0; d < count; ++d) {
       std::vector<Problem> part;
       for (const size_t i : ShardIndices(mine.size(), ShardSpec{d, count})) part.push_back(mine[i]);
@@ -404,8 +431,14 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
       const pid_t pid = ::fork();
       if (pid == 0) {
         ::close(pipe_fds[0]);
-        const BenchSummary s = SweepDevice(options, run, state, part,
-                                           options.devices[static_cast<size_t>(d)], fd, start);
+        int64_t counted = 0;  // this coordinator's problems already added to `finished`
+        const ProgressCallback count_finished = [finished, &counted](const ProgressCount& p) {
+          finished->fetch_add(p.done - counted);
+          counted = p.done;
+        };
+        const BenchSummary s =
+            SweepDevice(options, run, state, part, options.devices[static_cast<size_t>(d)], fd,
+                        start, count_finished);
         const SummaryWire wire = ToWire(s);
         const bool sent = ::write(pipe_fds[1], &wire, sizeof(wire)) == sizeof(wire);
         _exit(sent && s.problems_failed == 0 ? 0 : 1);
@@ -417,14 +450,42 @@ StatusOr<BenchSummary> RunBench(const BenchOptions& options) {
       }
       children.push_back({pid, pipe_fds[0]});
     }
-    for (const Child& child : children) {
-      SummaryWire wire{};
-      const bool received = ::read(child.summary_fd, &wire, sizeof(wire)) == sizeof(wire);
-      ::close(child.summary_fd);
+    // Each coordinator's summary as it ends (a pipe closed without one: it died first), and
+    // the shared count about once a second meanwhile.
+    std::vector<std::optional<SummaryWire>> wires(children.size());
+    std::vector<bool> open(children.size(), true);
+    int64_t reported = -1;
+    for (size_t remaining = children.size(); remaining > 0;) {
+      std::vector<pollfd> fds;
+      std::vector<size_t> which;
+      for (size_t c = 0; c < children.size(); ++c) {
+        if (!open[c]) continue;
+        fds.push_back({children[c].summary_fd, POLLIN, 0});
+        which.push_back(c);
+      }
+      const int ready = ::poll(fds.data(), fds.size(), 1000);
+      for (size_t i = 0; ready > 0 && i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        const size_t c = which[i];
+        SummaryWire wire{};
+        if (::read(children[c].summary_fd, &wire, sizeof(wire)) == sizeof(wire)) wires[c] = wire;
+        ::close(children[c].summary_fd);
+        open[c] = false;
+        --remaining;
+      }
+      const int64_t now_finished = finished->load();
+      if (options.progress && now_finished != reported) {
+        reported = now_finished;
+        options.progress(
+            {.done = now_finished, .total = static_cast<int64_t>(mine.size()), .unit = "problems"});
+      }
+    }
+    ::munmap(shared, sizeof(std::atomic<int64_t>));
+    for (size_t c = 0; c < children.size(); ++c) {
       int status = 0;
-      ::waitpid(child.pid, &status, 0);
-      if (received) {
-        AddWire(wire, summary);
+      ::waitpid(children[c].pid, &status, 0);
+      if (wires[c]) {
+        AddWire(*wires[c], summary);
       } else {
         ++summary.problems_failed;  // the coordinator died before reporting
       }

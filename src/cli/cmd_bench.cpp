@@ -165,6 +165,8 @@ int RunBenchCommand(BenchArgs& args, const CLI::App& app) {
       conv ? ("conv " + args.conv_directions).c_str() : args.ops.c_str(), o.shard.index,
       o.shard.count, o.rules.name.c_str(), FingerprintText(o.rules.fingerprint).c_str(),
       args.devices.c_str(), o.output_path.c_str());
+  // Problems finished, with rate and ETA; -v adds a line per problem (its configs to time).
+  o.progress = ShowProgress("bench");
   auto summary = RunBench(o);
   if (!summary.ok()) return ReportError("bench", summary.status());
   const BenchSummary& s = *summary;

@@ -90,7 +90,8 @@ int RunMerge(const DataArgs& args) {
                                       .dump()}};
   auto rows =
       MergeDatasetFilesChecked(args.merge_inputs, args.merge_output, metadata, args.allow_mixed,
-                               args.across_runs ? MergeScope::kAcrossRuns : MergeScope::kWithinRun);
+                               args.across_runs ? MergeScope::kAcrossRuns : MergeScope::kWithinRun,
+                               ShowProgress("data merge"));
   if (!rows.ok()) return ReportError("data merge", rows.status());
   std::cout << "wrote " << args.merge_output << ": " << *rows << " rows from " << total
             << " rows in " << args.merge_inputs.size() << " file(s)\n";

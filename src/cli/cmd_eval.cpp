@@ -66,10 +66,27 @@ struct Evaluation {
   bool other_than_training_files = false;  // out of fold: see IsOtherThanTrainingFiles
 };
 
+// `rows` reporting its progress as "<label> (rows)": every 1024 rows read, and the last.
+RowSource WithReadProgress(RowSource rows, int64_t total_rows, const std::string& label) {
+  return [rows = std::move(rows), total_rows,
+          label](const std::function<Status(const DatasetRow&)>& visit) -> Status {
+    const ProgressCallback progress = ShowProgress(label);
+    int64_t read = 0;
+    return rows([&](const DatasetRow& row) -> Status {
+      KSELECT_RETURN_IF_ERROR(visit(row));
+      if (++read % 1024 == 0 || read == total_rows) {
+        progress({.done = read, .total = total_rows, .unit = "rows"});
+      }
+      return Status::Ok();
+    });
+  };
+}
+
 // With `out_of_fold`, the model's oof_predictions.csv replaces its predictions (refused when it
-// does not cover the data); otherwise the model predicts every candidate.
-StatusOr<Evaluation> Evaluate(const std::string& model_dir, const RowSource& rows,
-                              bool out_of_fold) {
+// does not cover the data); otherwise the model predicts every candidate. `command` labels the
+// progress lines ("eval").
+StatusOr<Evaluation> Evaluate(const std::string& model_dir, const RowSource& rows, bool out_of_fold,
+                              const std::string& command) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(model_dir));
   KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(rows, model.spec().provider));
   std::vector<std::vector<double>> scores;
@@ -78,7 +95,8 @@ StatusOr<Evaluation> Evaluate(const std::string& model_dir, const RowSource& row
     KSELECT_ASSIGN_OR_RETURN(OofPredictions oof, ReadOofPredictions(model_dir));
     KSELECT_ASSIGN_OR_RETURN(scores, OofScores(oof, data));
   } else {
-    KSELECT_ASSIGN_OR_RETURN(scores, PredictCandidateSet(model, data, Target::kTflops));
+    KSELECT_ASSIGN_OR_RETURN(scores, PredictCandidateSet(model, data, Target::kTflops,
+                                                         ShowProgress(command + ": predicting")));
   }
   Evaluation evaluation;
   evaluation.in_sample = !out_of_fold && IsTrainingData(model_dir, data);
@@ -106,7 +124,9 @@ struct EvalArgs {
 StatusOr<int> RunSelectorEval(const EvalArgs& args, const RowSource& rows) {
   KSELECT_ASSIGN_OR_RETURN(Model model, Model::Load(args.model));
   KSELECT_ASSIGN_OR_RETURN(CandidateSet data, BuildCandidateSet(rows, model.spec().provider));
-  KSELECT_ASSIGN_OR_RETURN(auto full_scores, PredictCandidateSet(model, data, Target::kTflops));
+  KSELECT_ASSIGN_OR_RETURN(auto full_scores,
+                           PredictCandidateSet(model, data, Target::kTflops,
+                                               ShowProgress("eval --selector: predicting")));
   std::printf("selector on %s: %zu problems (CanImplement not checked: the data says what ran)\n",
               args.data.c_str(), data.problems.size());
   std::printf("%11s  %8s  %8s  %8s  %8s  %10s  %10s  %9s  %9s\n", "first_stage", "mean", "median",
@@ -165,10 +185,10 @@ StatusOr<int> RunSelectorEval(const EvalArgs& args, const RowSource& rows) {
 int RunEval(const EvalArgs& args) {
   if (!args.selector_stages.empty()) {
     // The file is checked first (schema, row count), then streamed into the candidate set.
-    if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
-      return ReportError("eval", info.status());
-    }
-    auto rc = RunSelectorEval(args, RowsOfFileChecked(args.data));
+    auto info = InspectDatasetFileChecked(args.data);
+    if (!info.ok()) return ReportError("eval", info.status());
+    auto rc = RunSelectorEval(args, WithReadProgress(RowsOfFileChecked(args.data), info->rows,
+                                                     "eval --selector: reading"));
     return rc.ok() ? *rc : ReportError("eval --selector", rc.status());
   }
   // Checked before the (slow) evaluation, so a bad path costs nothing and writes nothing.
@@ -184,10 +204,11 @@ int RunEval(const EvalArgs& args) {
       return ReportError("eval", s);
     }
   }
-  if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
-    return ReportError("eval", info.status());
-  }
-  auto evaluation = Evaluate(args.model, RowsOfFileChecked(args.data), args.out_of_fold);
+  auto info = InspectDatasetFileChecked(args.data);
+  if (!info.ok()) return ReportError("eval", info.status());
+  auto evaluation = Evaluate(
+      args.model, WithReadProgress(RowsOfFileChecked(args.data), info->rows, "eval: reading"),
+      args.out_of_fold, "eval");
   if (!evaluation.ok()) return ReportError("eval", evaluation.status());
   const EvalSummary* summary = &evaluation->summary;
   if (args.out_of_fold) {
@@ -269,14 +290,14 @@ struct CompareArgs {
 };
 
 int RunCompare(const CompareArgs& args) {
-  if (auto info = InspectDatasetFileChecked(args.data); !info.ok()) {
-    return ReportError("compare", info.status());
-  }
+  auto info = InspectDatasetFileChecked(args.data);
+  if (!info.ok()) return ReportError("compare", info.status());
   // Streamed once per model: only the candidate sets are held.
-  const RowSource rows = RowsOfFileChecked(args.data);
-  auto old_eval = Evaluate(args.old_model, rows, args.out_of_fold);
+  const RowSource rows =
+      WithReadProgress(RowsOfFileChecked(args.data), info->rows, "compare: reading");
+  auto old_eval = Evaluate(args.old_model, rows, args.out_of_fold, "compare");
   if (!old_eval.ok()) return ReportError("compare", old_eval.status().WithContext(args.old_model));
-  auto new_eval = Evaluate(args.new_model, rows, args.out_of_fold);
+  auto new_eval = Evaluate(args.new_model, rows, args.out_of_fold, "compare");
   if (!new_eval.ok()) return ReportError("compare", new_eval.status().WithContext(args.new_model));
   if (!args.out_of_fold && (old_eval->in_sample || new_eval->in_sample)) {
     std::cerr << "kselect compare: note: the data is a model's training data, so this compares "

@@ -138,6 +138,15 @@ int Run(const SearchCliOptions& o, bool device_given) {
 
   TileSearchOptions options = o.options;
   options.search.strategy = *strategy;
+  // One count over every problem: each problem's budget of configs scored. Drawn from when the
+  // searcher (and the device) are ready.
+  auto show = std::make_shared<ProgressCallback>();
+  const int64_t budget = options.search.budget;
+  const auto total = static_cast<int64_t>(problems.size()) * budget;
+  auto searched = std::make_shared<int64_t>(0);  // problems finished
+  options.search.progress = [show, budget, total, searched](const ProgressCount& report) {
+    (*show)({.done = *searched * budget + report.done, .total = total, .unit = "configs"});
+  };
   StatusOr<std::unique_ptr<TileSearcher>> searcher = TileSearcher::Open(options);
   if (!searcher.ok()) return ReportError(kWhat, searcher.status());
 
@@ -163,11 +172,14 @@ int Run(const SearchCliOptions& o, bool device_given) {
   std::printf("model %s (%s), space %s: %lld configs (%s)\n", options.model_dir.c_str(),
               (*searcher)->ScoresAreTflops() ? "predicted TFLOPS" : "ranking scores, not TFLOPS",
               space.rule_set.c_str(), static_cast<long long>(space.Size()), groups.c_str());
+  *show = ShowProgress("search");
   std::vector<TileSearchResult> results;
   bool header = false;
   int failures = 0;
   for (const GemmProblem& p : problems) {
     StatusOr<TileSearchResult> result = (*searcher)->Run(p);
+    ++*searched;
+    (*show)({.done = *searched * budget, .total = total, .unit = "configs"});
     if (!result.ok()) {
       std::fprintf(stderr, "kselect search: %s: %s\n", p.ToString().c_str(),
                    result.status().ToString().c_str());

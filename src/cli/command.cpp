@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 
 namespace kselect::cli {
 
@@ -82,13 +83,15 @@ void SetVerbosity(int verbosity) {
   g_verbosity = verbosity;
 }
 
-Progress::Progress(std::string label, int64_t total, double plain_every_s)
+Progress::Progress(std::string label, int64_t total, double plain_every_s,
+                   double plain_every_fraction, double started_s_ago)
     : label_(std::move(label)),
       total_(total),
       terminal_(StderrIsTerminal()),
       enabled_(!Quiet()),
       plain_every_s_(plain_every_s),
-      start_s_(NowSeconds()) {}
+      plain_every_fraction_(plain_every_fraction),
+      start_s_(NowSeconds() - started_s_ago) {}
 
 Progress::~Progress() {
   Finish();
@@ -102,13 +105,30 @@ void Progress::Update(int64_t done) {
     if (last_draw_s_ >= 0 && now - last_draw_s_ < 0.1 && done < total_) return;
   } else {
     const double since = now - (last_draw_s_ >= 0 ? last_draw_s_ : start_s_);
-    if (since < plain_every_s_) return;
+    bool new_step = false;
+    if (plain_every_fraction_ > 0 && total_ > 0) {
+      const auto steps = static_cast<int64_t>(
+          static_cast<double>(done) / static_cast<double>(total_) / plain_every_fraction_ + 1e-9);
+      new_step = steps > plain_fraction_steps_;
+      if (new_step) plain_fraction_steps_ = steps;
+    }
+    if (since < plain_every_s_ && !new_step) return;
   }
   Draw(done, now);
 }
 
+void Progress::Note(const std::string& line) {
+  if (!enabled_) return;
+  const bool redraw = terminal_ && drawn_ && !finished_;
+  if (redraw) std::fprintf(stderr, "\r\033[K");
+  std::fprintf(stderr, "%s\n", line.c_str());
+  if (redraw) Draw(last_done_, NowSeconds());
+  std::fflush(stderr);
+}
+
 void Progress::Draw(int64_t done, double now) {
   last_draw_s_ = now;
+  last_drawn_done_ = done;
   drawn_ = true;
   const double elapsed = now - start_s_;
   const double fraction = total_ > 0 ? static_cast<double>(done) / static_cast<double>(total_) : 0;
@@ -137,9 +157,33 @@ void Progress::Finish() {
   if (terminal_) {
     Draw(last_done_, NowSeconds());
     std::fprintf(stderr, "\n");
-  } else {
-    Draw(last_done_, NowSeconds());
+  } else if (last_drawn_done_ != last_done_ || last_done_ < total_) {
+    Draw(last_done_, NowSeconds());  // a finished count already printed needs no second line
   }
+}
+
+ProgressCallback ShowProgress(std::string label) {
+  struct State {
+    std::string label;
+    std::unique_ptr<Progress> bar;
+    int64_t total = -1;
+    double start_s = 0;  // the work began when the callback was made, before the first report
+  };
+  auto state = std::make_shared<State>();
+  state->label = std::move(label);
+  state->start_s = NowSeconds();
+  return [state](const ProgressCount& report) {
+    if (Quiet()) return;
+    if (!state->bar || report.total != state->total) {
+      if (state->bar) state->bar->Finish();
+      state->total = report.total;
+      state->bar = std::make_unique<Progress>(state->label + " (" + std::string(report.unit) + ")",
+                                              report.total, 10, 0.1, NowSeconds() - state->start_s);
+    }
+    if (!report.detail.empty() && Verbose()) state->bar->Note(state->label + ": " + report.detail);
+    state->bar->Update(report.done);
+    if (report.done >= report.total) state->bar->Finish();
+  };
 }
 
 const std::string& ExampleFor(const std::string& path) {

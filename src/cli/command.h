@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kselect/progress.h"
 #include "kselect/status.h"
 
 namespace kselect::cli {
@@ -58,12 +59,17 @@ inline bool Verbose() {
 
 // Progress of long work on stderr: counts, rate and ETA. On a terminal one line redrawn in place
 // at most ~10x/s; otherwise a plain line at most every `plain_every_s` seconds (none for work
-// that ends sooner) and a closing line when any was printed. Nothing with -q.
+// that ends sooner) or, with `plain_every_fraction` > 0, also each time another such fraction of
+// the total is done, and a closing line when any was printed. Nothing with -q. The rate and ETA
+// count from `started_s_ago` seconds before it is made (work begun before the total was known).
 class Progress {
  public:
-  Progress(std::string label, int64_t total, double plain_every_s = 10);
+  Progress(std::string label, int64_t total, double plain_every_s = 10,
+           double plain_every_fraction = 0, double started_s_ago = 0);
   ~Progress();
   void Update(int64_t done);
+  // Prints `line` on stderr above the bar (a terminal's bar is cleared and redrawn below it).
+  void Note(const std::string& line);
   void Finish();
 
  private:
@@ -74,12 +80,20 @@ class Progress {
   bool terminal_;
   bool enabled_;
   double plain_every_s_;
+  double plain_every_fraction_;
+  int64_t plain_fraction_steps_ = 0;  // fraction steps already printed
   double start_s_;
   double last_draw_s_ = -1;
   int64_t last_done_ = 0;
+  int64_t last_drawn_done_ = -1;
   bool drawn_ = false;
   bool finished_ = false;
 };
+
+// A library progress callback (kselect/progress.h) drawn as a Progress labelled "<label>
+// (<unit>)": counts, rate and ETA, on a terminal redrawn in place, otherwise a plain line every
+// 10 % or 10 s. Reports' details are printed as lines with -v. Nothing with -q.
+ProgressCallback ShowProgress(std::string label);
 
 // The example each subcommand's --help ends with, keyed by its path ("data merge"); "" when
 // there is none (a test checks every subcommand has one).

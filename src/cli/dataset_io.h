@@ -48,7 +48,7 @@ inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(const std::string&,
 inline StatusOr<int64_t> MergeDatasetFilesChecked(const std::vector<std::string>&,
                                                   const std::string&,
                                                   const std::map<std::string, std::string>&, bool,
-                                                  MergeScope) {
+                                                  MergeScope, const ProgressCallback&) {
   return RequireArrow();
 }
 inline StatusOr<int64_t> FilterDatasetFileChecked(
@@ -78,8 +78,9 @@ inline StatusOr<DatasetSummary> SummarizeDatasetFileChecked(
 }
 inline StatusOr<int64_t> MergeDatasetFilesChecked(
     const std::vector<std::string>& inputs, const std::string& output,
-    const std::map<std::string, std::string>& metadata, bool allow_mixed, MergeScope scope) {
-  return MergeDatasetFiles(inputs, output, metadata, allow_mixed, scope);
+    const std::map<std::string, std::string>& metadata, bool allow_mixed, MergeScope scope,
+    const ProgressCallback& progress) {
+  return MergeDatasetFiles(inputs, output, metadata, allow_mixed, scope, progress);
 }
 inline StatusOr<int64_t> FilterDatasetFileChecked(
     const std::string& input, const std::string& output, const RowFilter& filter,

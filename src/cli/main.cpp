@@ -41,7 +41,8 @@ std::string UnknownSubcommandMessage(CLI::App& app) {
 // an example (ExampleFor). `path` is the subcommand's path ("data merge").
 void AddCommonOptions(CLI::App& sub, const std::string& path, int* quiet, int* verbose) {
   sub.add_flag("-q,--quiet", *quiet, "print results and errors only (no progress)");
-  sub.add_flag("-v,--verbose", *verbose, "print more (train: LightGBM's per-iteration log)");
+  sub.add_flag("-v,--verbose", *verbose,
+               "print more (train: LightGBM's per-iteration log; bench: a line per problem)");
   if (const std::string& example = kselect::cli::ExampleFor(path); !example.empty()) {
     sub.footer("\nExample:\n  " + example + "\n");
   }

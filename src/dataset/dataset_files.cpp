@@ -154,7 +154,8 @@ StatusOr<DatasetSummary> SummarizeDatasetFile(const std::string& path,
 StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
                                     const std::string& output,
                                     const std::map<std::string, std::string>& metadata,
-                                    bool allow_mixed, MergeScope scope) {
+                                    bool allow_mixed, MergeScope scope,
+                                    const ProgressCallback& progress) {
   // Up to three passes, so memory holds a few integers per row plus the repeats being merged:
   // 1. the key, device and run columns: each row's group (first occurrence order, as
   //    MergeDuplicateMeasurements keeps), each run's device and RunInfo, and the rows to parse
@@ -165,10 +166,18 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
   //    after the reader's value rules), merged rows written at their group's first row. A row
   //    that does not parse stops the write; the temporary file is removed.
   std::vector<std::unique_ptr<DatasetFileReader>> files;
+  int64_t input_rows = 0;
   for (const std::string& path : inputs) {
     KSELECT_ASSIGN_OR_RETURN(auto file, DatasetFileReader::Open(path));
+    input_rows += file->rows();
     files.push_back(std::move(file));
   }
+  // Every pass counts every input row once (pass 2 skips a file without repeats at once).
+  int64_t rows_done = 0;
+  auto advance = [&](int64_t rows) {
+    rows_done += rows;
+    if (progress) progress({.done = rows_done, .total = 3 * input_rows, .unit = "rows"});
+  };
   std::vector<std::string> pass1_columns = {"run_id",      "op_type",      "problem_key",
                                             "config_key",  "tool_version", "device_kind",
                                             "device_name", "arch"};
@@ -216,6 +225,7 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
             }
             group_of_row[f].push_back(it->second);
           }
+          advance(batch.num_rows());
           return Status::Ok();
         }));
   }
@@ -236,7 +246,10 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
   for (size_t f = 0; f < files.size(); ++f) {
     const bool holds_repeats = std::any_of(group_of_row[f].begin(), group_of_row[f].end(),
                                            [&](uint32_t g) { return group_size[g] != kSingleton; });
-    if (!holds_repeats) continue;
+    if (!holds_repeats) {
+      advance(files[f]->rows());
+      continue;
+    }
     KSELECT_RETURN_IF_ERROR(files[f]->ForEachBatch(
         {}, [&](const arrow::RecordBatch& batch, int64_t first_row) -> Status {
           for (int64_t i = 0; i < batch.num_rows(); ++i) {
@@ -246,6 +259,7 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
             KSELECT_ASSIGN_OR_RETURN(Measurement m, parse(batch, i, f, row_index));
             repeats[group].push_back(std::move(m));
           }
+          advance(batch.num_rows());
           return Status::Ok();
         }));
   }
@@ -285,6 +299,7 @@ StatusOr<int64_t> MergeDatasetFiles(const std::vector<std::string>& inputs,
               KSELECT_RETURN_IF_ERROR(writer->WriteRows(rows));
             }
           }
+          advance(batch.num_rows());
           return Status::Ok();
         }));
   }

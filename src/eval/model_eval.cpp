@@ -6,7 +6,8 @@ namespace kselect {
 
 StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& model,
                                                                const CandidateSet& data,
-                                                               Target target) {
+                                                               Target target,
+                                                               const ProgressCallback& progress) {
   if (data.provider != model.spec().provider) {
     return SchemaMismatchError("the model is for provider " +
                                std::string(ProviderName(model.spec().provider)) +
@@ -22,6 +23,11 @@ StatusOr<std::vector<std::vector<double>>> PredictCandidateSet(const Model& mode
     KSELECT_ASSIGN_OR_RETURN(std::vector<double> predictions,
                              model.Predict(target, p.problem, configs, peer));
     scores.push_back(std::move(predictions));
+    if (progress) {
+      progress({.done = static_cast<int64_t>(scores.size()),
+                .total = static_cast<int64_t>(data.problems.size()),
+                .unit = "problems"});
+    }
   }
   return scores;
 }

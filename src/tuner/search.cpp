@@ -201,6 +201,11 @@ class Search {
       trace_.scored.push_back(
           {batch[i], scores[i], static_cast<int64_t>(trace_.scored.size()) + 1});
     }
+    if (options_.progress) {
+      options_.progress({.done = static_cast<int64_t>(trace_.scored.size()),
+                         .total = options_.budget,
+                         .unit = "configs"});
+    }
     return scores;
   }
 

@@ -405,6 +405,38 @@ TEST_F(ResumeTest, RepairsATornLastLineAndListsFinishedPairs) {
   EXPECT_EQ(LoadResumeState(path_, true)->torn_bytes, 0);
 }
 
+// RunBench's progress, runnable without a GPU: a resumed sweep counts the problem an earlier run
+// finished at once, then every other problem as it ends (without a GPU its enumeration fails;
+// with one it is timed), with one device and with several (the parent polls their count).
+TEST_F(ResumeTest, ProgressCountsEveryProblemOfTheShardUpToTheTotal) {
+  for (const std::vector<int>& devices : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+    Write(RunRecordLine(TestRun()) + ProblemDoneLine(DoneFor(1, 1)));
+    BenchOptions options;
+    for (const int64_t m : {1, 2, 3}) options.problems.push_back(Row(m, 20, 1).problem);
+    options.output_path = path_;
+    options.resume = true;
+    options.devices = devices;
+    options.planners = 1;
+    options.max_configs_per_problem = 1;
+    options.confirm_rounds = 0;
+    std::vector<ProgressCount> reports;
+    options.progress = [&](const ProgressCount& p) { reports.push_back(p); };
+    StatusOr<BenchSummary> summary = RunBench(options);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(summary->problems_skipped, 1);
+    ASSERT_FALSE(reports.empty()) << devices.size() << " device(s)";
+    int64_t previous = 0;
+    for (const ProgressCount& p : reports) {
+      EXPECT_EQ(p.total, 3);
+      EXPECT_EQ(p.unit, "problems");
+      EXPECT_GE(p.done, previous) << "the count went back";
+      EXPECT_LE(p.done, p.total);
+      previous = p.done;
+    }
+    EXPECT_EQ(reports.back().done, 3) << devices.size() << " device(s)";
+  }
+}
+
 TEST_F(ResumeTest, FinishedProblemsAreListedForSkipping) {
   Write(RunRecordLine(TestRun()) + MeasurementLine(Row(1, 20, 0.02)) +
         ProblemDoneLine(DoneFor(1, 1)) + MeasurementLine(Row(2, 20, 0.5)));

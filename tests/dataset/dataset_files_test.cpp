@@ -59,6 +59,30 @@ Dataset SecondRun(const Dataset& first) {
   return second;
 }
 
+// The merge's progress: rows counted over its three passes, never going back, ending at 3 x the
+// inputs' rows, whether the inputs hold repeats to merge (a, a) or not (a, b within runs).
+TEST_F(DatasetFilesTest, MergeProgressCountsRowsOfEveryPassUpToTheTotal) {
+  const Dataset h200 = FromFixture("bench_small.jsonl");
+  const std::string a = Written(h200, "a.parquet");
+  const std::string b = Written(SecondRun(h200), "b.parquet");
+  const auto total = static_cast<int64_t>(3 * 2 * h200.rows.size());
+  for (const std::vector<std::string>& inputs : {std::vector<std::string>{a, a}, {a, b}}) {
+    std::vector<ProgressCount> reports;
+    auto rows = MergeDatasetFiles(inputs, Path("merged.parquet"), {}, false, MergeScope::kWithinRun,
+                                  [&](const ProgressCount& p) { reports.push_back(p); });
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    ASSERT_GE(reports.size(), 3u);
+    int64_t previous = 0;
+    for (const ProgressCount& p : reports) {
+      EXPECT_EQ(p.total, total);
+      EXPECT_EQ(p.unit, "rows");
+      EXPECT_GE(p.done, previous) << "the count went back";
+      previous = p.done;
+    }
+    EXPECT_EQ(reports.back().done, total);
+  }
+}
+
 TEST_F(DatasetFilesTest, SummaryMergeAndFilterMatchTheInMemoryOperations) {
   const Dataset h200 = FromFixture("bench_small.jsonl");
   const Dataset second = SecondRun(h200);

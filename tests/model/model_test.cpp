@@ -377,8 +377,17 @@ TEST_F(ModelTest, RowSamplingTrainsOnFewerRowsKeepsEveryCandidateAndSaysSo) {
   // Selection stays good on every row of the data.
   const auto model = Model::Load(Dir("sampled"));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  const auto scores = PredictCandidateSet(*model, data, Target::kTflops);
+  // ... with its progress: every problem counted once, in order, up to the total.
+  std::vector<ProgressCount> reports;
+  const auto scores = PredictCandidateSet(*model, data, Target::kTflops,
+                                          [&](const ProgressCount& p) { reports.push_back(p); });
   ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  ASSERT_EQ(reports.size(), data.problems.size());
+  for (size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].done, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(reports[i].total, static_cast<int64_t>(data.problems.size()));
+    EXPECT_EQ(reports[i].unit, "problems");
+  }
   double sum = 0;
   for (size_t i = 0; i < data.problems.size(); ++i) {
     sum += EvaluateProblem(data.problems[i], (*scores)[i]).efficiency;

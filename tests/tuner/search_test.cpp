@@ -103,6 +103,30 @@ TEST(TileSearchSpaceTest, PerPipelineProductOfTheGeneratorsValues) {
 
 class TileSearchStrategyTest : public ::testing::TestWithParam<SearchStrategy> {};
 
+// The search's progress: configs scored after each model call, never going back, ending at the
+// budget when the budget stops the search.
+TEST_P(TileSearchStrategyTest, ProgressCountsScoredConfigsUpToTheBudget) {
+  StatusOr<ProposalCheck> check = MakeProposalCheck(LinearGemm(4096, 16, 4096), FullRules());
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  SearchOptions options;
+  options.strategy = GetParam();
+  options.budget = 150;
+  std::vector<ProgressCount> reports;
+  options.progress = [&](const ProgressCount& p) { reports.push_back(p); };
+  StatusOr<SearchTrace> trace = RunTileSearch(FullSpace(), *check, SyntheticScores, options);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  ASSERT_EQ(trace->stopped_by, "budget");
+  ASSERT_EQ(reports.size(), static_cast<size_t>(trace->model_calls));
+  int64_t previous = 0;
+  for (const ProgressCount& p : reports) {
+    EXPECT_EQ(p.total, 150);
+    EXPECT_EQ(p.unit, "configs");
+    EXPECT_GT(p.done, previous) << "a model call scored nothing, or the count went back";
+    previous = p.done;
+  }
+  EXPECT_EQ(reports.back().done, 150);
+}
+
 TEST_P(TileSearchStrategyTest, ValidDistinctWithinBudgetAndDeterministic) {
   const GemmProblem problem = LinearGemm(4096, 16, 4096);
   StatusOr<ProposalCheck> check = MakeProposalCheck(problem, FullRules());
