@@ -40,6 +40,13 @@ set(KSELECT_WHEEL_MODELS
 # was linked) is already the install one (src/capi/sources.cmake).
 install(FILES $<TARGET_FILE:kselect_c> DESTINATION ${KSELECT_WHEEL_PACKAGE_DIR}
         RENAME libkselect_c.so COMPONENT wheel)
+# `cmake --install --strip` (pyproject.toml's install.strip) strips install(TARGETS) only.
+if(CMAKE_STRIP)
+  install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-unneeded
+                  \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${KSELECT_WHEEL_PACKAGE_DIR}/libkselect_c.so\")
+endif()" COMPONENT wheel)
+endif()
 # LD_PRELOAD=<kselect>/libkselect_preload.so finds libkselect_layer.so beside itself.
 install(TARGETS kselect_layer kselect_preload LIBRARY DESTINATION ${KSELECT_WHEEL_PACKAGE_DIR}
         COMPONENT wheel)
