@@ -50,7 +50,10 @@ endif()
 # LD_PRELOAD=<kselect>/libkselect_preload.so finds libkselect_layer.so beside itself.
 install(TARGETS kselect_layer kselect_preload LIBRARY DESTINATION ${KSELECT_WHEEL_PACKAGE_DIR}
         COMPONENT wheel)
-# The PyTorch operators (KSELECT_WITH_TORCH), when that target is part of this build.
+# The PyTorch operators (KSELECT_WITH_TORCH), when that target is part of this build. Beside
+# libkselect_c.so, which is here under its unversioned name only (no libkselect_c.so.0.1): link
+# kselect_runtime (static) into it, or load libkselect_c.so by path, rather than a DT_NEEDED on
+# kselect_c's soname.
 if(TARGET kselect_torch)
   install(TARGETS kselect_torch LIBRARY DESTINATION ${KSELECT_WHEEL_PACKAGE_DIR} COMPONENT wheel)
 endif()
