@@ -10,12 +10,14 @@
 #   KSELECT_DEPS_DIR       prefix made by scripts/setup.sh   (default <repo>/.deps)
 #   KSELECT_WITH_ARROW     ON: define kselect_dep::arrow, kselect_dep::arrow_compute, kselect_dep::parquet
 #   KSELECT_WITH_LIGHTGBM  ON: define kselect_dep::lightgbm
+#   KSELECT_CUDNN_FRONTEND_INCLUDE_DIR  cudnn-frontend headers (empty: looked for, see below)
 #
 # Targets defined:
 #   kselect_dep::arrow          libarrow.so (Arrow 26.0.1 from the pyarrow wheel), headers, requires C++20
 #   kselect_dep::arrow_compute  libarrow_compute.so (arrow::compute kernels; split out of libarrow since Arrow 22)
 #   kselect_dep::parquet        libparquet.so, links kselect_dep::arrow
 #   kselect_dep::lightgbm       lib_lightgbm.so (LightGBM 4.7.0 C API, <LightGBM/c_api.h>)
+#   kselect_dep::cudnn_frontend cudnn-frontend's headers (KSELECT_CUDNN_FRONTEND_INCLUDE: the folder)
 #   nlohmann_json::nlohmann_json  (Debian nlohmann-json3-dev, 3.11.2)
 #   CLI11::CLI11                  (Debian libcli11-dev, 2.1.2; header-only; with KSELECT_BUILD_CLI)
 #   GTest::gtest GTest::gtest_main GTest::gmock GTest::gmock_main   (with KSELECT_BUILD_TESTS)
@@ -122,17 +124,102 @@ endif()
 
 # ------------------------------------------------------------------------------------ cudnn-frontend
 # Header-only; the cuDNN provider compiles it with dynamic loading, so no binary links libcudnn.
-set(_cfe "${KSELECT_DEPS_DIR}/cudnn_frontend")
-if(NOT EXISTS "${_cfe}/include/cudnn_frontend.h")
-  _kselect_deps_fail("the cudnn-frontend headers are not set up (no ${_cfe}/include/cudnn_frontend.h).")
-endif()
+# The headers come from the nvidia-cudnn-frontend wheel (PyPI), pinned with its sha256 in
+# scripts/requirements.txt. Found, in order: KSELECT_CUDNN_FRONTEND_INCLUDE_DIR when set;
+# .deps/cudnn_frontend/include (scripts/setup.sh); the build's Python, when the wheel is installed
+# there (its include/ lands in site-packages); else the pinned wheel itself, from
+# .deps/downloads or fetched with that Python's pip (no dependencies: the wheel's own pull in
+# about 200 MB of CUTLASS DSL libraries kselect does not use), hash-checked and unpacked into the
+# build tree. The last two are what `pip install .` on a fresh machine uses (cmake/KselectWheel.cmake).
+set(KSELECT_CUDNN_FRONTEND_INCLUDE_DIR "" CACHE PATH
+    "cudnn-frontend headers (a folder holding cudnn_frontend.h); empty: look for them")
+
+function(_kselect_find_cudnn_frontend out)
+  if(KSELECT_CUDNN_FRONTEND_INCLUDE_DIR)
+    if(NOT EXISTS "${KSELECT_CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
+      message(FATAL_ERROR "kselect: KSELECT_CUDNN_FRONTEND_INCLUDE_DIR="
+                          "${KSELECT_CUDNN_FRONTEND_INCLUDE_DIR} has no cudnn_frontend.h")
+    endif()
+    set(${out} "${KSELECT_CUDNN_FRONTEND_INCLUDE_DIR}" PARENT_SCOPE)
+    return()
+  endif()
+  if(EXISTS "${KSELECT_DEPS_DIR}/cudnn_frontend/include/cudnn_frontend.h")
+    set(${out} "${KSELECT_DEPS_DIR}/cudnn_frontend/include" PARENT_SCOPE)
+    return()
+  endif()
+  # scikit-build-core sets Python_EXECUTABLE to the build environment's interpreter.
+  if(Python_EXECUTABLE)
+    set(python "${Python_EXECUTABLE}")
+  else()
+    find_program(python NAMES python3 python)
+  endif()
+  if(python)
+    execute_process(
+      COMMAND "${python}" -c "import os, sys
+for p in sys.path:
+    if p and os.path.isfile(os.path.join(p, 'include', 'cudnn_frontend.h')):
+        print(os.path.join(p, 'include')); break"
+      OUTPUT_VARIABLE found OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(found)
+      set(${out} "${found}" PARENT_SCOPE)
+      return()
+    endif()
+  endif()
+  # The pinned wheel: version and sha256 from scripts/requirements.txt, the file name's tags as
+  # pinned there (CPython 3.11, manylinux x86_64; only its headers are used, so any build takes it).
+  file(STRINGS "${_kselect_repo_root}/scripts/requirements.txt" pin
+       REGEX "^nvidia-cudnn-frontend==[0-9.]+ --hash=sha256:[0-9a-f]+")
+  if(NOT pin MATCHES "==([0-9.]+) --hash=sha256:([0-9a-f]+)")
+    message(FATAL_ERROR "kselect: no nvidia-cudnn-frontend pin in scripts/requirements.txt")
+  endif()
+  set(version "${CMAKE_MATCH_1}")
+  set(sha256 "${CMAKE_MATCH_2}")
+  set(wheel "nvidia_cudnn_frontend-${version}-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl")
+  set(dest "${CMAKE_BINARY_DIR}/_deps/cudnn_frontend")
+  if(EXISTS "${dest}/include/cudnn_frontend.h")
+    set(${out} "${dest}/include" PARENT_SCOPE)
+    return()
+  endif()
+  set(file "${KSELECT_DEPS_DIR}/downloads/${wheel}")
+  if(NOT EXISTS "${file}")
+    set(file "${CMAKE_BINARY_DIR}/_deps/${wheel}")
+  endif()
+  if(NOT EXISTS "${file}" AND python)
+    message(STATUS "kselect: fetching ${wheel} (cudnn-frontend headers) with pip")
+    execute_process(
+      COMMAND "${python}" -m pip download --quiet --no-deps --only-binary=:all:
+              --python-version 3.11 --implementation cp --abi cp311
+              --platform manylinux_2_28_x86_64 -d "${CMAKE_BINARY_DIR}/_deps"
+              "nvidia-cudnn-frontend==${version}"
+      RESULT_VARIABLE rc)
+  endif()
+  if(NOT EXISTS "${file}")
+    _kselect_deps_fail("the cudnn-frontend headers are not set up: no ${KSELECT_DEPS_DIR}/\
+cudnn_frontend/include, no nvidia-cudnn-frontend in the environment of ${python}, and ${wheel} \
+could not be fetched (pip download --no-deps nvidia-cudnn-frontend==${version} -d \
+${KSELECT_DEPS_DIR}/downloads, or set KSELECT_CUDNN_FRONTEND_INCLUDE_DIR).")
+  endif()
+  file(SHA256 "${file}" actual)
+  if(NOT actual STREQUAL sha256)
+    message(FATAL_ERROR "kselect: ${file} has sha256 ${actual}, not the ${sha256} pinned in "
+                        "scripts/requirements.txt; refusing to use it")
+  endif()
+  file(ARCHIVE_EXTRACT INPUT "${file}" DESTINATION "${dest}" PATTERNS "include/*")
+  if(NOT EXISTS "${dest}/include/cudnn_frontend.h")
+    message(FATAL_ERROR "kselect: ${file} has no include/cudnn_frontend.h")
+  endif()
+  set(${out} "${dest}/include" PARENT_SCOPE)
+endfunction()
+
+# KSELECT_CUDNN_FRONTEND_INCLUDE: the folder found (src/providers/cudnn/sources.cmake reads it).
+_kselect_find_cudnn_frontend(KSELECT_CUDNN_FRONTEND_INCLUDE)
 if(NOT TARGET kselect_dep::cudnn_frontend)
   add_library(kselect_dep::cudnn_frontend INTERFACE IMPORTED GLOBAL)
   set_target_properties(kselect_dep::cudnn_frontend PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${_cfe}/include"
+    INTERFACE_INCLUDE_DIRECTORIES "${KSELECT_CUDNN_FRONTEND_INCLUDE}"
     INTERFACE_COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING")
 endif()
-message(STATUS "kselect: cudnn-frontend from ${_cfe}")
+message(STATUS "kselect: cudnn-frontend from ${KSELECT_CUDNN_FRONTEND_INCLUDE}")
 
 function(kselect_deps_rpath tgt)
   set_property(TARGET ${tgt} APPEND PROPERTY BUILD_RPATH ${KSELECT_DEPS_RPATH})

@@ -60,11 +60,49 @@ if(KSELECT_BUILD_CLI)
 endif()
 
 # ------------------------------------------------------------------------------------ data
+# kselect_install_model(<name> <destination> [COMPONENT <c>]): models/<name> with its run-time
+# files only (the out-of-fold predictions, HTML reports and feature importances stay behind). A
+# cross-provider directory (cross_provider.json) names its models as siblings ("../<name>"):
+# install those beside it too.
+function(kselect_install_model name destination)
+  cmake_parse_arguments(PARSE_ARGV 2 A "" "COMPONENT" "")
+  set(dir ${PROJECT_SOURCE_DIR}/models/${name})
+  if(NOT EXISTS ${dir}/feature_spec.json AND NOT EXISTS ${dir}/cross_provider.json)
+    message(FATAL_ERROR "kselect: '${name}' is not a model directory under "
+                        "${PROJECT_SOURCE_DIR}/models")
+  endif()
+  if(A_COMPONENT)
+    set(component COMPONENT ${A_COMPONENT})
+  endif()
+  install(DIRECTORY ${dir} DESTINATION ${destination} ${component}
+          FILES_MATCHING PATTERN "feature_spec.json" PATTERN "model_*.lgbm.gz"
+                         PATTERN "candidates.json.gz" PATTERN "train_manifest.json"
+                         PATTERN "cv_metrics.json" PATTERN "eval_report.md"
+                         PATTERN "cross_provider.json")
+endfunction()
+
+# kselect_model_references(<name> <out>): the sibling model directories a cross-provider
+# directory's cross_provider.json names (empty for a plain model).
+function(kselect_model_references name out)
+  set(refs "")
+  set(manifest ${PROJECT_SOURCE_DIR}/models/${name}/cross_provider.json)
+  if(EXISTS ${manifest})
+    file(READ ${manifest} text)
+    string(REGEX MATCHALL "\"\\.\\./[A-Za-z0-9_.-]+\"" quoted "${text}")
+    foreach(q IN LISTS quoted)
+      string(REGEX REPLACE "^\"\\.\\./(.*)\"$" "\\1" ref "${q}")
+      list(APPEND refs ${ref})
+    endforeach()
+    list(REMOVE_DUPLICATES refs)
+  endif()
+  set(${out} ${refs} PARENT_SCOPE)
+endfunction()
+
 if(KSELECT_INSTALL_MODELS STREQUAL "all")
   file(GLOB model_dirs LIST_DIRECTORIES true ${PROJECT_SOURCE_DIR}/models/*)
   set(models "")
   foreach(dir IN LISTS model_dirs)
-    if(EXISTS ${dir}/feature_spec.json)
+    if(EXISTS ${dir}/feature_spec.json OR EXISTS ${dir}/cross_provider.json)
       get_filename_component(name ${dir} NAME)
       list(APPEND models ${name})
     endif()
@@ -75,14 +113,12 @@ else()
   set(models ${KSELECT_INSTALL_MODELS})
 endif()
 foreach(name IN LISTS models)
-  if(NOT EXISTS ${PROJECT_SOURCE_DIR}/models/${name}/feature_spec.json)
-    message(FATAL_ERROR "kselect: KSELECT_INSTALL_MODELS names '${name}', which is not a model "
-                        "directory under ${PROJECT_SOURCE_DIR}/models")
-  endif()
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/${name} DESTINATION ${KSELECT_INSTALL_MODELSDIR}
-          FILES_MATCHING PATTERN "feature_spec.json" PATTERN "model_*.lgbm.gz"
-                         PATTERN "candidates.json.gz" PATTERN "train_manifest.json"
-                         PATTERN "cv_metrics.json" PATTERN "eval_report.md")
+  kselect_model_references(${name} refs)
+  list(APPEND models ${refs})
+endforeach()
+list(REMOVE_DUPLICATES models)
+foreach(name IN LISTS models)
+  kselect_install_model(${name} ${KSELECT_INSTALL_MODELSDIR})
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kselect/rules)
 # The device profiles (`kselect log summarize` estimates with the H200's unless --hw names

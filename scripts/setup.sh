@@ -6,7 +6,8 @@
 #
 # Idempotent: every step checks a stamp (or dpkg) and is skipped when up to date.
 # Everything it downloads lands under .deps/ (git-ignored); after a successful run
-# no network access is needed (wheels and the LightGBM sdist are cached in .deps/downloads).
+# no network access is needed (wheels and the LightGBM sdist are cached in .deps/downloads, with
+# the build requirements of `pip install .`: scripts/build-requirements.txt).
 #
 # Environment knobs:
 #   KSELECT_DEPS_DIR   where to put dependencies (default: <repo>/.deps)
@@ -151,6 +152,19 @@ else
   echo "$CFE_STAMP_WANT" > "$CFE/.kselect-stamp"
   step_done "cudnn-frontend $(sed -n 's/^#define CUDNN_FRONTEND_\(MAJOR\|MINOR\|PATCH\)_VERSION \([0-9]*\)/\2/p' "$CFE/include/cudnn_frontend_version.h" | paste -sd.)"
 fi
+
+# --------------------------------------------------------------------------- pip build requirements
+# `pip install .` (pyproject.toml, scikit-build-core) offline: scripts/check_pip_install.sh installs
+# its build requirements from .deps/downloads; the nvidia-cudnn-frontend wheel is there already.
+step pip_build "pip install's build requirements -> $DL"
+BUILD_REQ="$ROOT/scripts/build-requirements.txt"
+[ -f "$BUILD_REQ" ] || die "missing $BUILD_REQ (run from a complete kselect checkout)"
+"$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --require-hashes -d "$DL" --no-index --find-links "$DL" -r "$BUILD_REQ" >/dev/null 2>&1 \
+|| "$VPY" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --require-hashes -d "$DL" -r "$BUILD_REQ" \
+  || die "pip download of $BUILD_REQ failed (network to PyPI? hash mismatch means the pins need updating)"
+step_done "$(sed -n 's/^\([a-z-]*==[0-9.]*\) .*/\1/p' "$BUILD_REQ" | paste -sd' ')"
 
 # --------------------------------------------------------------------------- c. Arrow
 step arrow "Arrow/Parquet C++ from the pyarrow wheel -> $DEPS/arrow"

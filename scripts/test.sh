@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # kselect's single test command (README and .ci/run call this).
-#   scripts/test.sh            set-up (idempotent, builds), then every CTest test
+#   scripts/test.sh            set-up (idempotent, builds), then every CTest test, then
+#                              `pip install` of the checkout in a clean venv (scripts/check_pip_install.sh;
+#                              about 7.5 min on 2 cores, 15 s with a warm ccache; KSELECT_SKIP_PIP_CHECK=1 skips it)
 # Exits non-zero on any failure. Extra arguments are passed to ctest (e.g. -R parquet, -L unit).
 set -euo pipefail
 
@@ -19,6 +21,14 @@ echo
 echo "=== [ctest] $BUILD_DIR"
 # --no-tests=error: a test command that 'passes' with zero tests is a bug.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2 "$@" || die "ctest reported failures (see above)"
+
+# `pip install` of the checkout into a clean venv, checked from outside it (the wheel's library,
+# models and CLI; nothing written into the checkout).
+if [ "${KSELECT_SKIP_PIP_CHECK:-0}" != 1 ]; then
+  echo
+  echo "=== [pip] scripts/check_pip_install.sh"
+  "$ROOT/scripts/check_pip_install.sh" || die "the pip install check failed (see above)"
+fi
 
 # Every parser's libFuzzer target, briefly (KSELECT_FUZZ_SECONDS per target; 0 skips). Longer
 # runs on demand: scripts/fuzz.sh 600

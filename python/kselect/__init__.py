@@ -1,15 +1,18 @@
 """kselect from Python: the run-time kernel selector (ctypes over libkselect_c.so).
 
     import kselect
-    with kselect.Selector("models/h200_cublaslt_default", top_k=3) as selector:
+    with kselect.Selector(kselect.default_model("h200"), top_k=3) as selector:
         selection = selector.select(m=4096, n=16, k=4096, dtype="bf16", layout="rcc")
         print(selection.path, selection[0].name, selection[0].predicted_tflops)
 
-PyTorch: kselect.torch.linear(x, w, selector) computes x @ w.T (nn.Linear) through kselect; torch
-is imported only when kselect.torch is used.
+The installed package (`pip install .`) holds the shipped models (kselect.models_dir(),
+kselect.default_model()) and the `kselect` CLI. PyTorch: kselect.torch.enable() routes a model's
+GEMMs and convolutions through kselect (docs/pytorch.md); torch is imported only when
+kselect.torch is used.
 """
 
 from ._capi import KselectError, library_path, version
+from ._models import data_dir, default_model, models_dir
 from .selector import Candidate, DispatchInfo, GemmProblem, Selection, Selector
 
 __all__ = [
@@ -19,7 +22,10 @@ __all__ = [
     "KselectError",
     "Selection",
     "Selector",
+    "data_dir",
+    "default_model",
     "library_path",
+    "models_dir",
     "version",
 ]
 

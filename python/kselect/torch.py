@@ -101,14 +101,15 @@ def _kselect_ops():
 
 
 def _models_dir() -> pathlib.Path:
+    """$KSELECT_MODELS_DIR, else the installed package's models, else the source tree's."""
     env = os.environ.get("KSELECT_MODELS_DIR")
     if env:
         return pathlib.Path(env)
-    import kselect
+    from ._models import models_dir
 
-    finder = getattr(kselect, "models_dir", None)
-    if finder is not None:
-        return pathlib.Path(finder())
+    installed = models_dir()
+    if installed.is_dir():
+        return installed
     return pathlib.Path(__file__).resolve().parent.parent.parent / "models"
 
 

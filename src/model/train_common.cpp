@@ -1,6 +1,7 @@
-// The parts of train.h that do not touch LightGBM: relevance grades, GroupKFold, gzip writing and
-// the out-of-fold predictions file.
+// The parts of train.h that do not touch LightGBM: the --param check, relevance grades,
+// GroupKFold, gzip writing and the out-of-fold predictions file.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -13,6 +14,47 @@
 #include "kselect/version.h"
 
 namespace kselect {
+
+Status CheckExtraLightGbmParams(const std::vector<std::pair<std::string, std::string>>& extra) {
+  // Set by kselect from its own options: a --param would contradict them silently.
+  static const std::map<std::string, std::string, std::less<>> kReserved = {
+      {"objective", "--objective"},
+      {"application", "--objective"},
+      {"metric", "--objective"},
+      {"eval_at", "--objective"},
+      {"label_gain", "--objective"},
+      {"lambdarank_truncation_level", "--objective"},
+      {"seed", "--seed"},
+      {"random_state", "--seed"},
+      {"num_threads", "--threads"},
+      {"n_jobs", "--threads"},
+      {"tree_learner", "--machines"},
+      {"num_machines", "--machines"},
+      {"num_iterations", "--max-rounds"},
+      {"n_estimators", "--max-rounds"},
+      {"early_stopping_round", "--early-stopping"},
+      {"categorical_feature", "the feature spec"},
+      {"verbose", "-v/--verbose"},
+      {"verbosity", "-v/--verbose"}};
+  for (const auto& [key, value] : extra) {
+    if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        })) {
+      return InvalidArgumentError("--param '" + key + "=" + value +
+                                  "': the key must be a LightGBM parameter name (letters, digits, "
+                                  "'_'), e.g. --param min_data_in_leaf=50");
+    }
+    if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
+      return InvalidArgumentError("--param " + key +
+                                  ": give one value without spaces, e.g. --param " + key + "=0.5");
+    }
+    if (const auto it = kReserved.find(key); it != kReserved.end()) {
+      return InvalidArgumentError("--param " + key + ": kselect sets it from " + it->second +
+                                  "; use that option instead");
+    }
+  }
+  return Status::Ok();
+}
 
 int RelevanceGrade(double value, double best) {
   const double relative = best > 0 ? std::clamp(value / best, 0.0, 1.0) : 0.0;

@@ -552,47 +552,6 @@ json RowSamplingJson(const TrainOptions& options, const TrainResult& result) {
 
 }  // namespace
 
-Status CheckExtraLightGbmParams(const std::vector<std::pair<std::string, std::string>>& extra) {
-  // Set by kselect from its own options: a --param would contradict them silently.
-  static const std::map<std::string, std::string, std::less<>> kReserved = {
-      {"objective", "--objective"},
-      {"application", "--objective"},
-      {"metric", "--objective"},
-      {"eval_at", "--objective"},
-      {"label_gain", "--objective"},
-      {"lambdarank_truncation_level", "--objective"},
-      {"seed", "--seed"},
-      {"random_state", "--seed"},
-      {"num_threads", "--threads"},
-      {"n_jobs", "--threads"},
-      {"tree_learner", "--machines"},
-      {"num_machines", "--machines"},
-      {"num_iterations", "--max-rounds"},
-      {"n_estimators", "--max-rounds"},
-      {"early_stopping_round", "--early-stopping"},
-      {"categorical_feature", "the feature spec"},
-      {"verbose", "-v/--verbose"},
-      {"verbosity", "-v/--verbose"}};
-  for (const auto& [key, value] : extra) {
-    if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-        })) {
-      return InvalidArgumentError("--param '" + key + "=" + value +
-                                  "': the key must be a LightGBM parameter name (letters, digits, "
-                                  "'_'), e.g. --param min_data_in_leaf=50");
-    }
-    if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
-      return InvalidArgumentError("--param " + key +
-                                  ": give one value without spaces, e.g. --param " + key + "=0.5");
-    }
-    if (const auto it = kReserved.find(key); it != kReserved.end()) {
-      return InvalidArgumentError("--param " + key + ": kselect sets it from " + it->second +
-                                  "; use that option instead");
-    }
-  }
-  return Status::Ok();
-}
-
 namespace {
 
 // train_manifest.json: what was trained (members, trees, objectives), on what data, and how.

@@ -10,7 +10,11 @@ set_property(CACHE KSELECT_WITH_TORCH PROPERTY STRINGS AUTO ON OFF)
 
 if(NOT KSELECT_WITH_TORCH STREQUAL "OFF")
   if(NOT KSELECT_TORCH_PYTHON)
-    if(EXISTS ${KSELECT_DEPS_DIR}/torch-venv/bin/python)
+    if(DEFINED SKBUILD AND DEFINED Python_EXECUTABLE)
+      # pip install: the torch of the environment installing (with --no-build-isolation; an
+      # isolated build environment has none, and the wheel then holds no operators).
+      set(KSELECT_TORCH_PYTHON ${Python_EXECUTABLE})
+    elseif(EXISTS ${KSELECT_DEPS_DIR}/torch-venv/bin/python)
       set(KSELECT_TORCH_PYTHON ${KSELECT_DEPS_DIR}/torch-venv/bin/python)
     elseif(DEFINED Python_EXECUTABLE)
       set(KSELECT_TORCH_PYTHON ${Python_EXECUTABLE})

@@ -5,5 +5,5 @@
 set(KSELECT_CUDNN_SOURCES src/providers/cudnn/cudnn_library.cpp
                           src/providers/cudnn/cudnn_provider.cpp)
 set_source_files_properties(${KSELECT_CUDNN_SOURCES} PROPERTIES
-    COMPILE_OPTIONS "-isystem;${KSELECT_DEPS_DIR}/cudnn_frontend/include"
+    COMPILE_OPTIONS "-isystem;${KSELECT_CUDNN_FRONTEND_INCLUDE}"
     COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING")
