@@ -39,7 +39,14 @@
 include_guard(GLOBAL)
 
 get_filename_component(_kselect_repo_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-set(KSELECT_DEPS_DIR "${_kselect_repo_root}/.deps" CACHE PATH
+# $KSELECT_DEPS_DIR, as scripts/setup.sh reads it, else the checkout's .deps/ (a `pip install`
+# passes the environment on, so its build finds what setup.sh made there).
+if(NOT "$ENV{KSELECT_DEPS_DIR}" STREQUAL "")
+  set(_kselect_default_deps_dir "$ENV{KSELECT_DEPS_DIR}")
+else()
+  set(_kselect_default_deps_dir "${_kselect_repo_root}/.deps")
+endif()
+set(KSELECT_DEPS_DIR "${_kselect_default_deps_dir}" CACHE PATH
     "Prefix with kselect's pinned third-party installs (made by scripts/setup.sh)")
 option(KSELECT_WITH_ARROW "Use Arrow/Parquet (from .deps/arrow)" ON)
 option(KSELECT_WITH_LIGHTGBM "Use the LightGBM C API (from .deps/lightgbm)" ON)
