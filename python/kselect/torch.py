@@ -58,41 +58,48 @@ def library_path() -> str:
 
 
 def load():
-    """Loads the operators into torch (once) and registers their fake implementations."""
+    """Loads the operators into torch (once), registers their fake implementations and, when
+    nothing is configured yet, the default rules (so the explicit operators route at once).
+    Call it, or enable(), before torch.compile traces kselect's operators."""
     global _loaded, _ops
     torch = _torch()
     with _lock:
-        if _loaded:
-            return _ops
-        path = library_path()
-        if not os.path.exists(path):
-            raise ImportError(
-                f"kselect's PyTorch operators are not at {path}: install kselect with pip in an "
-                "environment that has torch, or build the kselect_torch target and set "
-                "KSELECT_TORCH_LIBRARY"
-            )
+        first = not _loaded
+        if first:
+            path = library_path()
+            if not os.path.exists(path):
+                raise ImportError(
+                    f"kselect's PyTorch operators are not at {path}: install kselect with pip in an "
+                    "environment that has torch (pip install --no-build-isolation .), or build the "
+                    "kselect_torch target and set KSELECT_TORCH_LIBRARY"
+                )
+            try:
+                torch.ops.load_library(path)
+            except OSError as e:
+                raise ImportError(
+                    f"cannot load {path}: {e} (it must be built against this torch, "
+                    f"{torch.__version__})"
+                ) from e
+
+            def mm_fake(a, b):
+                torch._check(a.dim() == 2 and b.dim() == 2, lambda: "kselect::mm takes 2-D tensors")
+                torch._check(a.shape[1] == b.shape[0], lambda: "kselect::mm: inner sizes differ")
+                return a.new_empty((a.shape[0], b.shape[1]))
+
+            def bmm_fake(a, b):
+                torch._check(a.dim() == 3 and b.dim() == 3, lambda: "kselect::bmm takes 3-D tensors")
+                torch._check(a.shape[2] == b.shape[1], lambda: "kselect::bmm: inner sizes differ")
+                return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
+
+            torch.library.register_fake("kselect::mm", mm_fake)
+            torch.library.register_fake("kselect::bmm", bmm_fake)
+            _ops = torch.ops.kselect
+            _loaded = True
+    if first and _configured_rules is None:
         try:
-            torch.ops.load_library(path)
-        except OSError as e:
-            raise ImportError(
-                f"cannot load {path}: {e} (it must be built against this torch, "
-                f"{torch.__version__})"
-            ) from e
-
-        def mm_fake(a, b):
-            torch._check(a.dim() == 2 and b.dim() == 2, lambda: "kselect::mm takes 2-D tensors")
-            torch._check(a.shape[1] == b.shape[0], lambda: "kselect::mm: inner sizes differ")
-            return a.new_empty((a.shape[0], b.shape[1]))
-
-        def bmm_fake(a, b):
-            torch._check(a.dim() == 3 and b.dim() == 3, lambda: "kselect::bmm takes 3-D tensors")
-            torch._check(a.shape[2] == b.shape[1], lambda: "kselect::bmm: inner sizes differ")
-            return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
-
-        torch.library.register_fake("kselect::mm", mm_fake)
-        torch.library.register_fake("kselect::bmm", bmm_fake)
-        _ops = torch.ops.kselect
-        _loaded = True
+            configure()
+        except FileNotFoundError:
+            pass  # no shipped models here: configure() names the ones to use
     return _ops
 
 

@@ -33,6 +33,11 @@ class OperatorTest(unittest.TestCase):
     def setUp(self):
         kt.load()
 
+    def test_loading_configures_the_default_rules(self):
+        # The explicit operators route without a configure() call of the program's own.
+        self.assertTrue(kt.summary()["configured"])
+        self.assertEqual(len(kt.summary()["rules"]), len(kt.default_rules()))
+
     def test_operators_are_registered(self):
         for name in ("mm", "bmm", "addmm", "linear", "_configure", "_route_aten", "_summary"):
             self.assertTrue(hasattr(torch.ops.kselect, name), name)
