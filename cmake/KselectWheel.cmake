@@ -64,15 +64,8 @@ if(TARGET kselect)
 endif()
 
 # ------------------------------------------------------------------------------------ data
-set(models ${KSELECT_WHEEL_MODELS})
-foreach(name IN LISTS KSELECT_WHEEL_MODELS)
-  kselect_model_references(${name} refs)
-  list(APPEND models ${refs})
-endforeach()
-list(REMOVE_DUPLICATES models)
-foreach(name IN LISTS models)
-  kselect_install_model(${name} ${KSELECT_WHEEL_DATA_DIR}/models COMPONENT wheel)
-endforeach()
+kselect_install_models(DESTINATION ${KSELECT_WHEEL_DATA_DIR}/models COMPONENT wheel
+                       MODELS ${KSELECT_WHEEL_MODELS})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/rules/ DESTINATION ${KSELECT_WHEEL_DATA_DIR}/rules
         COMPONENT wheel)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/data/hardware/ DESTINATION ${KSELECT_WHEEL_DATA_DIR}/hardware

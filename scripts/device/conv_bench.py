@@ -36,6 +36,9 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import kselect.torch as kt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import rel_diff, wall_ms  # noqa: E402
+
 DT = torch.bfloat16
 CL = torch.channels_last
 VARIANTS = ("default", "kselect")  # main() puts the process's PyTorch mode first
@@ -110,14 +113,6 @@ def build(name):
     return net.to(device="cuda", dtype=DT, memory_format=CL), shape
 
 
-def timed_ms(fn, reps):
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1e3 / reps
-
 
 def rounds_of(fns, reps, rounds):
     """fns: {variant: callable}; interleaved rounds, rotating order; median ms per variant."""
@@ -127,13 +122,9 @@ def rounds_of(fns, reps, rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for v in order:
             use(v)
-            times[v].append(timed_ms(fns[v], reps))
+            times[v].append(wall_ms(fns[v], reps))
     use(VARIANTS[0])
     return {v: statistics.median(t) for v, t in times.items()}
-
-
-def rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
 def layer_check(name, batch):
@@ -163,7 +154,7 @@ def layer_check(name, batch):
             got[v] = (y, dx, dw)
         use(VARIANTS[0])
         for i, key in enumerate(("y", "dx", "dw")):
-            e = rel(got["kselect"][i], got[VARIANTS[0]][i])
+            e = rel_diff(got["kselect"][i], got[VARIANTS[0]][i])
             worst[key] = max(worst[key], e)
             if e > 2e-2:
                 bad.append(f"{key} {tuple(x.shape)} -> {tuple(m.weight.shape)} s{m.stride} p{m.padding} g{m.groups}: {e:.2e}")
@@ -189,7 +180,7 @@ def bench_training(name, rounds):
     # also pays cuDNN's and the network's own one-time costs; see the lab note).
     for v in VARIANTS:
         use(v)
-        out["first_step_ms"][v] = timed_ms(step, 1)
+        out["first_step_ms"][v] = wall_ms(step, 1)
     grads = {}
     for v in VARIANTS:
         use(v)
@@ -198,7 +189,7 @@ def bench_training(name, rounds):
         for p in params:
             p.grad = None
     use(VARIANTS[0])
-    out["grad_rel_diff_max"] = max(rel(a, b) for a, b in zip(grads["kselect"], grads[VARIANTS[0]]))
+    out["grad_rel_diff_max"] = max(rel_diff(a, b) for a, b in zip(grads["kselect"], grads[VARIANTS[0]]))
     out["step_ms"] = rounds_of({v: step for v in VARIANTS}, 3, rounds)
     log(f"{name} train: {out}")
     return out
@@ -225,7 +216,7 @@ def bench_inference(name, rounds):
             if v == VARIANTS[0]:
                 ref = y.float()
             else:
-                res[f"{v}_rel_diff"] = rel(y, ref)
+                res[f"{v}_rel_diff"] = rel_diff(y, ref)
         reps = 20 if batch == 1 else 3
         res["eager_ms"] = rounds_of({v: run for v in VARIANTS}, reps, rounds)
         graphs = {}

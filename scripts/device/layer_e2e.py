@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import llama_e2e  # noqa: E402  (the model, its sizes and steps)
+from torch_timing import wall_ms  # noqa: E402
 
 
 def layer():
@@ -70,13 +71,6 @@ def mode_record(args):
             "layers": args.layers, "decode_steps": llama_e2e.DECODE_STEPS}
 
 
-def eager_ms(torch, fn, reps):
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1e3 / reps
 
 
 def graph_ms(torch, g, reps):
@@ -140,7 +134,7 @@ def timings(torch, lib, modes, prefill, decode, rounds):
                         if lib is not None:
                             switch(lib, mode)
                         fn()  # one step to decide again after the switch
-                        times[mode].append(eager_ms(torch, fn, reps))
+                        times[mode].append(wall_ms(fn, reps))
             row = {f"{mode}_ms": median(times[mode]) for mode in modes}
             for mode in modes[1:]:
                 row[f"{mode}_speedup"] = median([a / b for a, b in zip(times[modes[0]], times[mode])])

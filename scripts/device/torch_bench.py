@@ -35,6 +35,9 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import kselect.torch as kt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import rel_diff, wall_ms  # noqa: E402
+
 HIDDEN, HEADS, KV_HEADS, MLP, VOCAB = 4096, 32, 8, 14336, 128256
 HEAD_DIM = HIDDEN // HEADS
 BATCH, PROMPT = 8, 256
@@ -126,14 +129,6 @@ def inference_steps(model, max_len):
     return prefill, decode
 
 
-def wall_ms(fn, reps):
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1e3 / reps
-
 
 def side_by_side(fns, reps, rounds):
     """fns: {variant: (routing_on, callable)}; interleaved rounds, alternating order. Returns
@@ -150,10 +145,6 @@ def side_by_side(fns, reps, rounds):
     ratios = [a / b for a, b in zip(times[names[0]], times[names[1]])]
     return {**{f"{n}_ms": statistics.median(v) for n, v in times.items()},
             "speedup": statistics.median(ratios), "rounds": rounds}
-
-
-def rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
 # ----------------------------------------------------------------------------------- sections
@@ -173,13 +164,13 @@ def section_check(results):
                 x.grad = w.grad = None
             routing(False)
             key = f"{str(dtype)[6:]}_t{tokens}"
-            out[key] = {n: rel(grads[True][i], grads[False][i]) for i, n in enumerate(("y", "dx", "dw"))}
+            out[key] = {n: rel_diff(grads[True][i], grads[False][i]) for i, n in enumerate(("y", "dx", "dw"))}
     p = torch.randn(16, 128, 64, device="cuda", dtype=DT, generator=g)
     q = torch.randn(16, 64, 256, device="cuda", dtype=DT, generator=g)
     ref = torch.bmm(p, q)
     with kt.enabled():
-        out["bmm"] = {"y": rel(torch.bmm(p, q), ref)}
-        out["explicit_linear"] = {"y": rel(kt.linear(p[0], q[0].t()), F.linear(p[0], q[0].t()))}
+        out["bmm"] = {"y": rel_diff(torch.bmm(p, q), ref)}
+        out["explicit_linear"] = {"y": rel_diff(kt.linear(p[0], q[0].t()), F.linear(p[0], q[0].t()))}
     results["check"] = out
     results["check_summary"] = {k: v for k, v in kt.summary().items() if k != "decisions"}
     worst = max(v for d in out.values() for v in d.values())
@@ -258,7 +249,7 @@ def section_model(results, model, max_len, rounds):
     routing(True)
     got = decode().float()
     routing(False)
-    out["decode_logits_rel_diff"] = rel(got, ref)
+    out["decode_logits_rel_diff"] = rel_diff(got, ref)
     out["eager_decode"] = side_by_side({"torch": (False, decode), "kselect": (True, decode)}, 20, rounds)
     out["eager_prefill"] = side_by_side({"torch": (False, prefill), "kselect": (True, prefill)}, 3, rounds)
     log(f"model eager: {out['eager_decode']}, {out['eager_prefill']}")
@@ -315,7 +306,7 @@ def section_train(results, layers, rounds):
         for p in params:
             p.grad = None
     routing(False)
-    out = {"grad_rel_diff_max": max(rel(a, b) for a, b in zip(grads[True], grads[False]))}
+    out = {"grad_rel_diff_max": max(rel_diff(a, b) for a, b in zip(grads[True], grads[False]))}
     prep = kt.prepare(model, [BATCH * PROMPT], backward=True)
     out["prepare"] = prep
     out["step"] = side_by_side({"torch": (False, step), "kselect": (True, step)}, 3, rounds)
