@@ -147,7 +147,7 @@ RouteOutcome KernelRouter::Launch(const Entry& entry, const KernelOperands& oper
     return RouteOutcome::kLaunchFailed;
   }
   if (!entry.kernel->Launch(operands, stream).ok()) {
-    const_cast<Entry&>(entry).failed.store(true);
+    entry.failed.store(true);
     return RouteOutcome::kLaunchFailed;
   }
   return RouteOutcome::kRan;

@@ -75,7 +75,7 @@ class KernelRouter {
   struct Entry {
     PreparedKernel* kernel = nullptr;  // owned by the rule's selector; null: nothing runs
     int64_t workspace_bytes = 0;
-    std::atomic<bool> failed{false};
+    mutable std::atomic<bool> failed{false};                  // set by Launch on a failed launch
     RouteOutcome without_kernel = RouteOutcome::kNoDecision;  // what a null kernel means
   };
 
