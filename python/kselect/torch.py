@@ -157,7 +157,8 @@ def configure(rules=None, time_top_k: int = 3, share_across_n: bool = True,
     rules = list(rules) if rules is not None else default_rules()
     for rule in rules:
         model = rule.split("=", 1)[-1]
-        if not all(os.path.exists(p) for p in model.split(":")):
+        # A directory each (a FIFO or a file there would fail later, on the GPU, less clearly).
+        if not all(os.path.isdir(p) for p in model.split(":")):
             raise FileNotFoundError(f"kselect.torch: no model directory {model} (rule {rule!r})")
     torch.ops.kselect._configure(rules, int(time_top_k), bool(share_across_n),
                                  int(conv_time_top_k))

@@ -8,6 +8,7 @@ them on the device together with the performance figures.
 import contextlib
 import importlib.util
 import os
+import tempfile
 import unittest
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
@@ -97,6 +98,8 @@ class OperatorTest(unittest.TestCase):
             torch.ops.kselect._configure(["*=/nowhere"], -1)
         with self.assertRaisesRegex(FileNotFoundError, "no model directory"):
             kt.configure(["bf16=/nowhere/at/all"])
+        with self.assertRaisesRegex(FileNotFoundError, "no model directory"):
+            kt.configure(["bf16=" + os.devnull])  # not a directory
 
     def test_switch_on_and_off_leaves_cpu_work_alone(self):
         a, b = torch.randn(4, 4), torch.randn(4, 4)
@@ -116,8 +119,8 @@ class OperatorTest(unittest.TestCase):
         self.assertFalse(kt.is_enabled())
 
     def test_rules_parse_dtypes_and_layouts(self):
-        kt.configure(["bf16/rcc=" + os.devnull, "fp16=" + os.devnull, "*=" + os.devnull,
-                      "conv/bwd_data=" + os.devnull, "conv=" + os.devnull], 0)
+        d = tempfile.gettempdir()
+        kt.configure(["bf16/rcc=" + d, "fp16=" + d, "*=" + d, "conv/bwd_data=" + d, "conv=" + d], 0)
         rules = kt.summary()["rules"]
         gemm = [(r["dtype"], r["layout"]) for r in rules if r["kind"] == "gemm"]
         self.assertEqual(gemm, [("bf16", "rcc"), ("fp16", "*"), ("*", "*")])
