@@ -139,6 +139,10 @@ struct FirstUseRecord {
   std::optional<KernelConfig> vendor_pick;  // the provider heuristic's first pick, timed beside
   bool vendor_timed = false;                // the pick ran in the timed rounds
   bool vendor_kept = false;                 // it runs: no candidate beat it by more than the margin
+  // What the timing cost on the host: preparing the contenders (plan builds) and timing them
+  // (first launches included).
+  double prepare_ms = 0;
+  double timing_ms = 0;
 };
 
 // How often first-use timing kept the vendor's pick, over the problems a selector timed.
@@ -159,6 +163,10 @@ struct Selection {
   size_t candidates_considered = 0;  // configs in the table (or enumerated) for the problem
   size_t candidates_scored = 0;      // of those, scored by the deciding stage
   std::vector<RankedConfig> ranked;  // best first, at most top_k, never empty
+  // Host time the decision spent in the provider library: asking its heuristics for the model's
+  // peer features, and CanImplement over the ranked configs (plan builds, for cuDNN).
+  double heuristic_query_ms = 0;
+  double can_implement_ms = 0;
 };
 
 class Selector {
@@ -264,6 +272,9 @@ struct DispatchInfo {
   // On the call that timed: whether the vendor's pick was timed beside the candidates and stayed
   // the choice (SelectorOptions::first_use_vendor_margin); unset when it was not timed.
   std::optional<bool> vendor_kept;
+  // On the call that timed: the timing's cost (FirstUseRecord's prepare_ms, timing_ms).
+  double prepare_ms = 0;
+  double timing_ms = 0;
 };
 
 // C = alpha * op(A) op(B) + beta * C with the selector's choice for `problem` (alpha and beta

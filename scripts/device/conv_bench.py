@@ -163,6 +163,67 @@ def layer_check(name, batch):
     return out
 
 
+def conv_percall(name, calls=300, rounds=6):
+    """Host time of one eager forward call per distinct conv layer of the network at batch 1
+    (synchronised before each call, so the GPU is idle and the figure is the CPU's), kselect
+    against PyTorch interleaved; medians in us."""
+    net, shape = build(name)
+    captured, seen = [], set()
+
+    def hook(m, args):
+        key = (tuple(args[0].shape), tuple(m.weight.shape), m.stride, m.padding, m.groups)
+        if key not in seen:
+            seen.add(key)
+            captured.append((m, args[0].detach()))
+
+    hooks = [m.register_forward_pre_hook(hook) for m in net.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        net(torch.randn(1, *shape, device="cuda", dtype=DT).to(memory_format=CL))
+    for h in hooks:
+        h.remove()
+    per_layer = []
+    with torch.no_grad():
+        for m, x in captured:
+            for v in VARIANTS:  # decide, warm
+                use(v)
+                m(x)
+            cpu = {v: [] for v in VARIANTS}
+            for r in range(rounds):
+                for v in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+                    use(v)
+                    for _ in range(calls // rounds):
+                        torch.cuda.synchronize()
+                        t0 = time.perf_counter_ns()
+                        m(x)
+                        cpu[v].append(time.perf_counter_ns() - t0)
+            per_layer.append({v: statistics.median(t) / 1e3 for v, t in cpu.items()})
+    use(VARIANTS[0])
+    ratios = [layer["kselect"] / layer[VARIANTS[0]] for layer in per_layer]
+    out = {"layers": len(per_layer), "per_layer_us": per_layer,
+           "sum_us": {v: sum(layer[v] for layer in per_layer) for v in VARIANTS},
+           "ratio_median": statistics.median(ratios), "ratio_max": max(ratios)}
+    log(f"{name} per-call CPU: {out['sum_us']} median ratio {out['ratio_median']:.3f} max {out['ratio_max']:.3f}")
+    return out
+
+
+def decision_costs(decisions):
+    """kselect's decisions made during one network: how many, and where their time went."""
+    convs = [d for d in decisions if not d["problem"].startswith("m=")]
+    return {"decisions": len(decisions), "conv_decisions": len(convs),
+            "decide_s": sum(d["decide_ms"] for d in decisions) / 1e3,
+            "select_s": sum(d.get("select_ms", 0) for d in decisions) / 1e3,
+            "heuristic_s": sum(d.get("heuristic_ms", 0) for d in decisions) / 1e3,
+            "can_implement_s": sum(d.get("can_implement_ms", 0) for d in decisions) / 1e3,
+            "prepare_s": sum(d.get("prepare_ms", 0) for d in decisions) / 1e3,
+            "timing_s": sum(d.get("timing_ms", 0) for d in decisions) / 1e3,
+            "slowest": sorted(({"problem": d["problem"], "decide_ms": round(d["decide_ms"]),
+                                "select_ms": round(d.get("select_ms", 0)),
+                                "heuristic_ms": round(d.get("heuristic_ms", 0)),
+                                "can_implement_ms": round(d.get("can_implement_ms", 0)),
+                                "timing_ms": round(d.get("timing_ms", 0))} for d in decisions),
+                              key=lambda d: -d["decide_ms"])[:5]}
+
+
 def bench_training(name, rounds):
     net, shape = build(name)
     net.train()
@@ -218,7 +279,9 @@ def bench_inference(name, rounds):
             else:
                 res[f"{v}_rel_diff"] = rel_diff(y, ref)
         reps = 20 if batch == 1 else 3
-        res["eager_ms"] = rounds_of({v: run for v in VARIANTS}, reps, rounds)
+        # Eager batch 1 is launch-bound and this host's launch cost wanders by a few % between
+        # rounds: three times the rounds (a few ms each).
+        res["eager_ms"] = rounds_of({v: run for v in VARIANTS}, reps, rounds * 3 if batch == 1 else rounds)
         graphs = {}
         for v in VARIANTS:
             use(v)
@@ -242,6 +305,7 @@ def main():
     ap.add_argument("--nets", default="resnet50,convnext_t,vae_decoder")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--mode", choices=("default", "benchmark"), default="default")
+    ap.add_argument("--percall", action="store_true", help="host time per eager conv call, batch 1")
     args = ap.parse_args()
     global VARIANTS
     VARIANTS = (args.mode, "kselect")
@@ -254,16 +318,22 @@ def main():
     warm(torch.randn(1, 8, 8, 8, device="cuda", dtype=DT).to(memory_format=CL)).sum().backward()
     for name in args.nets.split(","):
         entry = {}
+        decided = len(kt.summary()["decisions"])
         try:
             if name != "vae_decoder":
                 entry["train"] = bench_training(name, args.rounds)
+                entry["train_decisions"] = decision_costs(kt.summary()["decisions"][decided:])
+                log(f"{name} training decisions: {entry['train_decisions']}")
             entry["layer_check"] = layer_check(name, 1 if name == "vae_decoder" else 32)
             entry["inference"] = bench_inference(name, args.rounds)
+            if args.percall:
+                entry["percall"] = conv_percall(name)
         except Exception as e:  # noqa: BLE001 - keep the other networks' figures
             import traceback
 
             traceback.print_exc()
             entry["error"] = repr(e)
+        entry["decisions"] = decision_costs(kt.summary()["decisions"][decided:])
         results[name] = entry
         with open(os.path.join(args.out, f"conv_bench_{args.mode}.json"), "w") as f:
             json.dump(results, f, indent=1)
@@ -291,6 +361,15 @@ def main():
                 m = r[mode]
                 log(f"{name:>12} {b:>7} {mode[:-3]:>5}: {p} {m[p]:.3f} ms, kselect {m['kselect']:.3f} ms "
                     f"({m[p] / m['kselect']:.3f}x)")
+        if "percall" in e:
+            c = e["percall"]
+            log(f"{name:>12} per-call CPU b1: {p} {c['sum_us'][p]:.0f} us, kselect {c['sum_us']['kselect']:.0f} us "
+                f"over {c['layers']} layers (ratio median {c['ratio_median']:.3f}, max {c['ratio_max']:.3f})")
+        if "decisions" in e:
+            c = e["decisions"]
+            log(f"{name:>12} decisions: {c['decisions']} in {c['decide_s']:.1f} s (ranking {c['select_s']:.1f} s: "
+                f"heuristics {c['heuristic_s']:.1f} s, CanImplement {c['can_implement_s']:.1f} s; "
+                f"building {c['prepare_s']:.1f} s, timing {c['timing_s']:.1f} s)")
         if "layer_check" in e:
             c = e["layer_check"]
             log(f"{name:>12} layer check: {c['layers']} layers, worst y {c['worst']['y']:.1e} dx "

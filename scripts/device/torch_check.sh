@@ -6,7 +6,8 @@
 # CUDA 13): `cmake --build build --target kselect_torch` with .deps/torch-venv, then copy it.
 # SECTIONS (default all; "none" skips it) and LAYERS pass through to torch_bench.py; CONV_NETS
 # (default none) runs scripts/device/conv_bench.py on those networks (resnet50,convnext_t,
-# vae_decoder) with CONV_TIMEOUT seconds a process.
+# vae_decoder) with CONV_TIMEOUT seconds a process; CONV_ARGS pass through (--percall: host time
+# per eager conv call).
 set -u
 BIN=${BIN:-.devcarry-torch}
 OUT=${OUT:-/tmp/out}
@@ -14,8 +15,15 @@ source scripts/device/check_common.sh
 export KSELECT_TORCH_LIBRARY="$PWD/$BIN/libkselect_torch.so"
 export PYTHONPATH="$PWD/python"
 
-timeout 300 python3 -m unittest python.tests.test_torch -v > "$OUT/test_torch.log" 2>&1
-summary+=("test_torch rc=$? $(tail -3 "$OUT/test_torch.log" | tr '\n' ' ') $(lap)")
+# GPU_TEST_FILTER (default none): those suites of a carried $BIN/kselect_tests first.
+if [ -n "${GPU_TEST_FILTER:-}" ] && [ -x "$BIN/kselect_tests" ]; then
+  gpu_tests "${TEST_SECONDS:-240}" "$GPU_TEST_FILTER"
+fi
+# TORCH_TESTS=0 skips the Python tests (a second call on the same build).
+if [ "${TORCH_TESTS:-1}" != 0 ]; then
+  timeout 300 python3 -m unittest python.tests.test_torch -v > "$OUT/test_torch.log" 2>&1
+  summary+=("test_torch rc=$? $(tail -3 "$OUT/test_torch.log" | tr '\n' ' ') $(lap)")
+fi
 
 if [ "${SECTIONS:-}" != none ]; then
   timeout "${BENCH_TIMEOUT:-480}" python3 scripts/device/torch_bench.py --out "$OUT" \
@@ -24,15 +32,16 @@ if [ "${SECTIONS:-}" != none ]; then
   summary+=("torch_bench rc=$? $(lap)")
   sed -n '/^=== kselect.torch vs PyTorch/,$p' "$OUT/torch_bench.log"
 fi
-# One process per PyTorch cuDNN mode (conv_bench.py says why); CONV_BENCHMARK_NETS (default
+# One process per PyTorch cuDNN mode (conv_bench.py says why; CONV_MODES picks them, default
+# "default benchmark"); CONV_BENCHMARK_NETS (default
 # CONV_NETS) for the cudnn.benchmark = True process.
 if [ -n "${CONV_NETS:-}" ]; then
-  for mode in default benchmark; do
+  for mode in ${CONV_MODES:-default benchmark}; do
     nets=$CONV_NETS
     [ "$mode" = benchmark ] && nets=${CONV_BENCHMARK_NETS:-$CONV_NETS}
     [ -n "$nets" ] || continue
     timeout "${CONV_TIMEOUT:-250}" python3 scripts/device/conv_bench.py --out "$OUT" \
-      --mode "$mode" --nets "$nets" > "$OUT/conv_bench_$mode.log" 2>&1
+      --mode "$mode" --nets "$nets" ${CONV_ARGS:-} > "$OUT/conv_bench_$mode.log" 2>&1
     summary+=("conv_bench $mode rc=$? $(lap)")
     sed -n '/^=== kselect.torch convolutions/,$p' "$OUT/conv_bench_$mode.log"
   done

@@ -199,7 +199,14 @@ std::unique_ptr<KernelRouter::Entry> KernelRouter::DecideThrough(
     info = Gemm(*route.cross, *gemm, operands.buffers[0], operands.buffers[1], operands.buffers[2],
                 operands.workspace, operands.workspace_bytes, stream);
   } else if (route.selector) {
+    const auto start = std::chrono::steady_clock::now();
     StatusOr<const Selection*> selection = route.selector->Select(problem);
+    decision->select_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (selection.ok()) {
+      decision->heuristic_ms = (*selection)->heuristic_query_ms;
+      decision->can_implement_ms = (*selection)->can_implement_ms;
+    }
     info = selection.ok() ? DispatchRanked(*route.selector, problem, (*selection)->ranked,
                                            (*selection)->path, operands, stream)
                           : StatusOr<DispatchInfo>(selection.status());
@@ -219,9 +226,16 @@ std::unique_ptr<KernelRouter::Entry> KernelRouter::DecideThrough(
   decision->config = DescribeConfig(info->config);
   decision->timed_configs = info->timed_configs;
   decision->vendor_kept = info->vendor_kept.value_or(false);
+  decision->prepare_ms = info->prepare_ms;
+  decision->timing_ms = info->timing_ms;
   decision->note = info->note;
   if (!kernel.ok()) {
     decision->note += "; not kept: " + kernel.status().message();
+    return entry;
+  }
+  if (info->timed_configs > 0 && !info->vendor_kept.has_value()) {
+    decision->note += "; not kept: unguarded, the framework's own kernel runs from now";
+    entry->without_kernel = RouteOutcome::kUnguarded;
     return entry;
   }
   entry->kernel = *kernel;

@@ -7,7 +7,11 @@
 // the vendor guard) on the call's own operands, and the prepared kernel of what won is kept;
 // every later call of that problem is a hash lookup and the kernel's launch. A problem no rule
 // covers, or met first while its stream is being captured into a CUDA graph, is left to the
-// caller (which runs the framework's own kernel). Torch-free: operands are pointers.
+// caller (which runs the framework's own kernel), and so is one whose timing had no vendor's
+// pick to guard against (cuDNN's heuristic lists no plan within the workspace limit for some
+// layers, such as a VAE's 3-channel output convolution): the framework asks its library itself,
+// with its own workspace, and kselect never runs an unguarded choice in its place. Torch-free:
+// operands are pointers.
 //
 // Token-count buckets (share_across_n, GEMMs only): a framework meets one weight at every token
 // count (n), and timing each costs ~40 ms. With sharing, the first problem of an n bucket (1, 2,
@@ -50,12 +54,17 @@ StatusOr<RouteRule> ParseRouteRule(std::string_view text);
 struct RouteDecision {
   std::string problem;  // ProblemToString
   std::string model_dir;
-  std::string config;        // DescribeConfig of what runs ("" when nothing does)
-  int timed_configs = 0;     // timed at first use (0: untimed)
-  bool vendor_kept = false;  // the vendor's pick won the timing (or the guard kept it)
-  double decide_ms = 0;      // selection, timing and the first launch
-  std::string note;          // why nothing runs, or the dispatch note
-  std::string shared_from;   // the problem whose timed winner this reuses ("" = decided itself)
+  std::string config;           // DescribeConfig of what runs ("" when nothing does)
+  int timed_configs = 0;        // timed at first use (0: untimed)
+  bool vendor_kept = false;     // the vendor's pick won the timing (or the guard kept it)
+  double decide_ms = 0;         // selection, timing and the first launch, of which:
+  double select_ms = 0;         // the selector's ranking, of which:
+  double heuristic_ms = 0;      //   asking the library's heuristics for the model's features
+  double can_implement_ms = 0;  // CanImplement of the ranked configs (plan builds)
+  double prepare_ms = 0;        // preparing the timed contenders (plan builds)
+  double timing_ms = 0;         // timing them
+  std::string note;             // why nothing runs, or the dispatch note
+  std::string shared_from;      // the problem whose timed winner this reuses ("" = decided itself)
 };
 
 enum class RouteOutcome {
@@ -63,6 +72,7 @@ enum class RouteOutcome {
   kNoRule,            // no rule covers the problem
   kUndecidedCapture,  // first met during stream capture: nothing is timed or prepared then
   kNoDecision,        // the problem's decision failed (see the decisions)
+  kUnguarded,         // timed without the vendor's pick beside it: the framework's kernel runs
   kLaunchFailed,      // the kept kernel failed to launch; the problem is passed over from now
 };
 

@@ -47,6 +47,7 @@ enum class PassReason {
   kNoRule,         // no configured model covers the dtype and layout
   kUndecidedCapture,
   kNoDecision,
+  kUnguarded,  // timed without the vendor's pick beside it
   kLaunchFailed,
   kAddmm,              // addmm: PyTorch's fused bias epilogue
   kConvLayout,         // a convolution not channels-last contiguous 2-D or 3-D
@@ -69,6 +70,9 @@ constexpr std::array<PassReasonText, static_cast<size_t>(PassReason::kCount)> kP
     {"undecided_during_capture",
      "a GEMM first met during CUDA graph capture (decide it before: kselect.torch.prepare)"},
     {"no_decision", "the GEMM's decision failed (kselect.torch.summary() says why)"},
+    {"unguarded",
+     "a decision without the vendor's pick to guard it (the library's heuristic offered none "
+     "within kselect's workspace limit)"},
     {"launch_failed", "kselect's kernel failed to launch"},
     {"addmm_bias_epilogue", "addmm (a bias): PyTorch's fused bias epilogue runs"},
     {"conv_layout",
@@ -187,6 +191,9 @@ bool Counted(RouteOutcome outcome, std::atomic<int64_t>& routed) {
       return false;
     case RouteOutcome::kNoDecision:
       CountPass(PassReason::kNoDecision);
+      return false;
+    case RouteOutcome::kUnguarded:
+      CountPass(PassReason::kUnguarded);
       return false;
     case RouteOutcome::kLaunchFailed:
       CountPass(PassReason::kLaunchFailed);
@@ -419,19 +426,21 @@ at::Tensor RoutedCudnnConvolution(const at::Tensor& input, const at::Tensor& wei
                                   bool deterministic, bool allow_tf32) {
   if (deterministic) {
     CountPass(PassReason::kConvDeterministic);
-  } else {
-    // As PyTorch's own cuDNN path: a channels-last weight makes the input channels-last.
-    const at::MemoryFormat format = ChannelsLastOf(input.dim());
-    const at::Tensor x = weight.is_contiguous(format) ? input.contiguous(format) : input;
-    if (auto problem =
-            ConvProblemOf(x, weight, padding, stride, dilation, groups, ConvDirection::kForward)) {
-      at::Tensor out = at::empty(ConvOutputSizes(*problem), x.options().memory_format(format));
-      if (TryRouteConv(*problem, x.data_ptr(), weight.data_ptr(), out.data_ptr(), x)) return out;
-    }
+    return at::cuda::cudnn_convolution_symint(input, weight, padding, stride, dilation,
+                                              std::move(groups), benchmark, deterministic,
+                                              allow_tf32);
   }
-  return at::cuda::cudnn_convolution_symint(input, weight, padding, stride, dilation,
-                                            std::move(groups), benchmark, deterministic,
-                                            allow_tf32);
+  // As PyTorch's own cuDNN path: a channels-last weight makes the input channels-last (and
+  // PyTorch's kernel, when it runs instead, gets that copy rather than making its own).
+  const at::MemoryFormat format = ChannelsLastOf(input.dim());
+  const at::Tensor x = weight.is_contiguous(format) ? input.contiguous(format) : input;
+  if (auto problem =
+          ConvProblemOf(x, weight, padding, stride, dilation, groups, ConvDirection::kForward)) {
+    at::Tensor out = at::empty(ConvOutputSizes(*problem), x.options().memory_format(format));
+    if (TryRouteConv(*problem, x.data_ptr(), weight.data_ptr(), out.data_ptr(), x)) return out;
+  }
+  return at::cuda::cudnn_convolution_symint(x, weight, padding, stride, dilation, std::move(groups),
+                                            benchmark, deterministic, allow_tf32);
 }
 
 // d(input) through the bwd_data model, d(weight) through the bwd_weight model, d(bias) as
@@ -691,6 +700,11 @@ std::string Summary() {
                            {"timed_configs", d.timed_configs},
                            {"vendor_kept", d.vendor_kept},
                            {"decide_ms", d.decide_ms},
+                           {"select_ms", d.select_ms},
+                           {"heuristic_ms", d.heuristic_ms},
+                           {"can_implement_ms", d.can_implement_ms},
+                           {"prepare_ms", d.prepare_ms},
+                           {"timing_ms", d.timing_ms},
                            {"shared_from", d.shared_from},
                            {"note", d.note}});
     }

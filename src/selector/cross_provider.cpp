@@ -3,6 +3,7 @@
 #include "kselect/cross_provider.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -323,6 +324,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
   int timed_configs = 0;
   std::string timing_note;
   std::optional<bool> vendor_kept;
+  double prepare_ms = 0, timing_ms = 0;
   if (selector.time_top_k_ >= 2 && d.ranked.size() >= 2) {
     // The vendor guard: cuBLASLt's own pick is timed beside the candidates and kept unless one
     // beats it by more than the margin.
@@ -331,6 +333,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       operands.buffers = {const_cast<void*>(a), const_cast<void*>(b), c};
       operands.workspace = workspace;
       operands.workspace_bytes = workspace_bytes;
+      const auto start = std::chrono::steady_clock::now();
       std::vector<timing::FirstUseContender> contenders;
       for (const RankedConfig& r : d.ranked) {
         auto kernel = PreparedForDispatch(member_of(r.config), Problem(problem), r.config);
@@ -338,12 +341,20 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
         contenders.push_back({ConfigKey(r.config), *kernel});
       }
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
-      return TimeWithVendorPick(
-          std::move(contenders), d.reference_pick,
-          [&] {
-            return PreparedForDispatch(selector.reference(), Problem(problem), d.reference_pick);
-          },
-          *provider, Problem(problem), operands, selector.reference().options(), stream);
+      const double contenders_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      KSELECT_ASSIGN_OR_RETURN(
+          FirstUseRecord record,
+          TimeWithVendorPick(
+              std::move(contenders), d.reference_pick,
+              [&] {
+                return PreparedForDispatch(selector.reference(), Problem(problem),
+                                           d.reference_pick);
+              },
+              *provider, Problem(problem), operands, selector.reference().options(), stream));
+      record.prepare_ms += contenders_ms;
+      return record;
     };
     std::lock_guard lock(selector.first_use_mutex_);
     KSELECT_ASSIGN_OR_RETURN(
@@ -357,6 +368,10 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       d.ranked = std::move(reordered);
       if (timed_configs > 0) timing_note = GuardNote(*record);
       if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
+    }
+    if (record != nullptr && timed_configs > 0) {
+      prepare_ms = record->prepare_ms;
+      timing_ms = record->timing_ms;
     }
   } else if (selector.time_top_k_ < 2) {
     timing_note =
@@ -372,6 +387,8 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
       info->rank = static_cast<int>(r + 1);
       info->timed_configs = timed_configs;
       info->vendor_kept = vendor_kept;
+      info->prepare_ms = prepare_ms;
+      info->timing_ms = timing_ms;
       if (!failures.empty()) info->note = "fell back past " + failures;
       if (timed_configs > 0) {
         info->note += std::string(info->note.empty() ? "" : "; ") + "timed " +

@@ -2,6 +2,7 @@
 // down the ranking when a config cannot be prepared or launched; with time_top_k, the best-ranked
 // few are timed at a problem's first dispatch and the fastest runs from then on.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <mutex>
 #include <numeric>
@@ -32,6 +33,11 @@ StatusOr<PreparedKernel*> PreparedLocked(
   return it->second.get();
 }
 
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 // Times the first `count` configs of `ranked` that prepare and fit the workspace, and the
 // provider heuristic's first pick beside them (the vendor guard; see TimeContendersAtFirstUse
 // and GuardedRecord). The caller holds the dispatch mutex, which guards the provider.
@@ -40,6 +46,7 @@ StatusOr<FirstUseRecord> TimeFirstUse(
     KernelProvider& provider, const Problem& problem, const std::string& problem_key,
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
     const SelectorOptions& options, cudaStream_t stream) {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<timing::FirstUseContender> contenders;
   for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
     const KernelConfig& config = ranked[r].config;
@@ -53,10 +60,15 @@ StatusOr<FirstUseRecord> TimeFirstUse(
       picks.ok() && !picks->empty()) {
     vendor = picks->front();
   }
-  return TimeWithVendorPick(
-      std::move(contenders), vendor,
-      [&] { return PreparedLocked(prepared, provider, problem, problem_key, *vendor); }, provider,
-      problem, operands, options, stream);
+  const double contenders_ms = MsSince(start);
+  KSELECT_ASSIGN_OR_RETURN(
+      FirstUseRecord record,
+      TimeWithVendorPick(
+          std::move(contenders), vendor,
+          [&] { return PreparedLocked(prepared, provider, problem, problem_key, *vendor); },
+          provider, problem, operands, options, stream));
+  record.prepare_ms += contenders_ms;
+  return record;
 }
 
 }  // namespace
@@ -75,7 +87,8 @@ StatusOr<const FirstUseRecord*> FirstUseOrder(
     return nullptr;
   }
   KSELECT_ASSIGN_OR_RETURN(FirstUseRecord record, time_now());
-  *timed = static_cast<int>(record.order.size());
+  // One config in the order was run, not timed against another.
+  *timed = record.order.size() >= 2 ? static_cast<int>(record.order.size()) : 0;
   return &orders.emplace(problem_key, std::move(record)).first->second;
 }
 
@@ -84,6 +97,7 @@ StatusOr<FirstUseRecord> TimeWithVendorPick(
     const std::function<StatusOr<PreparedKernel*>()>& prepare_vendor, KernelProvider& provider,
     const Problem& problem, const KernelOperands& operands, const SelectorOptions& options,
     void* stream) {
+  const auto start = std::chrono::steady_clock::now();
   if (vendor) {
     const std::string key = ConfigKey(*vendor);
     if (std::none_of(contenders.begin(), contenders.end(),
@@ -94,13 +108,29 @@ StatusOr<FirstUseRecord> TimeWithVendorPick(
       }
     }
   }
-  if (contenders.size() < 2) return FirstUseRecord{};
+  const double prepare_ms = MsSince(start);
+  if (contenders.size() < 2) {
+    // Nothing to time. When the vendor's pick is all that prepared, it runs: no candidate was
+    // shown to beat it.
+    FirstUseRecord untimed;
+    untimed.prepare_ms = prepare_ms;
+    if (vendor && contenders.size() == 1 && contenders.front().key == ConfigKey(*vendor)) {
+      untimed.vendor_pick = vendor;
+      untimed.vendor_kept = true;
+      untimed.order.push_back(contenders.front().key);
+    }
+    return untimed;
+  }
+  const auto timing_start = std::chrono::steady_clock::now();
   KSELECT_ASSIGN_OR_RETURN(const std::vector<OperandSpec> specs, provider.Operands(problem));
   KSELECT_ASSIGN_OR_RETURN(std::vector<timing::TimedContender> timed,
                            timing::TimeContendersAtFirstUse(std::move(contenders), specs, operands,
                                                             options.first_use_cold_l2,
                                                             options.first_use_graphs, stream));
-  return GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
+  FirstUseRecord record = GuardedRecord(std::move(timed), vendor, options.first_use_vendor_margin);
+  record.prepare_ms = prepare_ms;
+  record.timing_ms = MsSince(timing_start);
+  return record;
 }
 
 FirstUseRecord GuardedRecord(std::vector<timing::TimedContender> timed,
@@ -242,12 +272,15 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   // timed it beside them (the vendor guard).
   std::vector<RankedConfig> candidates(ranked.begin(), ranked.end());
   std::optional<bool> vendor_kept;
+  double prepare_ms = 0, timing_ms = 0;
   if (time_top_k >= 2 && ranked.size() >= 2) {
     std::lock_guard lock(selector.dispatch_mutex());
+    bool made_now = false;
     KSELECT_ASSIGN_OR_RETURN(const FirstUseRecord* record,
                              FirstUseOrder(
                                  selector.first_use_orders(), problem_key, stream,
                                  [&] {
+                                   made_now = true;
                                    return TimeFirstUse(selector.prepared_kernels(), *provider,
                                                        problem, problem_key, ranked, time_top_k,
                                                        operands, selector.options(),
@@ -259,6 +292,13 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
       order = TimedFirst(candidates, record->order);
       if (timed_configs > 0) timing_note = GuardNote(*record);
       if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
+    }
+    if (record != nullptr && made_now) {
+      prepare_ms = record->prepare_ms;
+      timing_ms = record->timing_ms;
+      if (timed_configs == 0 && record->vendor_kept) {
+        timing_note = "the vendor's pick runs untimed: it was the only contender that prepared";
+      }
     }
   } else if (time_top_k < 2 && ranked.size() >= 2) {
     timing_note =
@@ -302,6 +342,8 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
     info.rank = static_cast<int>(r + 1);
     info.timed_configs = timed_configs;
     info.vendor_kept = vendor_kept;
+    info.prepare_ms = prepare_ms;
+    info.timing_ms = timing_ms;
     if (!failures.empty()) info.note = "fell back past " + failures;
     if (timed_configs > 0) {
       info.note += std::string(info.note.empty() ? "" : "; ") + "timed " +

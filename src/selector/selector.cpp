@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -411,13 +412,28 @@ StatusOr<KernelProvider*> Selector::provider() {
   return impl_->provider.get();
 }
 
+namespace {
+// The library time of the decision this thread is making (Selection::heuristic_query_ms and
+// can_implement_ms): Decide's stages add to them.
+thread_local double tls_heuristic_query_ms = 0;
+thread_local double tls_can_implement_ms = 0;
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+}  // namespace
+
 StatusOr<const Selection*> Selector::Select(const Problem& problem,
                                             std::optional<std::span<const PeerPick>> peer) {
   const uint64_t hash = HashProblem(problem);
   if (const CacheEntry* hit = impl_->cache.Find(problem, hash)) return &hit->cached;
   KSELECT_RETURN_IF_ERROR(ValidateProblem(problem));
   impl_->Record(problem);
+  tls_heuristic_query_ms = tls_can_implement_ms = 0;
   KSELECT_ASSIGN_OR_RETURN(Selection decided, impl_->Decide(problem, peer));
+  decided.heuristic_query_ms = tls_heuristic_query_ms;
+  decided.can_implement_ms = tls_can_implement_ms;
   auto entry = std::make_unique<CacheEntry>();
   entry->hash = hash;
   entry->cached = decided;
@@ -561,6 +577,11 @@ StatusOr<std::vector<size_t>> Selector::Impl::KeepImplementable(
     return kept;
   }
   std::lock_guard lock(provider_mutex);
+  const auto start = std::chrono::steady_clock::now();
+  struct AddTime {
+    std::chrono::steady_clock::time_point start;
+    ~AddTime() { tls_can_implement_ms += MsSince(start); }
+  } add_time{start};
   for (size_t i = 0; i < order.size() && kept.size() < want; ++i) {
     const Status status = provider->CanImplement(problem, configs[order[i]]);
     if (status.ok()) {
@@ -665,6 +686,7 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
         return std::optional<Selection>();
       }
     } else {
+      const auto asked = std::chrono::steady_clock::now();
       StatusOr<std::vector<KernelConfig>> listed = LockedHeuristicPicks(problem, 8);
       if (!listed.ok()) {
         if (!without_picks(listed.status().message())) {
@@ -682,6 +704,7 @@ StatusOr<std::optional<Selection>> Selector::Impl::FromModel(
           std::lock_guard lock(provider_mutex);
           return provider->SecondHeuristicPicks(problem, 8);
         }();
+        tls_heuristic_query_ms += MsSince(asked);
         if (second.ok()) {
           for (size_t r = 0; r < second->size(); ++r) {
             live.push_back({(*second)[r], static_cast<int32_t>(r + 1), PeerHeuristic::kSecond});

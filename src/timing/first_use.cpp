@@ -20,6 +20,12 @@ namespace {
 constexpr double kTimedBatchMs = 0.3;
 constexpr int kTimedBatches = 7;
 constexpr int kMaxLaunchesPerBatch = 128;
+// A contender whose warm-up launch took this many times the fastest's, and at least
+// kHopelessMinMs, cannot win: it is not timed further and keeps its warm-up figure. Among the
+// cuDNN model's top 5 for batch-1 depthwise 7x7 convolutions some engines take seconds a launch,
+// and their eight timed batches made single decisions cost 6-68 s on the H200 (session 32).
+constexpr double kHopelessFactor = 3.0;
+constexpr double kHopelessMinMs = 0.5;
 
 // The operand sets first-use timing cycles through: set 0 = `operands` (with the written ones
 // already replaced by scratch copies), then copies of the read operands, laid out one set after
@@ -126,6 +132,7 @@ StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
   // here leaves the timing (the dispatch loop reports it if it comes to run it); a device in
   // error fails the batches below.
   std::vector<Timed> runnable;
+  std::vector<double> warm_ms;
   for (Timed& t : timed) {
     if (!time_batch(t).ok()) continue;
     auto ms = time_batch(t);
@@ -133,8 +140,34 @@ StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
     t.launches =
         std::clamp(static_cast<int>(kTimedBatchMs / std::max(*ms, 1e-4)), 1, kMaxLaunchesPerBatch);
     runnable.push_back(std::move(t));
+    warm_ms.push_back(*ms);
   }
   if (runnable.size() < 2) return std::vector<TimedContender>{};
+  // The hopeless leave the timing; they follow the timed ones, slowest last.
+  std::vector<TimedContender> hopeless;
+  {
+    const double fastest = *std::min_element(warm_ms.begin(), warm_ms.end());
+    std::vector<Timed> kept;
+    std::vector<double> kept_warm_ms;
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      if (warm_ms[i] > kHopelessFactor * fastest && warm_ms[i] > kHopelessMinMs) {
+        hopeless.push_back({std::move(runnable[i].key), warm_ms[i]});
+      } else {
+        kept.push_back(std::move(runnable[i]));
+        kept_warm_ms.push_back(warm_ms[i]);
+      }
+    }
+    runnable = std::move(kept);
+    warm_ms = std::move(kept_warm_ms);
+    std::stable_sort(hopeless.begin(), hopeless.end(),
+                     [](const auto& a, const auto& b) { return a.median_ms < b.median_ms; });
+  }
+  if (runnable.size() == 1) {
+    // One left: nothing to time it against; its warm-up figure stands.
+    std::vector<TimedContender> order = {{runnable.front().key, warm_ms.front()}};
+    order.insert(order.end(), hopeless.begin(), hopeless.end());
+    return order;  // the warm-up's ElapsedMs waited for its launches: the scratch may go
+  }
   // Graph form: each contender's batch captured once on a stream of its own, its launches cycling
   // through every operand set (a whole number of passes), and replayed for each timed batch, as
   // an application's CUDA graph runs kernels. Eager batches add the launch gaps of kernels of a
@@ -202,6 +235,7 @@ StatusOr<std::vector<TimedContender>> TimeContendersAtFirstUse(
   // Stable: between equal medians the model's order decides.
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.median_ms < b.median_ms; });
+  order.insert(order.end(), hopeless.begin(), hopeless.end());
   // ElapsedMs waited for the last batch (on either stream): the scratch and copies are free to go.
   return order;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kselect/eval.h"
+#include "kselect/provider.h"
 #include "kselect/selector.h"
 #include "providers/cublaslt/cublaslt_config.h"
 #include "selector/first_use_timing.h"
@@ -73,6 +74,53 @@ TEST(VendorGuardTest, DispatchCanRunAPickTheSelectionLacks) {
   FirstUseRecord listed = GuardedRecord(Timed({{1, 1.0}, {2, 1.1}}), Algo(2), 0.01);
   EXPECT_EQ(WithVendorPick(ranked, &listed).size(), 2u);
   EXPECT_EQ(WithVendorPick(ranked, nullptr).size(), 2u);
+}
+
+// Never launched: a contender alone is not timed.
+class UnlaunchedKernel final : public PreparedKernel {
+ public:
+  int64_t WorkspaceBytes() const override { return 0; }
+  Status Launch(const KernelOperands&, void*) override {
+    ADD_FAILURE() << "a lone contender was launched";
+    return InternalError("launched");
+  }
+};
+
+TEST(VendorGuardTest, AVendorPickLeftAloneRunsUntimedAndAnythingElseAloneIsNoOrder) {
+  // The candidates failed to prepare: the vendor's pick, all that prepared, runs; nothing was
+  // timed.
+  UnlaunchedKernel kernel;
+  auto provider = CreateProvider(Provider::kCublasLt, {});
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  const Problem problem = GemmProblem{.m = 64, .n = 64, .k = 64};
+  auto no_prepare = []() -> StatusOr<PreparedKernel*> { return InternalError("not asked"); };
+  StatusOr<FirstUseRecord> alone =
+      TimeWithVendorPick({{ConfigKey(Algo(7)), &kernel}}, Algo(7), no_prepare, **provider, problem,
+                         KernelOperands{}, SelectorOptions{}, nullptr);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  ASSERT_EQ(alone->order.size(), 1u);
+  EXPECT_EQ(alone->order.front(), ConfigKey(Algo(7)));
+  EXPECT_TRUE(alone->vendor_kept);
+  EXPECT_FALSE(alone->vendor_timed);
+  EXPECT_EQ(alone->timing_ms, 0.0);
+  // One candidate that is not the pick (the pick could not be prepared): no order, so dispatch
+  // runs the selection's ranking.
+  auto refused = []() -> StatusOr<PreparedKernel*> { return CannotImplementError("no"); };
+  StatusOr<FirstUseRecord> other =
+      TimeWithVendorPick({{ConfigKey(Algo(1)), &kernel}}, Algo(7), refused, **provider, problem,
+                         KernelOperands{}, SelectorOptions{}, nullptr);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE(other->order.empty());
+  // A one-config order counts as untimed.
+  std::unordered_map<std::string, FirstUseRecord> orders;
+  int timed = -1;
+  std::string note;
+  StatusOr<const FirstUseRecord*> kept = FirstUseOrder(
+      orders, "p", nullptr, [&]() -> StatusOr<FirstUseRecord> { return *alone; }, &timed, &note);
+  if (kept.ok()) {  // (without a GPU the capture query fails first)
+    EXPECT_EQ(timed, 0);
+    EXPECT_EQ((*kept)->order.size(), 1u);
+  }
 }
 
 TEST(VendorGuardTest, TheReportCountsTimedKeptAndBeatenPicks) {

@@ -300,8 +300,9 @@ class CudnnKernel final : public PreparedKernel {
 
   Status Launch(const KernelOperands& operands, void* stream) override {
     KSELECT_RETURN_IF_ERROR(CheckOperands(specs_, operands, workspace_));
-    std::unordered_map<int64_t, void*> pack = {
-        {kUidX, operands.buffers[0]}, {kUidW, operands.buffers[1]}, {kUidY, operands.buffers[2]}};
+    // The variant pack in uid order (kUidX < kUidW < kUidY), the frontend's map-free path.
+    static_assert(kUidX < kUidW && kUidW < kUidY);
+    void* pack[] = {operands.buffers[0], operands.buffers[1], operands.buffers[2]};
     return Guarded("cuDNN launch", [&]() -> Status {
       // One handle per provider: its stream is set per launch, under the provider's lock.
       std::lock_guard<std::mutex> lock(*handle_mutex_);
@@ -310,7 +311,7 @@ class CudnnKernel final : public PreparedKernel {
         return InternalError(std::string("cudnnSetStream failed: ") + CudnnStatusText(set));
       }
       return FrontendStatus(
-          plans_->graph->execute_plan_at_index(handle_, pack, operands.workspace, index_),
+          plans_->graph->execute_plan_at_index(handle_, pack, 3, operands.workspace, index_),
           "cuDNN execute");
     });
   }
