@@ -214,6 +214,25 @@ def reset_counts():
     _torch().ops.kselect._reset_counts()
 
 
+def save_decisions(directory) -> int:
+    """Writes the models' rankings of every problem met so far into `directory` (one file a
+    model, stamped with the device, driver, library and model), for load_decisions in a later
+    process. Returns the number of files. Cross-provider GEMM routes are not saved."""
+    load()
+    return int(_torch().ops.kselect._save_decisions(os.path.expanduser(os.fspath(directory))))
+
+
+def load_decisions(directory):
+    """Reads the files save_decisions wrote, as each model opens (until called again; None
+    stops it): problems ranked before skip the ranking (for convolutions, cuDNN's plan builds of
+    the walk down the model's order); the first-use timing still runs. A file made under another
+    device, driver, library or model is refused and listed in summary()["model_errors"];
+    summary()["decision_files"] lists what was read."""
+    load()
+    path = "" if directory is None else os.path.expanduser(os.fspath(directory))
+    _torch().ops.kselect._load_decisions(path)
+
+
 # ----------------------------------------------------------------------- explicit operators
 def mm(a, b):
     return _kselect_ops().mm(a, b)

@@ -118,6 +118,21 @@ class OperatorTest(unittest.TestCase):
         kt.disable()
         self.assertFalse(kt.is_enabled())
 
+    def test_decision_files_refuse_bad_folders(self):
+        kt.configure()  # fresh routers: none opened a model yet
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(kt.save_decisions(d), 0)
+            kt.load_decisions(d)  # nothing there: no error, nothing read
+            self.assertEqual(kt.summary()["decision_files"], [])
+            blocker = os.path.join(d, "a_file")
+            open(blocker, "w").close()
+            with self.assertRaisesRegex(RuntimeError, "needs a folder"):
+                torch.ops.kselect._save_decisions("")
+            with self.assertRaisesRegex(RuntimeError, "needs a folder"):
+                torch.ops.kselect._load_decisions("a\0b")
+            kt.load_decisions(None)  # stops reading
+        kt.configure()
+
     def test_rules_parse_dtypes_and_layouts(self):
         d = tempfile.gettempdir()
         kt.configure(["bf16/rcc=" + d, "fp16=" + d, "*=" + d, "conv/bwd_data=" + d, "conv=" + d], 0)
@@ -200,6 +215,28 @@ class CudaTest(unittest.TestCase):
                         self.assertEqual(summary["routed_conv_calls"], 3, summary)  # fwd, dgrad, wgrad
                 for got, ref in zip(results[True], results[False]):
                     torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
+
+    def test_decision_files_carry_rankings_to_fresh_routers(self):
+        x = torch.randn(2, 32, 14, 14, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+        conv = torch.nn.Conv2d(32, 64, 3, padding=1, device="cuda", dtype=torch.bfloat16)
+        conv = conv.to(memory_format=torch.channels_last)
+        with torch.no_grad():
+            ref = conv(x)
+            kt.configure()
+            with kt.enabled():
+                conv(x)
+            with tempfile.TemporaryDirectory() as d:
+                self.assertGreaterEqual(kt.save_decisions(d), 1)
+                kt.configure()  # fresh routers, as a new process has
+                kt.load_decisions(d)
+                with kt.enabled():
+                    got = conv(x)
+                summary = kt.summary()
+                self.assertTrue(any(f.endswith(" decisions") for f in summary["decision_files"]), summary)
+                self.assertEqual(summary["model_errors"], [])
+                torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
+                kt.load_decisions(None)
+        kt.configure()
 
     def test_convolutions_kselect_does_not_run_fall_through(self):
         g = torch.Generator(device="cuda").manual_seed(6)

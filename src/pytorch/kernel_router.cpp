@@ -1,6 +1,8 @@
 #include "pytorch/kernel_router.h"
 
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 
 namespace kselect {
@@ -8,7 +10,8 @@ namespace kselect {
 struct KernelRouter::Route {
   std::unique_ptr<Selector> selector;
   std::unique_ptr<CrossProviderSelector> cross;
-  bool opened = false;  // tried; `open_error` when it failed
+  bool opened = false;          // tried; `open_error` when it failed
+  bool decisions_read = false;  // its decision file was looked for (LoadDecisionsFrom)
   std::string open_error;
   std::string model_dir;
 };
@@ -180,6 +183,7 @@ KernelRouter::Route* KernelRouter::RouteFor(const Problem& problem) {
         open_errors_.push_back(route.open_error);
       }
     }
+    if (route.selector && !decisions_dir_.empty() && !route.decisions_read) LoadDecisions(i);
     // A model that failed to open passes the rule's problems to the next rule.
     if (route.selector || route.cross) return &route;
   }
@@ -329,6 +333,62 @@ std::vector<RouteDecision> KernelRouter::Decisions() const {
 std::vector<std::string> KernelRouter::OpenErrors() const {
   std::lock_guard lock(log_mutex_);
   return open_errors_;
+}
+
+std::string KernelRouter::DecisionFile(const std::string& dir, size_t rule) const {
+  // The first model of the rule's list names the file; the index keeps two rules apart.
+  std::string model = rules_[rule].model_dir.substr(0, rules_[rule].model_dir.find(':'));
+  while (!model.empty() && model.back() == '/') model.pop_back();
+  model = model.substr(model.find_last_of('/') + 1);
+  for (char& c : model) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  }
+  return (std::filesystem::path(dir) / ("route" + std::to_string(rule) + "-" + model + ".json"))
+      .string();
+}
+
+void KernelRouter::LoadDecisions(size_t rule) {
+  Route& route = *routes_[rule];
+  route.decisions_read = true;
+  const std::string path = DecisionFile(decisions_dir_, rule);
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return;
+  const Status loaded = route.selector->LoadCache(path);
+  std::lock_guard lock(log_mutex_);
+  if (loaded.ok()) {
+    loaded_files_.push_back(std::filesystem::path(path).filename().string() + ": " +
+                            std::to_string(route.selector->CachedDecisions()) + " decisions");
+  } else {
+    open_errors_.push_back(path + ": " + loaded.message());
+  }
+}
+
+void KernelRouter::LoadDecisionsFrom(std::string dir) {
+  std::lock_guard decide(decide_mutex_);
+  decisions_dir_ = std::move(dir);
+  for (size_t i = 0; i < routes_.size(); ++i) {
+    routes_[i]->decisions_read = false;
+    if (routes_[i]->selector) LoadDecisions(i);
+  }
+}
+
+StatusOr<int> KernelRouter::SaveDecisions(const std::string& dir) {
+  std::lock_guard decide(decide_mutex_);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return IoError(dir + ": cannot make the folder (" + error.message() + ")");
+  int saved = 0;
+  for (size_t i = 0; i < routes_.size(); ++i) {
+    if (!routes_[i]->selector) continue;
+    KSELECT_RETURN_IF_ERROR(routes_[i]->selector->SaveCache(DecisionFile(dir, i)));
+    ++saved;
+  }
+  return saved;
+}
+
+std::vector<std::string> KernelRouter::LoadedDecisionFiles() const {
+  std::lock_guard lock(log_mutex_);
+  return loaded_files_;
 }
 
 }  // namespace kselect

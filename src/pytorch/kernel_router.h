@@ -114,6 +114,19 @@ class KernelRouter {
   std::vector<RouteDecision> Decisions() const;
   // Errors met opening a rule's model (each once), for the summary.
   std::vector<std::string> OpenErrors() const;
+
+  // Decision files, for a later process (Selector::SaveCache: the model's ranking of each problem
+  // met, under the device, driver, library and model they were made with). SaveDecisions writes
+  // one per opened single-model route, DIR/route<i>-<model>.json, and returns how many.
+  // Cross-provider routes (GEMMs over two providers) keep theirs in memory only.
+  StatusOr<int> SaveDecisions(const std::string& dir);
+  // Routes read their file from `dir` when they open (at once for those already open): problems
+  // decided in an earlier process skip the ranking (for cuDNN, the plan builds of CanImplement);
+  // first-use timing still runs. A missing file is no error; one made under another model,
+  // device or library is refused, and the refusal is in OpenErrors.
+  void LoadDecisionsFrom(std::string dir);
+  // What loading read: "route<i>-<model>.json: N decisions", one line a file read.
+  std::vector<std::string> LoadedDecisionFiles() const;
   double DecideSeconds() const { return decide_ns_.load() * 1e-9; }
 
  private:
@@ -136,6 +149,9 @@ class KernelRouter {
 
   static ProblemKey KeyOf(const Problem& problem);
   Route* RouteFor(const Problem& problem);
+  // DIR/route<i>-<model>.json for rule i; reads it into the route's selector when present.
+  std::string DecisionFile(const std::string& dir, size_t rule) const;
+  void LoadDecisions(size_t rule);
   // Decides through `route` and launches the choice once; returns the entry to keep and, when
   // a kernel was kept, what won in `winner`.
   std::unique_ptr<Entry> DecideThrough(Route& route, const Problem& problem,
@@ -157,6 +173,8 @@ class KernelRouter {
   mutable std::mutex log_mutex_;
   std::vector<RouteDecision> decisions_;
   std::vector<std::string> open_errors_;
+  std::vector<std::string> loaded_files_;  // under log_mutex_
+  std::string decisions_dir_;              // under decide_mutex_
   std::atomic<int64_t> decide_ns_{0};
 };
 

@@ -98,6 +98,7 @@ struct RoutingState {
   std::atomic<int64_t> routed_convs{0};
   std::array<std::atomic<int64_t>, static_cast<size_t>(PassReason::kCount)> passed{};
   std::unique_ptr<torch::Library> aten_routes;  // set while aten routing is on
+  std::string decisions_dir;  // LoadDecisions: routers made from now read their files there
 };
 
 RoutingState& State() {
@@ -141,6 +142,7 @@ KernelRouter* RouterFor(int device) {
   s.owned.push_back(
       std::make_unique<KernelRouter>(s.rules, options, conv_options, s.share_across_n));
   router = s.owned.back().get();
+  if (!s.decisions_dir.empty()) router->LoadDecisionsFrom(s.decisions_dir);
   s.routers[device].store(router, std::memory_order_release);
   return router;
 }
@@ -669,6 +671,7 @@ std::string Summary() {
   j["passed_through"] = passed;
   nlohmann::json decisions = nlohmann::json::array();
   nlohmann::json errors = nlohmann::json::array();
+  nlohmann::json decision_files = nlohmann::json::array();
   double decide_seconds = 0;
   std::lock_guard lock(s.mutex);
   j["rules"] = nlohmann::json::array();
@@ -709,11 +712,46 @@ std::string Summary() {
                            {"note", d.note}});
     }
     for (const std::string& e : router->OpenErrors()) errors.push_back(e);
+    for (const std::string& f : router->LoadedDecisionFiles()) decision_files.push_back(f);
   }
   j["decisions"] = decisions;
+  j["decision_files"] = decision_files;
   j["decide_seconds"] = decide_seconds;
   j["model_errors"] = errors;
   return j.dump();
+}
+
+// The routers in use (those of the current rules), under the state's lock.
+std::vector<KernelRouter*> CurrentRouters(RoutingState& s) {
+  std::vector<KernelRouter*> routers;
+  for (auto& router : s.routers) {
+    if (KernelRouter* r = router.load()) routers.push_back(r);
+  }
+  return routers;
+}
+
+int64_t SaveDecisions(std::string dir) {
+  TORCH_CHECK(!dir.empty() && dir.find('\0') == std::string::npos,
+              "kselect: save_decisions needs a folder");
+  RoutingState& s = State();
+  std::lock_guard lock(s.mutex);
+  int64_t saved = 0;
+  for (KernelRouter* router : CurrentRouters(s)) {
+    StatusOr<int> files = router->SaveDecisions(dir);
+    TORCH_CHECK(files.ok(), "kselect: ", files.status().message());
+    saved += *files;
+  }
+  return saved;
+}
+
+// `dir` empty: routers made from now read none.
+void LoadDecisions(std::string dir) {
+  TORCH_CHECK(dir.find('\0') == std::string::npos, "kselect: load_decisions needs a folder");
+  RoutingState& s = State();
+  std::lock_guard lock(s.mutex);
+  s.decisions_dir = dir;
+  if (dir.empty()) return;
+  for (KernelRouter* router : CurrentRouters(s)) router->LoadDecisionsFrom(dir);
 }
 
 void ResetCounts() {
@@ -740,6 +778,8 @@ TORCH_LIBRARY(kselect, m) {
   m.def("_route_aten(bool on) -> bool", &kselect::RouteAten);
   m.def("_summary() -> str", &kselect::Summary);
   m.def("_reset_counts() -> ()", &kselect::ResetCounts);
+  m.def("_save_decisions(str dir) -> int", &kselect::SaveDecisions);
+  m.def("_load_decisions(str dir) -> ()", &kselect::LoadDecisions);
 }
 
 TORCH_LIBRARY_IMPL(kselect, CUDA, m) {

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "kselect/hardware.h"
@@ -120,6 +124,43 @@ TEST(KernelRouterTest, WithoutAGpuADecisionFailsOnceWithItsReason) {
   // Remembered: the next call does not decide again.
   EXPECT_EQ(router.Run(p, Operands(), nullptr, false), RouteOutcome::kNoDecision);
   EXPECT_EQ(router.Decisions().size(), 1u);
+}
+
+TEST(KernelRouterTest, DecisionFilesCarryTheRankingToALaterRouter) {
+  if (QueryHardwareProfile(0).ok()) GTEST_SKIP() << "a GPU decides: covered by test_torch.py";
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("kselect_router_decisions_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  const RouteRule rule = *ParseRouteRule("*=" + ModelDir("h200_cublaslt_default_rank"));
+  {
+    KernelRouter router({rule}, SelectorOptions{}, SelectorOptions{}, true);
+    EXPECT_EQ(router.SaveDecisions(dir).value(), 0);  // no route opened yet: nothing to save
+    // Without a GPU the launch fails, but the model ranked the problem first.
+    EXPECT_EQ(router.Run(Linear(8), Operands(), nullptr, false), RouteOutcome::kNoDecision);
+    EXPECT_EQ(router.SaveDecisions(dir).value(), 1);
+  }
+  const std::string file = dir + "/route0-h200_cublaslt_default_rank.json";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  KernelRouter later({rule}, SelectorOptions{}, SelectorOptions{}, true);
+  later.LoadDecisionsFrom(dir);
+  EXPECT_TRUE(later.LoadedDecisionFiles().empty());  // read when the route opens
+  later.Run(Linear(8), Operands(), nullptr, false);
+  ASSERT_EQ(later.LoadedDecisionFiles().size(), 1u);
+  EXPECT_EQ(later.LoadedDecisionFiles()[0], "route0-h200_cublaslt_default_rank.json: 1 decisions");
+  // A damaged file is refused and said; the router still decides.
+  {
+    std::ofstream damaged(file, std::ios::trunc);
+    damaged << "{\"format\": \"kselect.decision_cache\", \"decisions\": [";
+  }
+  KernelRouter damaged_reader({rule}, SelectorOptions{}, SelectorOptions{}, true);
+  damaged_reader.LoadDecisionsFrom(dir);
+  EXPECT_EQ(damaged_reader.Run(Linear(8), Operands(), nullptr, false), RouteOutcome::kNoDecision);
+  ASSERT_EQ(damaged_reader.OpenErrors().size(), 1u);
+  EXPECT_TRUE(Contains(damaged_reader.OpenErrors()[0], file));
+  // A folder that cannot be made: a clear error.
+  EXPECT_FALSE(later.SaveDecisions(file + "/below_a_file").ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
