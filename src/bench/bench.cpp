@@ -34,8 +34,6 @@ namespace {
 
 using nlohmann::json;
 
-using bench::NowSeconds;
-
 Status AppendLine(int fd, const std::string& line, const std::string& path) {
   // One write(2) per record on an O_APPEND descriptor: a record is either whole in the file or
   // (if the process dies mid-write) a torn last line that --resume removes.

@@ -394,10 +394,6 @@ json Handle(WorkerDevice& timer, const BenchOptions& options, int device, const 
 
 }  // namespace
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 Status WorkerClient::Start() {
   int down[2], up[2];
   if (::pipe(down) != 0 || ::pipe(up) != 0)

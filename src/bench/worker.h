@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "kselect/bench.h"
 
 namespace kselect::bench {
@@ -60,9 +61,6 @@ class WorkerClient {
   int64_t restarts_ = 0;
   bool started_once_ = false;
 };
-
-// Seconds on the steady clock (for durations).
-double NowSeconds();
 
 // Environment variable naming a config to fail on purpose, for isolation tests:
 // "crash:I" or "hang:I" makes the worker crash (SIGSEGV) or hang while timing the I-th config

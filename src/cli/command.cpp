@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
+
+#include "core/clock.h"
 
 namespace kselect::cli {
 
@@ -55,10 +56,6 @@ bool StderrIsTerminal() {
 
 namespace {
 int g_verbosity = 0;
-
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string Duration(double seconds) {
   char buf[32];

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <functional>
 
+#include "core/clock.h"
+
 namespace kselect {
 
 struct KernelRouter::Route {
@@ -205,8 +207,7 @@ std::unique_ptr<KernelRouter::Entry> KernelRouter::DecideThrough(
   } else if (route.selector) {
     const auto start = std::chrono::steady_clock::now();
     StatusOr<const Selection*> selection = route.selector->Select(problem);
-    decision->select_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    decision->select_ms = MsSince(start);
     if (selection.ok()) {
       decision->heuristic_ms = (*selection)->heuristic_query_ms;
       decision->can_implement_ms = (*selection)->can_implement_ms;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/json_codec.h"
 #include "core/text.h"
 #include "kselect/model.h"
@@ -341,9 +342,7 @@ StatusOr<DispatchInfo> Gemm(CrossProviderSelector& selector, const GemmProblem& 
         contenders.push_back({ConfigKey(r.config), *kernel});
       }
       KSELECT_ASSIGN_OR_RETURN(KernelProvider * provider, selector.reference().provider());
-      const double contenders_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+      const double contenders_ms = MsSince(start);
       KSELECT_ASSIGN_OR_RETURN(
           FirstUseRecord record,
           TimeWithVendorPick(

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "core/clock.h"
 #include "core/statistics.h"
 #include "cuda/runtime.h"
 #include "kselect/selector.h"
@@ -31,11 +32,6 @@ StatusOr<PreparedKernel*> PreparedLocked(
     it = prepared.emplace(key, std::move(made)).first;
   }
   return it->second.get();
-}
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
 }
 
 // Times the first `count` configs of `ranked` that prepare and fit the workspace, and the

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/json_codec.h"
 #include "core/provenance_json.h"
 #include "core/text.h"
@@ -417,11 +418,6 @@ namespace {
 // can_implement_ms): Decide's stages add to them.
 thread_local double tls_heuristic_query_ms = 0;
 thread_local double tls_can_implement_ms = 0;
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 }  // namespace
 
 StatusOr<const Selection*> Selector::Select(const Problem& problem,
