@@ -306,13 +306,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--mode", choices=("default", "benchmark"), default="default")
     ap.add_argument("--percall", action="store_true", help="host time per eager conv call, batch 1")
+    ap.add_argument("--train-only", action="store_true", help="the training step alone (no layer "
+                    "check, no inference)")
+    ap.add_argument("--save-decisions", metavar="DIR", help="kt.save_decisions(DIR) at the end")
+    ap.add_argument("--load-decisions", metavar="DIR", help="kt.load_decisions(DIR) first: the "
+                    "rankings of an earlier process")
     args = ap.parse_args()
     global VARIANTS
     VARIANTS = (args.mode, "kselect")
     os.makedirs(args.out, exist_ok=True)
+    stem = args.mode + ("_reload" if args.load_decisions else "")  # the output files' names
     results = {"mode": args.mode, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "cudnn": torch.backends.cudnn.version(), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     kt.configure()
+    if args.load_decisions:
+        kt.load_decisions(args.load_decisions)
+        results["loaded_decisions"] = args.load_decisions
     # One-time CUDA, cuBLAS and cuDNN set-up outside every figure.
     warm = nn.Conv2d(8, 8, 3, padding=1, device="cuda", dtype=DT).to(memory_format=CL)
     warm(torch.randn(1, 8, 8, 8, device="cuda", dtype=DT).to(memory_format=CL)).sum().backward()
@@ -324,9 +333,10 @@ def main():
                 entry["train"] = bench_training(name, args.rounds)
                 entry["train_decisions"] = decision_costs(kt.summary()["decisions"][decided:])
                 log(f"{name} training decisions: {entry['train_decisions']}")
-            entry["layer_check"] = layer_check(name, 1 if name == "vae_decoder" else 32)
-            entry["inference"] = bench_inference(name, args.rounds)
-            if args.percall:
+            if not args.train_only:
+                entry["layer_check"] = layer_check(name, 1 if name == "vae_decoder" else 32)
+                entry["inference"] = bench_inference(name, args.rounds)
+            if args.percall and not args.train_only:
                 entry["percall"] = conv_percall(name)
         except Exception as e:  # noqa: BLE001 - keep the other networks' figures
             import traceback
@@ -335,14 +345,20 @@ def main():
             entry["error"] = repr(e)
         entry["decisions"] = decision_costs(kt.summary()["decisions"][decided:])
         results[name] = entry
-        with open(os.path.join(args.out, f"conv_bench_{args.mode}.json"), "w") as f:
+        with open(os.path.join(args.out, f"conv_bench_{stem}.json"), "w") as f:
             json.dump(results, f, indent=1)
+    if args.save_decisions:
+        start = time.perf_counter()
+        results["saved_decision_files"] = kt.save_decisions(args.save_decisions)
+        results["save_decisions_s"] = time.perf_counter() - start
+        log(f"saved {results['saved_decision_files']} decision files in {results['save_decisions_s']:.2f} s")
     summary = kt.summary()
+    results["decision_files"] = summary.get("decision_files")
     results["routed_conv_calls"] = summary["routed_conv_calls"]
     results["passed_through"] = summary["passed_through"]
-    with open(os.path.join(args.out, f"conv_bench_{args.mode}.json"), "w") as f:
+    with open(os.path.join(args.out, f"conv_bench_{stem}.json"), "w") as f:
         json.dump(results, f, indent=1)
-    with open(os.path.join(args.out, f"conv_summary_{args.mode}.json"), "w") as f:
+    with open(os.path.join(args.out, f"conv_summary_{stem}.json"), "w") as f:
         json.dump(summary, f, indent=1)
 
     log("\n=== kselect.torch convolutions vs PyTorch (cudnn.benchmark="

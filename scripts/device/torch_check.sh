@@ -7,7 +7,7 @@
 # SECTIONS (default all; "none" skips it) and LAYERS pass through to torch_bench.py; CONV_NETS
 # (default none) runs scripts/device/conv_bench.py on those networks (resnet50,convnext_t,
 # vae_decoder) with CONV_TIMEOUT seconds a process; CONV_ARGS pass through (--percall: host time
-# per eager conv call).
+# per eager conv call); CONV_RELOAD_NETS, below.
 set -u
 BIN=${BIN:-.devcarry-torch}
 OUT=${OUT:-/tmp/out}
@@ -40,10 +40,21 @@ if [ -n "${CONV_NETS:-}" ]; then
     nets=$CONV_NETS
     [ "$mode" = benchmark ] && nets=${CONV_BENCHMARK_NETS:-$CONV_NETS}
     [ -n "$nets" ] || continue
+    save=()
+    [ "$mode" = default ] && [ -n "${CONV_RELOAD_NETS:-}" ] && save=(--save-decisions "$OUT/decisions")
     timeout "${CONV_TIMEOUT:-250}" python3 scripts/device/conv_bench.py --out "$OUT" \
-      --mode "$mode" --nets "$nets" ${CONV_ARGS:-} > "$OUT/conv_bench_$mode.log" 2>&1
+      --mode "$mode" --nets "$nets" ${CONV_ARGS:-} "${save[@]}" > "$OUT/conv_bench_$mode.log" 2>&1
     summary+=("conv_bench $mode rc=$? $(lap)")
     sed -n '/^=== kselect.torch convolutions/,$p' "$OUT/conv_bench_$mode.log"
   done
+fi
+# CONV_RELOAD_NETS (default none): the default-mode process saves its decisions, and a second
+# process trains these networks with them loaded (kt.load_decisions): the first step then.
+if [ -n "${CONV_RELOAD_NETS:-}" ] && [ -d "$OUT/decisions" ]; then
+  timeout "${CONV_TIMEOUT:-250}" python3 scripts/device/conv_bench.py --out "$OUT" --mode default \
+    --nets "$CONV_RELOAD_NETS" --train-only --load-decisions "$OUT/decisions" \
+    > "$OUT/conv_bench_reload.log" 2>&1
+  summary+=("conv_bench reload rc=$? $(lap)")
+  sed -n '/^=== kselect.torch convolutions/,$p' "$OUT/conv_bench_reload.log"
 fi
 print_summary_to "$OUT/summary.txt"
