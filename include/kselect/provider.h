@@ -138,16 +138,6 @@ class KernelProvider {
   // with the reason otherwise; kUnavailable without a GPU.
   virtual Status CanImplement(const Problem& problem, const KernelConfig& config) = 0;
 
-  // CanImplement of each of `configs`, in their order. Providers whose check builds something
-  // costly (cuDNN builds a plan, and compiles some at run time) check them side by side.
-  virtual std::vector<Status> CanImplementEach(const Problem& problem,
-                                               std::span<const KernelConfig> configs) {
-    std::vector<Status> statuses;
-    statuses.reserve(configs.size());
-    for (const KernelConfig& config : configs) statuses.push_back(CanImplement(problem, config));
-    return statuses;
-  }
-
   // Workspace `config` needs for `problem` (bytes); the same check as CanImplement.
   virtual StatusOr<int64_t> WorkspaceBytes(const Problem& problem, const KernelConfig& config) = 0;
 

@@ -43,13 +43,6 @@ StatusOr<FirstUseRecord> TimeFirstUse(
     std::span<const RankedConfig> ranked, size_t count, const KernelOperands& operands,
     const SelectorOptions& options, cudaStream_t stream) {
   const auto start = std::chrono::steady_clock::now();
-  // Checked side by side first: a provider builds what Prepare needs then (cuDNN's plans), which
-  // for a decision loaded from a file the ranking did not already build.
-  std::vector<KernelConfig> first;
-  for (size_t r = 0; r < ranked.size() && first.size() < count; ++r) {
-    if (ProviderOf(ranked[r].config) == provider.id()) first.push_back(ranked[r].config);
-  }
-  if (first.size() >= 2) (void)provider.CanImplementEach(problem, first);
   std::vector<timing::FirstUseContender> contenders;
   for (size_t r = 0; r < ranked.size() && contenders.size() < count; ++r) {
     const KernelConfig& config = ranked[r].config;

@@ -578,28 +578,16 @@ StatusOr<std::vector<size_t>> Selector::Impl::KeepImplementable(
     std::chrono::steady_clock::time_point start;
     ~AddTime() { tls_can_implement_ms += MsSince(start); }
   } add_time{start};
-  // In batches of as many as are still wanted, so that the provider can check a batch side by
-  // side; a refusal brings the next configs of the order in.
-  std::vector<KernelConfig> batch;
-  for (size_t next = 0; next < order.size() && kept.size() < want;) {
-    const size_t count = std::min(want - kept.size(), order.size() - next);
-    batch.clear();
-    for (size_t i = next; i < next + count; ++i) batch.push_back(configs[order[i]]);
-    const std::vector<Status> statuses = provider->CanImplementEach(problem, batch);
-    KSELECT_CHECK(statuses.size() == batch.size());
-    for (size_t j = 0; j < count; ++j) {
-      const Status& status = statuses[j];
-      const size_t index = order[next + j];
-      if (status.ok()) {
-        kept.push_back(index);
-      } else if (status.code() == StatusCode::kUnavailable) {
-        *checked = false;  // the library cannot be asked after all: return them unchecked
-        kept.push_back(index);
-      } else if (status.code() != StatusCode::kCannotImplement) {
-        return status.WithContext("CanImplement " + DescribeConfig(configs[index]));
-      }
+  for (size_t i = 0; i < order.size() && kept.size() < want; ++i) {
+    const Status status = provider->CanImplement(problem, configs[order[i]]);
+    if (status.ok()) {
+      kept.push_back(order[i]);
+    } else if (status.code() == StatusCode::kUnavailable) {
+      *checked = false;  // the library cannot be asked after all: return them unchecked
+      kept.push_back(order[i]);
+    } else if (status.code() != StatusCode::kCannotImplement) {
+      return status.WithContext("CanImplement " + DescribeConfig(configs[order[i]]));
     }
-    next += count;
   }
   return kept;
 }
@@ -1043,8 +1031,6 @@ Status Selector::LoadCache(const std::string& path) {
         s.decided_by == DecisionPath::kHeuristic ||
         s.decided_by == DecisionPath::kFirstImplementable ||
         (s.decided_by == DecisionPath::kModel && impl_->model.UsesPeerRanks());
-    std::vector<KernelConfig> to_check;  // outside the table: asked of the provider at once
-    std::vector<size_t> to_check_rank;
     for (size_t r = 0; r < s.ranked.size(); ++r) {
       const KernelConfig& config = s.ranked[r].config;
       const std::string at = where + ".ranked[" + std::to_string(r) + "]";
@@ -1062,18 +1048,11 @@ Status Selector::LoadCache(const std::string& path) {
                                    ", yet the " + std::string(DecisionPathName(s.decided_by)) +
                                    " stage ranks only those (a cache of another model?)");
       }
-      to_check.push_back(config);
-      to_check_rank.push_back(r);
-    }
-    if (!to_check.empty() && impl_->options.check_can_implement && impl_->gpu_present &&
-        impl_->provider) {
-      std::lock_guard lock(impl_->provider_mutex);
-      const std::vector<Status> statuses = impl_->provider->CanImplementEach(s.problem, to_check);
-      KSELECT_CHECK(statuses.size() == to_check.size());
-      for (size_t j = 0; j < statuses.size(); ++j) {
-        if (!statuses[j].ok() && statuses[j].code() != StatusCode::kUnavailable) {
-          return statuses[j].WithContext(where + ".ranked[" + std::to_string(to_check_rank[j]) +
-                                         "]: " + DescribeConfig(to_check[j]));
+      if (impl_->options.check_can_implement && impl_->gpu_present && impl_->provider) {
+        std::lock_guard lock(impl_->provider_mutex);
+        const Status can = impl_->provider->CanImplement(s.problem, config);
+        if (!can.ok() && can.code() != StatusCode::kUnavailable) {
+          return can.WithContext(at + ": " + DescribeConfig(config));
         }
       }
     }

@@ -192,49 +192,6 @@ TEST_F(CudnnGpuTest, HeuristicPickMatchesTheReferenceInEveryDirection) {
   }
 }
 
-TEST_F(CudnnGpuTest, PlansBuiltSideBySideAnswerAsOneAtATimeAndRunCorrectly) {
-  StatusOr<std::unique_ptr<verify::Verifier>> verifier = verify::Verifier::Create();
-  ASSERT_TRUE(verifier.ok()) << verifier.status().ToString();
-  for (ConvDirection d :
-       {ConvDirection::kForward, ConvDirection::kBackwardData, ConvDirection::kBackwardWeight}) {
-    const Problem p = Resnet3x3(d);
-    // One config of each of up to 6 engines (compiled ones included, where the space has them),
-    // an engine that does not exist and a config of another provider.
-    StatusOr<std::vector<KernelConfig>> space = provider_->Enumerate(p);
-    ASSERT_TRUE(space.ok()) << space.status().ToString();
-    std::vector<KernelConfig> asked;
-    std::set<int64_t> engines;
-    for (const KernelConfig& c : *space) {
-      if (engines.insert(std::get<CudnnConfig>(c).engine_id).second) asked.push_back(c);
-      if (asked.size() == 6) break;
-    }
-    asked.push_back(CudnnConfig{.engine_id = 100000});
-    asked.push_back(TileConfig{});
-    // A fresh provider builds them side by side; `provider_` answered one at a time.
-    auto fresh = CreateCudnnProvider({});
-    const std::vector<Status> statuses = fresh->CanImplementEach(p, asked);
-    ASSERT_EQ(statuses.size(), asked.size());
-    for (size_t i = 0; i < asked.size(); ++i) {
-      EXPECT_EQ(statuses[i].code(), provider_->CanImplement(p, asked[i]).code())
-          << ConvDirectionName(d) << " " << ConfigKey(asked[i]) << ": " << statuses[i].ToString();
-    }
-    EXPECT_EQ(statuses[asked.size() - 2].code(), StatusCode::kCannotImplement);
-    EXPECT_EQ(statuses.back().code(), StatusCode::kInvalidArgument);
-    // The side-built plans launch on their own handles and compute the convolution.
-    const auto specs = fresh->Operands(p).value();
-    StatusOr<std::unique_ptr<verify::VerifyCase>> c = (*verifier)->MakeCase(p, specs);
-    if (c.status().code() == StatusCode::kUnimplemented) GTEST_SKIP() << c.status().ToString();
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    for (size_t i = 0; i + 2 < asked.size(); ++i) {
-      if (!statuses[i].ok()) continue;
-      StatusOr<verify::CheckResult> result = verify::CheckConfig(*fresh, asked[i], **c);
-      ASSERT_TRUE(result.ok()) << result.status().ToString();
-      EXPECT_TRUE(result->passed) << ConvDirectionName(d) << " " << ConfigKey(asked[i]) << ": "
-                                  << result->ToString();
-    }
-  }
-}
-
 TEST_F(CudnnGpuTest, SerialisedPlanReloadsAndRuns) {
   const Problem p = Resnet3x3(ConvDirection::kForward);
   const auto picks = provider_->HeuristicPicks(p, 1).value();

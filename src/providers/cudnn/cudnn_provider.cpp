@@ -3,18 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <list>
 #include <map>
 #include <mutex>
 #include <set>
-#include <span>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -277,57 +272,13 @@ std::vector<int64_t> ConfigKey(const CudnnConfig& c) {
   return key;
 }
 
-// A built execution plan: the graph holding it, its index there, and the handle it was built
-// with, which also launches it (under `handle_mutex`, which guards that handle's stream).
-struct BuiltPlan {
-  std::shared_ptr<ConvGraph> graph;
-  int64_t index = 0;
-  cudnnHandle_t handle = nullptr;
-  std::mutex* handle_mutex = nullptr;
-};
-
-// Appends `c` to `graph` and builds its plan: the plan's index, or kCannotImplement with cuDNN's
-// reason. Sets *runtime_compiled when the plan compiles its kernel at build.
-StatusOr<int64_t> BuildPlan(ConvGraph& graph, const CudnnConfig& c, int64_t max_workspace_bytes,
-                            bool* runtime_compiled) {
-  auto refused = [&](const std::string& why) {
-    return CannotImplementError("cudnn engine " + std::to_string(c.engine_id) + ": " + why);
-  };
-  const int64_t before = graph.get_execution_plan_count();
-  if (fe::error_t made = graph.AddEngineConfig(c); made.is_bad()) {
-    return refused(made.get_message());
-  }
-  const int64_t index = graph.get_execution_plan_count() - 1;
-  if (index < before) return refused("cuDNN made no plan");
-  if (std::vector<fe::BehaviorNote_t> notes;
-      graph.get_behavior_notes_for_plan_at_index(index, notes).is_good() &&
-      std::find(notes.begin(), notes.end(), fe::BehaviorNote_t::RUNTIME_COMPILATION) !=
-          notes.end()) {
-    *runtime_compiled = true;
-  }
-  (void)graph.deselect_behavior_notes(kExcludedNotes);
-  if (fe::error_t built = graph.build_plan_at_index(index); built.is_bad()) {
-    return refused(built.get_message());
-  }
-  int64_t workspace = 0;
-  if (fe::error_t asked = graph.get_workspace_size_plan_at_index(index, workspace);
-      asked.is_bad()) {
-    return refused("cuDNN workspace query: " + asked.get_message());
-  }
-  if (workspace > max_workspace_bytes) {
-    return refused("needs " + std::to_string(workspace) + " bytes of workspace, over the limit " +
-                   std::to_string(max_workspace_bytes));
-  }
-  return index;
-}
-
-// One problem's operation graph and every plan made for it. Plans checked one at a time are
-// appended to `graph` in the order configs are first asked about; plans built side by side
-// (CanImplementEach) have a graph and handle each. `refused` remembers why a config cannot run.
+// One problem's operation graph and every plan made on it. Plans are appended to the graph in
+// the order configs are first asked about; `plans` maps a config to its index there, `refused`
+// remembers why a config cannot run.
 struct ProblemPlans {
   std::string key;  // ProblemToString
   std::shared_ptr<ConvGraph> graph;
-  std::map<std::vector<int64_t>, BuiltPlan> plans;
+  std::map<std::vector<int64_t>, int64_t> plans;
   std::map<std::vector<int64_t>, Status> refused;
   int64_t engine_count = 0;
   std::set<int64_t> runtime_compiled;  // engines whose plans carry RUNTIME_COMPILATION
@@ -336,11 +287,13 @@ struct ProblemPlans {
 
 class CudnnKernel final : public PreparedKernel {
  public:
-  CudnnKernel(std::shared_ptr<ProblemPlans> plans, BuiltPlan plan, int64_t workspace,
-              std::vector<OperandSpec> specs)
+  CudnnKernel(std::shared_ptr<ProblemPlans> plans, int64_t index, int64_t workspace,
+              cudnnHandle_t handle, std::mutex* handle_mutex, std::vector<OperandSpec> specs)
       : plans_(std::move(plans)),
-        plan_(std::move(plan)),
+        index_(index),
         workspace_(workspace),
+        handle_(handle),
+        handle_mutex_(handle_mutex),
         specs_(std::move(specs)) {}
 
   int64_t WorkspaceBytes() const override { return workspace_; }
@@ -351,38 +304,35 @@ class CudnnKernel final : public PreparedKernel {
     static_assert(kUidX < kUidW && kUidW < kUidY);
     void* pack[] = {operands.buffers[0], operands.buffers[1], operands.buffers[2]};
     return Guarded("cuDNN launch", [&]() -> Status {
-      // A handle is shared by the plans built on it: its stream is set per launch, under its lock.
-      std::lock_guard<std::mutex> lock(*plan_.handle_mutex);
-      const cudnnStatus_t set =
-          fe::detail::set_stream(plan_.handle, static_cast<cudaStream_t>(stream));
+      // One handle per provider: its stream is set per launch, under the provider's lock.
+      std::lock_guard<std::mutex> lock(*handle_mutex_);
+      const cudnnStatus_t set = fe::detail::set_stream(handle_, static_cast<cudaStream_t>(stream));
       if (set != CUDNN_STATUS_SUCCESS) {
         return InternalError(std::string("cudnnSetStream failed: ") + CudnnStatusText(set));
       }
-      return FrontendStatus(plan_.graph->execute_plan_at_index(plan_.handle, pack, 3,
-                                                               operands.workspace, plan_.index),
-                            "cuDNN execute");
+      return FrontendStatus(
+          plans_->graph->execute_plan_at_index(handle_, pack, 3, operands.workspace, index_),
+          "cuDNN execute");
     });
   }
 
  private:
-  std::shared_ptr<ProblemPlans> plans_;  // keeps the problem's graphs alive
-  BuiltPlan plan_;
+  std::shared_ptr<ProblemPlans> plans_;
+  int64_t index_;
   int64_t workspace_;
+  cudnnHandle_t handle_;
+  std::mutex* handle_mutex_;
   std::vector<OperandSpec> specs_;
 };
 
 class CudnnProvider final : public KernelProvider {
  public:
-  explicit CudnnProvider(const ProviderOptions& options)
-      : options_(options), build_threads_(BuildThreads()) {}
+  explicit CudnnProvider(const ProviderOptions& options) : options_(options) {}
   ~CudnnProvider() override {
     cache_.clear();
-    std::vector<cudnnHandle_t> handles{handle_};
-    for (const auto& slot : build_slots_) handles.push_back(slot->handle);
-    for (cudnnHandle_t handle : handles) {
-      if (handle == nullptr) continue;
+    if (handle_ != nullptr) {
       try {
-        fe::detail::destroy_handle(handle);
+        fe::detail::destroy_handle(handle_);
       } catch (const std::exception&) {
         // The library vanished under us: nothing left to free.
       }
@@ -424,7 +374,7 @@ class CudnnProvider final : public KernelProvider {
         KernelConfig config(std::move(c));
         if (!keep.empty() && !keep.keep(config)) return;
         const auto start = std::chrono::steady_clock::now();
-        StatusOr<BuiltPlan> index = PlanFor(*plans, std::get<CudnnConfig>(config));
+        StatusOr<int64_t> index = PlanIndex(*plans, std::get<CudnnConfig>(config));
         if (survey != nullptr) {
           ++survey->tried;
           survey->build_seconds +=
@@ -497,26 +447,14 @@ class CudnnProvider final : public KernelProvider {
     return WorkspaceBytes(problem, config).status();
   }
 
-  std::vector<Status> CanImplementEach(const Problem& problem,
-                                       std::span<const KernelConfig> configs) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<Status> statuses;
-    try {
-      if (StatusOr<std::shared_ptr<ProblemPlans>> plans = PlansFor(problem); plans.ok()) {
-        BuildSideBySide(problem, **plans, configs);
-      }
-    } catch (const std::exception&) {
-      // Nothing was remembered from the throwing build; the checks below build one at a time.
-    }
-    for (const KernelConfig& config : configs) {
-      statuses.push_back(WorkspaceBytesLocked(problem, config).status());
-    }
-    return statuses;
-  }
-
   StatusOr<int64_t> WorkspaceBytes(const Problem& problem, const KernelConfig& config) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return WorkspaceBytesLocked(problem, config);
+    return Guarded("cuDNN plan", [&]() -> StatusOr<int64_t> {
+      KSELECT_ASSIGN_OR_RETURN(const CudnnConfig* c, AsCudnn(config));
+      KSELECT_ASSIGN_OR_RETURN(std::shared_ptr<ProblemPlans> plans, PlansFor(problem));
+      KSELECT_ASSIGN_OR_RETURN(int64_t index, PlanIndex(*plans, *c));
+      return PlanWorkspace(*plans, index);
+    });
   }
 
   StatusOr<std::unique_ptr<PreparedKernel>> Prepare(const Problem& problem,
@@ -525,10 +463,11 @@ class CudnnProvider final : public KernelProvider {
     return Guarded("cuDNN prepare", [&]() -> StatusOr<std::unique_ptr<PreparedKernel>> {
       KSELECT_ASSIGN_OR_RETURN(const CudnnConfig* c, AsCudnn(config));
       KSELECT_ASSIGN_OR_RETURN(std::shared_ptr<ProblemPlans> plans, PlansFor(problem));
-      KSELECT_ASSIGN_OR_RETURN(BuiltPlan plan, PlanFor(*plans, *c));
-      KSELECT_ASSIGN_OR_RETURN(int64_t workspace, PlanWorkspace(plan));
-      return std::unique_ptr<PreparedKernel>(new CudnnKernel(
-          plans, std::move(plan), workspace, ConvOperandSpecs(std::get<ConvProblem>(problem), 16)));
+      KSELECT_ASSIGN_OR_RETURN(int64_t index, PlanIndex(*plans, *c));
+      KSELECT_ASSIGN_OR_RETURN(int64_t workspace, PlanWorkspace(*plans, index));
+      return std::unique_ptr<PreparedKernel>(
+          new CudnnKernel(plans, index, workspace, handle_, &mutex_,
+                          ConvOperandSpecs(std::get<ConvProblem>(problem), 16)));
     });
   }
 
@@ -547,12 +486,12 @@ class CudnnProvider final : public KernelProvider {
     return Guarded("cuDNN serialise", [&]() -> StatusOr<std::vector<uint8_t>> {
       KSELECT_ASSIGN_OR_RETURN(const CudnnConfig* c, AsCudnn(config));
       KSELECT_ASSIGN_OR_RETURN(std::shared_ptr<ProblemPlans> plans, PlansFor(problem));
-      KSELECT_ASSIGN_OR_RETURN(BuiltPlan plan, PlanFor(*plans, *c));
+      KSELECT_ASSIGN_OR_RETURN(int64_t index, PlanIndex(*plans, *c));
       // serialize() writes the graph's current candidate, which building an index selects.
       KSELECT_RETURN_IF_ERROR(
-          FrontendStatus(plan.graph->build_plan_at_index(plan.index), "cuDNN plan build"));
+          FrontendStatus(plans->graph->build_plan_at_index(index), "cuDNN plan build"));
       std::vector<uint8_t> bytes;
-      KSELECT_RETURN_IF_ERROR(FrontendStatus(plan.graph->serialize(bytes), "cuDNN serialise"));
+      KSELECT_RETURN_IF_ERROR(FrontendStatus(plans->graph->serialize(bytes), "cuDNN serialise"));
       return bytes;
     });
   }
@@ -575,9 +514,9 @@ class CudnnProvider final : public KernelProvider {
       KSELECT_RETURN_IF_ERROR(
           FrontendStatus(plans->graph->get_workspace_size(workspace), "cuDNN workspace query"));
       const int64_t index = plans->graph->get_execution_plan_count() - 1;
-      BuiltPlan plan{plans->graph, std::max<int64_t>(index, 0), handle_, &mutex_};
-      return std::unique_ptr<PreparedKernel>(new CudnnKernel(
-          plans, std::move(plan), workspace, ConvOperandSpecs(std::get<ConvProblem>(problem), 16)));
+      return std::unique_ptr<PreparedKernel>(
+          new CudnnKernel(plans, std::max<int64_t>(index, 0), workspace, handle_, &mutex_,
+                          ConvOperandSpecs(std::get<ConvProblem>(problem), 16)));
     });
   }
 
@@ -629,119 +568,53 @@ class CudnnProvider final : public KernelProvider {
     return plans;
   }
 
-  // `c`'s built plan, making and building it on the problem's graph on first use;
+  // The index of `c`'s built plan in the problem's graph, making and building it on first use;
   // kCannotImplement (remembered) when cuDNN refuses the engine, the knobs or the build.
-  StatusOr<BuiltPlan> PlanFor(ProblemPlans& plans, const CudnnConfig& c) {
+  StatusOr<int64_t> PlanIndex(ProblemPlans& plans, const CudnnConfig& c) {
     const std::vector<int64_t> key = ConfigKey(c);
     if (auto it = plans.plans.find(key); it != plans.plans.end()) return it->second;
     if (auto it = plans.refused.find(key); it != plans.refused.end()) return it->second;
-    StatusOr<int64_t> index = InvalidArgumentError("");
-    bool runtime_compiled = false;
+    auto refuse = [&](const std::string& why) -> Status {
+      Status status =
+          CannotImplementError("cudnn engine " + std::to_string(c.engine_id) + ": " + why);
+      plans.refused.emplace(key, status);
+      return status;
+    };
     if (c.engine_id < 0 || c.engine_id >= plans.engine_count) {
-      index = CannotImplementError("cudnn engine " + std::to_string(c.engine_id) +
-                                   ": no such engine (the graph has " +
-                                   std::to_string(plans.engine_count) + ")");
-    } else {
-      index = BuildPlan(*plans.graph, c, options_.max_workspace_bytes, &runtime_compiled);
+      return refuse("no such engine (the graph has " + std::to_string(plans.engine_count) + ")");
     }
-    if (runtime_compiled) plans.runtime_compiled.insert(c.engine_id);
-    if (!index.ok()) {
-      plans.refused.emplace(key, index.status());
-      return index.status();
+    ConvGraph& graph = *plans.graph;
+    const int64_t before = graph.get_execution_plan_count();
+    if (fe::error_t made = graph.AddEngineConfig(c); made.is_bad()) {
+      return refuse(made.get_message());
     }
-    return plans.plans.emplace(key, BuiltPlan{plans.graph, *index, handle_, &mutex_}).first->second;
+    const int64_t index = graph.get_execution_plan_count() - 1;
+    if (index < before) return refuse("cuDNN made no plan");
+    if (std::vector<fe::BehaviorNote_t> notes;
+        graph.get_behavior_notes_for_plan_at_index(index, notes).is_good() &&
+        std::find(notes.begin(), notes.end(), fe::BehaviorNote_t::RUNTIME_COMPILATION) !=
+            notes.end()) {
+      plans.runtime_compiled.insert(c.engine_id);
+    }
+    (void)graph.deselect_behavior_notes(kExcludedNotes);
+    if (fe::error_t built = graph.build_plan_at_index(index); built.is_bad()) {
+      return refuse(built.get_message());
+    }
+    StatusOr<int64_t> workspace = PlanWorkspace(plans, index);
+    if (!workspace.ok()) return refuse(workspace.status().message());
+    if (*workspace > options_.max_workspace_bytes) {
+      return refuse("needs " + std::to_string(*workspace) + " bytes of workspace, over the limit " +
+                    std::to_string(options_.max_workspace_bytes));
+    }
+    plans.plans.emplace(key, index);
+    return index;
   }
 
-  static StatusOr<int64_t> PlanWorkspace(const BuiltPlan& plan) {
+  static StatusOr<int64_t> PlanWorkspace(const ProblemPlans& plans, int64_t index) {
     int64_t bytes = 0;
     KSELECT_RETURN_IF_ERROR(FrontendStatus(
-        plan.graph->get_workspace_size_plan_at_index(plan.index, bytes), "cuDNN workspace query"));
+        plans.graph->get_workspace_size_plan_at_index(index, bytes), "cuDNN workspace query"));
     return bytes;
-  }
-
-  StatusOr<int64_t> WorkspaceBytesLocked(const Problem& problem, const KernelConfig& config) {
-    return Guarded("cuDNN plan", [&]() -> StatusOr<int64_t> {
-      KSELECT_ASSIGN_OR_RETURN(const CudnnConfig* c, AsCudnn(config));
-      KSELECT_ASSIGN_OR_RETURN(std::shared_ptr<ProblemPlans> plans, PlansFor(problem));
-      KSELECT_ASSIGN_OR_RETURN(BuiltPlan plan, PlanFor(*plans, *c));
-      return PlanWorkspace(plan);
-    });
-  }
-
-  // Builds the plans of those `configs` not yet asked about on up to build_threads_ threads, each
-  // with a handle and a graph of its own (a cuDNN handle serves one thread at a time), and
-  // remembers them as PlanFor does. What cannot start a thread or a handle is left to PlanFor.
-  void BuildSideBySide(const Problem& problem, ProblemPlans& plans,
-                       std::span<const KernelConfig> configs) {
-    std::vector<const CudnnConfig*> fresh;
-    std::set<std::vector<int64_t>> keys;
-    for (const KernelConfig& config : configs) {
-      const CudnnConfig* c = std::get_if<CudnnConfig>(&config);
-      if (c == nullptr || c->engine_id < 0 || c->engine_id >= plans.engine_count) continue;
-      std::vector<int64_t> key = ConfigKey(*c);
-      if (plans.plans.contains(key) || plans.refused.contains(key)) continue;
-      if (keys.insert(std::move(key)).second) fresh.push_back(c);
-    }
-    if (fresh.size() < 2 || build_threads_ < 2) return;  // nothing to overlap
-    if (!cuda::UseDevice(options_.device).ok()) return;
-    while (build_slots_.size() < std::min(fresh.size(), build_threads_)) {
-      cudnnHandle_t handle = nullptr;
-      if (fe::detail::create_handle(&handle) != CUDNN_STATUS_SUCCESS) break;
-      build_slots_.push_back(std::make_unique<BuildSlot>());
-      build_slots_.back()->handle = handle;
-    }
-    struct Built {
-      std::shared_ptr<ConvGraph> graph;
-      StatusOr<int64_t> index = InternalError("not built");
-      bool runtime_compiled = false;
-      size_t slot = 0;
-    };
-    std::vector<Built> built(fresh.size());
-    std::atomic<size_t> next{0};
-    const ConvProblem& conv = std::get<ConvProblem>(problem);
-    auto work = [&](size_t slot_index) {
-      BuildSlot& slot = *build_slots_[slot_index];
-      std::lock_guard<std::mutex> lock(slot.mutex);
-      if (!cuda::UseDevice(options_.device).ok()) return;
-      for (size_t j; (j = next.fetch_add(1)) < fresh.size();) {
-        Built& b = built[j];
-        b.slot = slot_index;
-        try {
-          StatusOr<std::shared_ptr<ConvGraph>> graph = BuildGraph(conv, slot.handle);
-          if (!graph.ok()) {
-            b.index = graph.status();
-            continue;
-          }
-          b.graph = *graph;
-          b.index =
-              BuildPlan(*b.graph, *fresh[j], options_.max_workspace_bytes, &b.runtime_compiled);
-        } catch (const std::exception& e) {
-          b.index = InternalError(std::string("cuDNN plan build threw: ") + e.what());
-        }
-      }
-    };
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < std::min(fresh.size(), build_slots_.size()); ++t) {
-      try {
-        threads.emplace_back(work, t);
-      } catch (const std::system_error&) {
-        break;  // the threads that started take the rest
-      }
-    }
-    for (std::thread& thread : threads) thread.join();
-    // Only what cuDNN answered is remembered: a failure of our own (no graph, a throw) leaves
-    // the config to PlanFor, which builds it on the problem's graph.
-    for (size_t j = 0; j < fresh.size(); ++j) {
-      Built& b = built[j];
-      if (b.runtime_compiled) plans.runtime_compiled.insert(fresh[j]->engine_id);
-      if (b.index.ok()) {
-        BuildSlot& slot = *build_slots_[b.slot];
-        plans.plans.emplace(ConfigKey(*fresh[j]),
-                            BuiltPlan{b.graph, *b.index, slot.handle, &slot.mutex});
-      } else if (b.index.status().code() == StatusCode::kCannotImplement && b.graph) {
-        plans.refused.emplace(ConfigKey(*fresh[j]), b.index.status());
-      }
-    }
   }
 
   // Every config the heuristic lists, in its order, on a graph of its own (asking appends the
@@ -766,38 +639,16 @@ class CudnnProvider final : public KernelProvider {
       std::vector<KernelConfig> picks;
       for (CudnnConfig& c : listed) {
         if (static_cast<int>(picks.size()) >= count) break;
-        if (PlanFor(*plans, c).ok()) picks.emplace_back(std::move(c));
+        if (PlanIndex(*plans, c).ok()) picks.emplace_back(std::move(c));
       }
       return picks;
     });
   }
 
-  // A handle for building plans off the calling thread; it launches the plans built on it.
-  struct BuildSlot {
-    cudnnHandle_t handle = nullptr;
-    std::mutex mutex;  // guards the handle's stream (launches) and the build using it
-  };
-  // Plans built side by side at once: a decision checks its top 5 or so, and each thread holds a
-  // handle for the provider's life. KSELECT_CUDNN_BUILD_THREADS (1 to 64) overrides it; 1 builds
-  // every plan on the calling thread, as before.
-  static size_t BuildThreads() {
-    const char* text = std::getenv("KSELECT_CUDNN_BUILD_THREADS");
-    if (text != nullptr) {
-      char* end = nullptr;
-      const long value = std::strtol(text, &end, 10);
-      if (end != text && *end == '\0' && value >= 1 && value <= 64) {
-        return static_cast<size_t>(value);
-      }
-    }
-    return 8;
-  }
-
   ProviderOptions options_;
-  const size_t build_threads_;
   std::mutex mutex_;  // guards everything below and the handle's stream
   Status ready_ = Status::Ok();
   cudnnHandle_t handle_ = nullptr;
-  std::vector<std::unique_ptr<BuildSlot>> build_slots_;
   std::list<std::shared_ptr<ProblemPlans>> cache_;
 };
 
