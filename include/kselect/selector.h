@@ -143,6 +143,8 @@ struct FirstUseRecord {
   // (first launches included).
   double prepare_ms = 0;
   double timing_ms = 0;
+  // Read from a decision file (Selector::LoadCache): timed by an earlier process, not this one.
+  bool from_file = false;
 };
 
 // How often first-use timing kept the vendor's pick, over the problems a selector timed.
@@ -212,7 +214,8 @@ class Selector {
   // The decision cache on disk: saved with the provenance record (kselect/provenance.h: device,
   // driver, library versions, the model's fingerprint) and the SM clock and memory bandwidth the
   // features read; loading refuses (kSchemaMismatch, naming the field) a file made under any other
-  // of them.
+  // of them. Each decision carries its first-use timing's order where dispatch timed it, and a
+  // loaded one is dispatched in that order without timing again.
   Status SaveCache(const std::string& path) const;
   Status LoadCache(const std::string& path);
   size_t CachedDecisions() const;
@@ -275,6 +278,9 @@ struct DispatchInfo {
   // On the call that timed: the timing's cost (FirstUseRecord's prepare_ms, timing_ms).
   double prepare_ms = 0;
   double timing_ms = 0;
+  // The order dispatch follows came from a decision file (Selector::LoadCache): an earlier
+  // process timed it, timed_configs is 0 and vendor_kept is the file's.
+  bool order_from_file = false;
 };
 
 // C = alpha * op(A) op(B) + beta * C with the selector's choice for `problem` (alpha and beta

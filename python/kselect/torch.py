@@ -224,10 +224,10 @@ def save_decisions(directory) -> int:
 
 def load_decisions(directory):
     """Reads the files save_decisions wrote, as each model opens (until called again; None
-    stops it): problems ranked before skip the ranking (for convolutions, cuDNN's plan builds of
-    the walk down the model's order); the first-use timing still runs. A file made under another
-    device, driver, library or model is refused and listed in summary()["model_errors"];
-    summary()["decision_files"] lists what was read."""
+    stops it): problems decided before skip the ranking (for convolutions, cuDNN's plan builds of
+    the walk down the model's order) and the first-use timing, and run the config that timing
+    chose then. A file made under another device, driver, library or model is refused and
+    listed in summary()["model_errors"]; summary()["decision_files"] lists what was read."""
     load()
     path = "" if directory is None else os.path.expanduser(os.fspath(directory))
     _torch().ops.kselect._load_decisions(path)

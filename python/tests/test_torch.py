@@ -225,6 +225,7 @@ class CudaTest(unittest.TestCase):
             kt.configure()
             with kt.enabled():
                 conv(x)
+            first = {d["problem"]: d for d in kt.summary()["decisions"]}
             with tempfile.TemporaryDirectory() as d:
                 self.assertGreaterEqual(kt.save_decisions(d), 1)
                 kt.configure()  # fresh routers, as a new process has
@@ -235,6 +236,13 @@ class CudaTest(unittest.TestCase):
                 self.assertTrue(any(f.endswith(" decisions") for f in summary["decision_files"]), summary)
                 self.assertEqual(summary["model_errors"], [])
                 torch.testing.assert_close(got, ref, rtol=3e-2, atol=3e-2)
+                # A problem timed before runs the same config at once, untimed.
+                for decision in summary["decisions"]:
+                    before = first[decision["problem"]]
+                    if before["timed_configs"] >= 2:
+                        self.assertEqual(decision["timed_configs"], 0, decision)
+                        self.assertIn("earlier process", decision["note"], decision)
+                        self.assertEqual(decision["config"], before["config"], decision)
                 kt.load_decisions(None)
         kt.configure()
 

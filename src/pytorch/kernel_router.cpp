@@ -238,7 +238,7 @@ std::unique_ptr<KernelRouter::Entry> KernelRouter::DecideThrough(
     decision->note += "; not kept: " + kernel.status().message();
     return entry;
   }
-  if (info->timed_configs > 0 && !info->vendor_kept.has_value()) {
+  if ((info->timed_configs > 0 || info->order_from_file) && !info->vendor_kept.has_value()) {
     decision->note += "; not kept: unguarded, the framework's own kernel runs from now";
     entry->without_kernel = RouteOutcome::kUnguarded;
     return entry;

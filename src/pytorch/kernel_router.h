@@ -121,8 +121,9 @@ class KernelRouter {
   // Cross-provider routes (GEMMs over two providers) keep theirs in memory only.
   StatusOr<int> SaveDecisions(const std::string& dir);
   // Routes read their file from `dir` when they open (at once for those already open): problems
-  // decided in an earlier process skip the ranking (for cuDNN, the plan builds of CanImplement);
-  // first-use timing still runs. A missing file is no error; one made under another model,
+  // decided in an earlier process skip the ranking (for cuDNN, the plan builds of CanImplement)
+  // and run the order its first-use timing settled on, untimed (the unguarded rule still holds).
+  // A missing file is no error; one made under another model,
   // device or library is refused, and the refusal is in OpenErrors.
   void LoadDecisionsFrom(std::string dir);
   // What loading read: "route<i>-<model>.json: N decisions", one line a file read.

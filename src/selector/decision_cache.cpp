@@ -67,6 +67,34 @@ uint64_t Bits(double value) {
   return std::bit_cast<uint64_t>(value);
 }
 
+// {"order": [config keys], "vendor_pick": config (absent when the heuristic had none),
+// "vendor_timed": bool, "vendor_kept": bool}
+StatusOr<FirstUseRecord> FirstUseFromJson(const json& j, const std::string& where) {
+  json_codec::ObjectReader reader(j, where);
+  const json* order = reader.Child("order", true);
+  const json* vendor = reader.Child("vendor_pick", false);
+  FirstUseRecord record;
+  record.vendor_timed = reader.Bool("vendor_timed");
+  record.vendor_kept = reader.Bool("vendor_kept");
+  KSELECT_RETURN_IF_ERROR(reader.Finish());
+  if (!order->is_array() || order->empty()) {
+    return ParseError(where + ".order: not a non-empty array");
+  }
+  for (size_t i = 0; i < order->size(); ++i) {
+    const json& key = (*order)[i];
+    if (!key.is_string() || key.get_ref<const std::string&>().empty()) {
+      return ParseError(where + ".order[" + std::to_string(i) + "]: not a config key");
+    }
+    record.order.push_back(key.get<std::string>());
+  }
+  if (vendor != nullptr) {
+    KSELECT_ASSIGN_OR_RETURN(record.vendor_pick,
+                             json_codec::KernelConfigFromJson(*vendor, where + ".vendor_pick"));
+  }
+  record.from_file = true;
+  return record;
+}
+
 }  // namespace
 
 StatusOr<DecisionCacheFile> DecisionCacheFromJson(std::string_view text, const std::string& path) {
@@ -105,6 +133,7 @@ StatusOr<DecisionCacheFile> DecisionCacheFromJson(std::string_view text, const s
     const int64_t considered = entry.Int("candidates_considered");
     const int64_t scored = entry.Int("candidates_scored");
     const json* ranked = entry.Child("ranked", true);
+    const json* first_use = entry.Child("first_use", false);
     KSELECT_RETURN_IF_ERROR(entry.Finish());
     Selection s;
     KSELECT_ASSIGN_OR_RETURN(s.problem, json_codec::ProblemFromJson(*problem_json, where));
@@ -136,6 +165,11 @@ StatusOr<DecisionCacheFile> DecisionCacheFromJson(std::string_view text, const s
                           latency ? NumberOrNothing(*latency) : std::nullopt});
     }
     file.decisions.push_back(std::move(s));
+    file.first_use.emplace_back();
+    if (first_use != nullptr) {
+      KSELECT_ASSIGN_OR_RETURN(file.first_use.back(),
+                               FirstUseFromJson(*first_use, where + ".first_use"));
+    }
   }
   return file;
 }

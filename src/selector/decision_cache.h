@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ struct DecisionCacheFile {
   double mem_bandwidth_gb_s = 0;
   // Each decision as its stage made it (path = decided_by); problems valid, ranked non-empty.
   std::vector<Selection> decisions;
+  // Beside each decision: its first-use timing's order where one was saved (from_file set; the
+  // order's keys not yet checked against the ranking).
+  std::vector<std::optional<FirstUseRecord>> first_use;
 };
 
 // Strict: a malformed file, an unknown stage, an impossible problem or config, an empty ranking

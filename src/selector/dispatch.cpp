@@ -161,7 +161,7 @@ std::string GuardNote(const FirstUseRecord& record) {
 FirstUseGuardReport GuardReportOf(const std::unordered_map<std::string, FirstUseRecord>& orders) {
   FirstUseGuardReport report;
   for (const auto& [key, record] : orders) {
-    if (record.order.empty()) continue;
+    if (record.order.empty() || record.from_file) continue;  // timed here only
     ++report.timed_problems;
     report.vendor_timed += record.vendor_timed ? 1 : 0;
     report.vendor_kept += record.vendor_kept ? 1 : 0;
@@ -268,6 +268,7 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
   // timed it beside them (the vendor guard).
   std::vector<RankedConfig> candidates(ranked.begin(), ranked.end());
   std::optional<bool> vendor_kept;
+  bool order_from_file = false;
   double prepare_ms = 0, timing_ms = 0;
   if (time_top_k >= 2 && ranked.size() >= 2) {
     std::lock_guard lock(selector.dispatch_mutex());
@@ -288,6 +289,12 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
       order = TimedFirst(candidates, record->order);
       if (timed_configs > 0) timing_note = GuardNote(*record);
       if (timed_configs > 0 && record->vendor_timed) vendor_kept = record->vendor_kept;
+      if (record->from_file) {
+        order_from_file = true;
+        // Kept untimed as the only contender that prepared counts as kept too, as it did then.
+        if (record->vendor_timed || record->vendor_kept) vendor_kept = record->vendor_kept;
+        timing_note = "the order an earlier process timed (a decision file): " + GuardNote(*record);
+      }
     }
     if (record != nullptr && made_now) {
       prepare_ms = record->prepare_ms;
@@ -340,6 +347,7 @@ StatusOr<DispatchInfo> DispatchRanked(Selector& selector, const Problem& problem
     info.vendor_kept = vendor_kept;
     info.prepare_ms = prepare_ms;
     info.timing_ms = timing_ms;
+    info.order_from_file = order_from_file;
     if (!failures.empty()) info.note = "fell back past " + failures;
     if (timed_configs > 0) {
       info.note += std::string(info.note.empty() ? "" : "; ") + "timed " +

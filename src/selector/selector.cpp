@@ -970,6 +970,12 @@ Status Selector::SaveCache(const std::string& path) const {
   if (!impl_->options.solution_library.empty()) inputs.push_back(impl_->options.solution_library);
   if (!impl_->options.record_path.empty()) inputs.push_back(impl_->options.record_path);
   KSELECT_RETURN_IF_ERROR(text::CheckOutputFile(path, "the cache path", inputs));
+  // Dispatch's first-use orders, copied under its lock.
+  std::unordered_map<std::string, FirstUseRecord> first_use;
+  {
+    std::lock_guard lock(impl_->provider_mutex);
+    first_use = impl_->first_use_orders;
+  }
   json entries = json::array();
   for (const CacheEntry* entry : impl_->cache.Entries()) {
     const Selection& s = entry->fresh;
@@ -987,6 +993,18 @@ Status Selector::SaveCache(const std::string& path) const {
                        {"candidates_considered", s.candidates_considered},
                        {"candidates_scored", s.candidates_scored},
                        {"ranked", std::move(ranked)}});
+    // The order dispatch settled on, so that a later process runs it without timing again.
+    if (auto it = first_use.find(ProblemToString(s.problem));
+        it != first_use.end() && !it->second.order.empty()) {
+      const FirstUseRecord& record = it->second;
+      json timed = {{"order", record.order},
+                    {"vendor_timed", record.vendor_timed},
+                    {"vendor_kept", record.vendor_kept}};
+      if (record.vendor_pick) {
+        timed["vendor_pick"] = json_codec::KernelConfigToJson(*record.vendor_pick);
+      }
+      entries.back()["first_use"] = std::move(timed);
+    }
   }
   json identity = {{kCacheSmClock, impl_->hardware.sm_clock_mhz},
                    {kCacheBandwidth, impl_->hardware.mem_bandwidth_gb_s}};
@@ -1019,6 +1037,7 @@ Status Selector::LoadCache(const std::string& path) {
   // a model given the heuristic's picks), where the provider is asked when it can be.
   const Provider provider = impl_->model.spec().provider;
   std::vector<std::unique_ptr<CacheEntry>> loaded;
+  std::vector<std::pair<std::string, FirstUseRecord>> orders;  // problem key -> saved order
   for (size_t i = 0; i < file.decisions.size(); ++i) {
     Selection& s = file.decisions[i];
     const std::string where = path + ".entries[" + std::to_string(i) + "]";
@@ -1056,6 +1075,21 @@ Status Selector::LoadCache(const std::string& path) {
         }
       }
     }
+    if (i < file.first_use.size() && file.first_use[i]) {
+      FirstUseRecord record = std::move(*file.first_use[i]);
+      if (record.vendor_pick && ProviderOf(*record.vendor_pick) != provider) {
+        return SchemaMismatchError(where + ".first_use.vendor_pick: a " +
+                                   std::string(ProviderName(ProviderOf(*record.vendor_pick))) +
+                                   " config for a " + std::string(ProviderName(provider)) +
+                                   " model (a cache of another selector?)");
+      }
+      // The order keeps what dispatch can run here: the ranking as kept and the vendor's pick.
+      std::set<std::string> runnable;
+      for (const RankedConfig& r : s.ranked) runnable.insert(ConfigKey(r.config));
+      if (record.vendor_pick) runnable.insert(ConfigKey(*record.vendor_pick));
+      std::erase_if(record.order, [&](const std::string& key) { return !runnable.contains(key); });
+      if (!record.order.empty()) orders.emplace_back(ProblemToString(s.problem), std::move(record));
+    }
     auto entry = std::make_unique<CacheEntry>();
     entry->hash = HashProblem(s.problem);
     entry->cached = s;
@@ -1064,6 +1098,8 @@ Status Selector::LoadCache(const std::string& path) {
     loaded.push_back(std::move(entry));
   }
   for (auto& entry : loaded) impl_->cache.Insert(entry);
+  std::lock_guard lock(impl_->provider_mutex);
+  for (auto& [key, record] : orders) impl_->first_use_orders.emplace(key, std::move(record));
   return Status::Ok();
 }
 

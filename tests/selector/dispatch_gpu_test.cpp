@@ -237,6 +237,54 @@ TEST_F(DispatchGpuTest, FirstUseTimingRunsTheFastestOfTheTopKCorrectly) {
   }
 }
 
+// A decision file carries the first-use order: a fresh selector that loads it runs the same
+// config at once, untimed, says the order came from the file, and computes the right output.
+TEST_F(DispatchGpuTest, DecisionFileCarriesTheFirstUseOrderToAFreshSelector) {
+  SelectorOptions options;
+  options.time_top_k = 3;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "kselect_dispatch_first_use_cache.json").string();
+  std::vector<std::string> ran;
+  {
+    auto selector = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
+    ASSERT_TRUE(selector.ok()) << selector.status().ToString();
+    auto provider = (*selector)->provider();
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    for (const GemmProblem& problem : FirstUseProblems()) {
+      const auto check = CheckFirstUseTiming(**selector, **provider, *verifier_, problem, 4);
+      ASSERT_TRUE(check) << problem.ToString();
+      ran.push_back(ConfigKey(check->first.config));
+    }
+    ASSERT_TRUE((*selector)->SaveCache(path).ok());
+  }
+  auto fresh = Selector::Open(ModelDir("h200_cublaslt_bf16_tn_rank"), options);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  const Status loaded = (*fresh)->LoadCache(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  auto provider = (*fresh)->provider();
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  const std::vector<GemmProblem> problems = FirstUseProblems();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const GemmProblem& problem = problems[i];
+    auto operands = (*provider)->Operands(problem);
+    ASSERT_TRUE(operands.ok()) << operands.status().ToString();
+    auto verify_case = verifier_->MakeCase(problem, *operands);
+    ASSERT_TRUE(verify_case.ok()) << verify_case.status().ToString();
+    DispatchKernel kernel(**fresh, problem);
+    auto result = (*verify_case)->Check(kernel);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_TRUE(result->passed) << problem.ToString() << ": " << result->ToString();
+    const DispatchInfo& first = kernel.all().front();
+    EXPECT_EQ(first.timed_configs, 0) << first.note;
+    EXPECT_TRUE(first.order_from_file) << first.note;
+    EXPECT_TRUE(first.vendor_kept.has_value()) << first.note;
+    EXPECT_EQ(ConfigKey(first.config), ran[i]) << problem.ToString() << ": " << first.note;
+    EXPECT_NE(first.note.find("earlier process"), std::string::npos) << first.note;
+  }
+  EXPECT_EQ((*fresh)->first_use_guard_report().timed_problems, 0);
+  std::filesystem::remove(path);
+}
+
 // The cross-provider selector with the cuBLASLt peer ranker and first-use timing: the first
 // dispatch of a problem times the ranker's top 2 and the tile model's top, both providers
 // interleaved, and runs the fastest; later dispatches run it untimed; the output is right

@@ -567,6 +567,82 @@ TEST_F(SelectorTest, LoadedCacheKeepsTopKAndTheCandidateTable) {
   }
 }
 
+// A decision's first-use order travels with it (dispatch then runs it untimed; the GPU test
+// DispatchGpuTest.DecisionFileCarriesTheFirstUseOrderToAFreshSelector): it survives load and
+// save, loses the configs this selector could not run, and a malformed one refuses the file.
+TEST_F(SelectorTest, FirstUseOrdersRoundTripThroughTheCacheFile) {
+  const std::string path = (tmp_ / "cache.json").string();
+  const GemmProblem problem = LinearGemm(4096, 16, 4096);
+  {
+    auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(selector.ok());
+    ASSERT_TRUE((*selector)->Select(problem).ok());
+    ASSERT_TRUE((*selector)->SaveCache(path).ok());
+  }
+  nlohmann::json saved = nlohmann::json::parse(ReadAll(path));
+  ASSERT_FALSE(saved["entries"][0].contains("first_use"));  // nothing was dispatched
+  ASSERT_GE(saved["entries"][0]["ranked"].size(), 2u);
+  std::vector<std::string> keys;
+  for (int r : {1, 0}) {
+    auto config =
+        json_codec::KernelConfigFromJson(saved["entries"][0]["ranked"][r]["config"], "ranked");
+    ASSERT_TRUE(config.ok());
+    keys.push_back(ConfigKey(*config));
+  }
+  auto write = [&](const nlohmann::json& first_use) {
+    nlohmann::json edited = saved;
+    edited["entries"][0]["first_use"] = first_use;
+    const std::string edited_path = (tmp_ / "edited.json").string();
+    std::ofstream(edited_path, std::ios::trunc) << edited.dump(1);
+    return edited_path;
+  };
+  {
+    auto selector = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(selector.ok());
+    const Status loaded =
+        (*selector)->LoadCache(write({{"order", {keys[0], "no such config", keys[1]}},
+                                      {"vendor_timed", true},
+                                      {"vendor_kept", false}}));
+    ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+    const std::string again = (tmp_ / "again.json").string();
+    ASSERT_TRUE((*selector)->SaveCache(again).ok());
+    const nlohmann::json resaved = nlohmann::json::parse(ReadAll(again));
+    ASSERT_TRUE(resaved["entries"][0].contains("first_use")) << resaved.dump(1);
+    EXPECT_EQ(resaved["entries"][0]["first_use"]["order"], nlohmann::json(keys));
+    EXPECT_EQ(resaved["entries"][0]["first_use"]["vendor_timed"], true);
+    EXPECT_FALSE(resaved["entries"][0]["first_use"].contains("vendor_pick"));
+    // Loaded orders were timed by another process: none counts as timed here.
+    EXPECT_EQ((*selector)->first_use_guard_report().timed_problems, 0);
+  }
+  const struct {
+    nlohmann::json first_use;
+    StatusCode code;
+    const char* says;
+  } bad[] = {
+      {{{"order", nlohmann::json::array()}, {"vendor_timed", false}, {"vendor_kept", false}},
+       StatusCode::kParseError,
+       "first_use.order: not a non-empty array"},
+      {{{"order", {keys[0], 7}}, {"vendor_timed", false}, {"vendor_kept", false}},
+       StatusCode::kParseError,
+       "first_use.order[1]: not a config key"},
+      {{{"order", {keys[0]}}, {"vendor_kept", false}}, StatusCode::kParseError, "vendor_timed"},
+      {{{"order", {keys[0]}},
+        {"vendor_timed", true},
+        {"vendor_kept", true},
+        {"vendor_pick", json_codec::KernelConfigToJson(CublasLtConfig{})}},
+       StatusCode::kSchemaMismatch,
+       "first_use.vendor_pick: a cublaslt config for a tile model"},
+  };
+  for (const auto& b : bad) {
+    auto fresh = Selector::Open(ModelDir("h200_tile_bf16_tn"));
+    ASSERT_TRUE(fresh.ok());
+    const Status refused = (*fresh)->LoadCache(write(b.first_use));
+    EXPECT_EQ(refused.code(), b.code) << refused.ToString();
+    EXPECT_TRUE(Contains(refused.message(), b.says)) << refused.message();
+    EXPECT_EQ((*fresh)->CachedDecisions(), 0u);
+  }
+}
+
 TEST_F(SelectorTest, SolutionLibraryComesFirst) {
   auto probe = Selector::Open(ModelDir("h200_tile_bf16_tn"));
   ASSERT_TRUE(probe.ok());
