@@ -215,9 +215,10 @@ def reset_counts():
 
 
 def save_decisions(directory) -> int:
-    """Writes the models' rankings of every problem met so far into `directory` (one file a
-    model, stamped with the device, driver, library and model), for load_decisions in a later
-    process. Returns the number of files. Cross-provider GEMM routes are not saved."""
+    """Writes the models' decisions of every problem met so far (the ranking and the config
+    first-use timing chose) into `directory` (one file a model, stamped with the device, driver,
+    library and model), for load_decisions in a later process. Returns the number of files.
+    Cross-provider GEMM routes are not saved."""
     load()
     return int(_torch().ops.kselect._save_decisions(os.path.expanduser(os.fspath(directory))))
 

@@ -116,15 +116,16 @@ class KernelRouter {
   std::vector<std::string> OpenErrors() const;
 
   // Decision files, for a later process (Selector::SaveCache: the model's ranking of each problem
-  // met, under the device, driver, library and model they were made with). SaveDecisions writes
+  // met and its first-use order, under the device, driver, library and model they were made
+  // with). SaveDecisions writes
   // one per opened single-model route, DIR/route<i>-<model>.json, and returns how many.
   // Cross-provider routes (GEMMs over two providers) keep theirs in memory only.
   StatusOr<int> SaveDecisions(const std::string& dir);
   // Routes read their file from `dir` when they open (at once for those already open): problems
   // decided in an earlier process skip the ranking (for cuDNN, the plan builds of CanImplement)
   // and run the order its first-use timing settled on, untimed (the unguarded rule still holds).
-  // A missing file is no error; one made under another model,
-  // device or library is refused, and the refusal is in OpenErrors.
+  // A missing file is no error; one made under another model, device or library is refused, and
+  // the refusal is in OpenErrors.
   void LoadDecisionsFrom(std::string dir);
   // What loading read: "route<i>-<model>.json: N decisions", one line a file read.
   std::vector<std::string> LoadedDecisionFiles() const;
